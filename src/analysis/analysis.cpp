@@ -1,0 +1,192 @@
+// analyze(): runs the stages of internal.h in order and assembles the public Analysis.
+#include <algorithm>
+#include <unordered_map>
+
+#include "analysis/internal.h"
+
+namespace gpuleak::analysis {
+
+const char *verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::kClean: return "clean";
+    case Verdict::kInconclusive: return "inconclusive";
+    case Verdict::kGrowth: return "growth";
+    case Verdict::kLeak: return "leak";
+  }
+  return "inconclusive";
+}
+
+const char *iteration_source_name(IterationSource s) {
+  switch (s) {
+    case IterationSource::kNone: return "none";
+    case IterationSource::kAuto: return "auto";
+    case IterationSource::kNvtx: return "nvtx";
+    case IterationSource::kApi: return "api";
+  }
+  return "none";
+}
+
+namespace detail {
+namespace {
+
+using format::Capture;
+
+// Strongest source first: C API marks, then NVTX ranges, then the allocation sequence's period.
+std::vector<Span> find_iterations(const Capture &capture, const Timeline &timeline, const SiteTable &sites,
+                                  const AnalysisOptions &o, Analysis *out) {
+  std::vector<Span> spans = spans_from_markers(capture, timeline.end_ns);
+  if (!spans.empty()) {
+    out->iteration_source = IterationSource::kApi;
+  } else if (!capture.nvtx.empty()) {
+    const auto flags = std::regex::ECMAScript | std::regex::icase;
+    std::regex pattern;
+    try {
+      pattern = std::regex(o.iteration_range_regex, flags);
+    } catch (const std::regex_error &) {
+      out->warnings.push_back("invalid iteration range pattern '" + o.iteration_range_regex +
+                              "': using the default");
+      pattern = std::regex(AnalysisOptions{}.iteration_range_regex, flags);
+    }
+    try {
+      spans = spans_from_nvtx(capture, pattern, timeline.end_ns);
+    } catch (const std::regex_error &) {  // too complex for std::regex on some message
+      out->warnings.push_back("iteration range pattern failed on an NVTX message: NVTX ranges ignored");
+      spans.clear();
+    }
+    if (!spans.empty()) out->iteration_source = IterationSource::kNvtx;
+  }
+  if (!spans.empty()) {
+    place_spans(timeline, &spans);
+  } else {
+    spans = spans_from_period(timeline, sites, o.min_auto_repetitions);
+    if (!spans.empty()) out->iteration_source = IterationSource::kAuto;
+  }
+  std::stable_sort(spans.begin(), spans.end(), [](const Span &a, const Span &b) {
+    return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.begin < b.begin;
+  });
+  return spans;
+}
+
+uint32_t warmup_for(uint32_t n, int requested) {
+  if (requested >= 0) return std::min<uint32_t>(n, static_cast<uint32_t>(requested));
+  return std::min<uint32_t>({std::max<uint32_t>(1, n / 10), 5u, n});
+}
+
+bool contains(const std::string &s, const char *needle) { return s.find(needle) != std::string::npos; }
+
+// Informational: what the allocator environment and the allocation pattern suggest.
+std::string allocator_mode(const Capture &capture, const Ledger &ledger) {
+  std::string env = capture.run ? capture.run->allocator_env : std::string();
+  if (contains(env, "backend:cudaMallocAsync")) return "per-tensor (cudaMallocAsync)";
+  if (contains(env, "expandable_segments:True") || contains(env, "expandable_segments:true"))
+    return "segments (expandable, cuMemCreate/cuMemMap)";
+  uint64_t device = 0, async = 0, vmm = 0, device_2mib = 0;
+  for (const auto &r : capture.memory) {
+    if (r.op != static_cast<uint8_t>(format::Op::kAlloc) || r.result != 0) continue;
+    switch (static_cast<format::Kind>(r.kind)) {
+      case format::Kind::kDevice:
+        ++device;
+        if (r.size % (2u << 20) == 0) ++device_2mib;
+        break;
+      case format::Kind::kAsync: ++async; break;
+      case format::Kind::kVmm: ++vmm; break;
+      default: break;
+    }
+  }
+  if (ledger.accounting.allocations == 0) return "none";
+  if (vmm > 0) return "virtual memory (cuMemCreate/cuMemMap)";
+  if (async > device) return "stream-ordered (cudaMallocAsync)";
+  if (device > 0 && device_2mib == device) return "segments (a caching allocator: every block a multiple of 2 MiB)";
+  return "per-allocation";
+}
+
+void fill_devices(const Capture &capture, const Ledger &ledger, Analysis *out) {
+  for (size_t d = 0; d < ledger.devices.size(); ++d) {
+    DeviceSummary dev;
+    dev.index = ledger.devices[d];
+    for (const auto &known : capture.devices)
+      if (known.index == dev.index) {
+        dev.name = known.name;
+        dev.total_bytes = known.total_bytes;
+      }
+    dev.peak_live_bytes = ledger.totals[d].peak;
+    dev.live_at_exit_bytes = ledger.totals[d].live;
+    dev.alloc_count = ledger.totals[d].allocs;
+    dev.free_count = ledger.totals[d].frees;
+    out->devices.push_back(std::move(dev));
+  }
+}
+
+void fill_iterations(const Capture &capture, const std::vector<Span> &spans, const Ledger &ledger,
+                     const std::string &primary, Analysis *out) {
+  std::unordered_map<std::string, uint32_t> next_index;
+  const uint64_t anchor = capture.header.monotonic_ns;
+  for (size_t s = 0; s < spans.size(); ++s) {
+    Iteration it;
+    it.loop = spans[s].loop;
+    it.index = next_index[it.loop]++;
+    it.primary = it.loop == primary;
+    it.start_ns = since_start(spans[s].start_ns, anchor);
+    it.end_ns = since_start(spans[s].end_ns, anchor);
+    it.devices = ledger.per_span[s];
+    out->iterations.push_back(std::move(it));
+  }
+}
+
+void fill_live_at_exit(const Ledger &ledger, const SiteTable &sites, const AnalysisOptions &o, Analysis *out) {
+  std::unordered_map<uint64_t, size_t> index;
+  std::vector<LiveSite> live;
+  for (const Alloc &a : ledger.allocs) {
+    if (a.death != kNone || !on_device(a.space)) continue;
+    auto [it, fresh] = index.try_emplace(static_cast<uint64_t>(a.slot) << 32 | a.site, live.size());
+    if (fresh) live.push_back(LiveSite{ledger.devices[a.slot], sites.sites[a.site], 0, 0});
+    live[it->second].live_bytes += a.size;
+    ++live[it->second].live_count;
+  }
+  std::sort(live.begin(), live.end(), [](const LiveSite &a, const LiveSite &b) {
+    if (a.live_bytes != b.live_bytes) return a.live_bytes > b.live_bytes;
+    if (a.device != b.device) return a.device < b.device;
+    return a.site.stack_id != b.site.stack_id ? a.site.stack_id < b.site.stack_id
+                                              : a.site.py_stack_id < b.site.py_stack_id;
+  });
+  out->live_at_exit_sites = live.size();
+  if (live.size() > o.max_live_at_exit_sites) live.resize(o.max_live_at_exit_sites);
+  out->live_at_exit = std::move(live);
+}
+
+}  // namespace
+}  // namespace detail
+
+Analysis analyze(const format::Capture &capture, const AnalysisOptions &options) {
+  using namespace detail;
+  Analysis out;
+  const Timeline timeline = make_timeline(capture);
+  const SiteTable sites = intern_sites(capture, timeline);
+  const std::vector<Span> spans = find_iterations(capture, timeline, sites, options, &out);
+  const Ledger ledger = replay(capture, timeline, sites, spans);
+
+  out.accounting = ledger.accounting;
+  out.duration_ns = since_start(timeline.end_ns, capture.header.monotonic_ns);
+  out.allocator_mode = allocator_mode(capture, ledger);
+  fill_devices(capture, ledger, &out);
+
+  Primary primary;
+  out.primary_loop = primary_loop(spans);
+  for (uint32_t s = 0; s < spans.size(); ++s)
+    if (!spans.empty() && spans[s].loop == out.primary_loop) primary.spans.push_back(s);
+  std::stable_sort(primary.spans.begin(), primary.spans.end(),
+                   [&](uint32_t a, uint32_t b) { return spans[a].end < spans[b].end; });
+  for (uint32_t s : primary.spans) primary.end_pos.push_back(spans[s].end);
+  primary.warmup = warmup_for(static_cast<uint32_t>(primary.spans.size()), options.warmup_iterations);
+  out.primary_iterations = static_cast<uint32_t>(primary.spans.size());
+  out.warmup_iterations = primary.warmup;
+  fill_iterations(capture, spans, ledger, out.primary_loop, &out);
+
+  decide(ledger, sites, primary, options, &out);
+  forecast(spans, primary, ledger, &out);
+  out.ooms = oom_events(capture, timeline, sites, ledger, options);
+  fill_live_at_exit(ledger, sites, options, &out);
+  return out;
+}
+
+}  // namespace gpuleak::analysis

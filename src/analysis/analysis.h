@@ -1,0 +1,214 @@
+// The analysis: a decoded capture in, every number and verdict of the report out.
+//
+// This is the single place where gpuleak decides what a leak is (DESIGN.md "Verdicts"): the
+// at-exit summary, `gpuleak report`, `gpuleak check` and the viewer all render an Analysis and
+// never re-decide. Pure code: no CUDA, no I/O, no global state; analyze() may be called from any
+// thread on any capture, and the same capture with the same options always gives the same result.
+//
+// Units everywhere: bytes; times in nanoseconds since the run's start (the capture header's
+// monotonic anchor); iterations numbered from 0 within their loop.
+//
+// How the memory records are read (capture_format.h says what each field means):
+//   - events are replayed in effective-time order (MemoryRecord::ts_ns, stable sort), and only
+//     records whose result is 0 change memory; a failed Alloc is counted, never live;
+//   - device live bytes: kinds device, async, vmm (cuMemCreate to cuMemRelease), managed, pitched,
+//     array, mipmapped_array; host pinned/registered memory is kept apart; imported memory,
+//     virtual address ranges and graph reservations (kFlagGraphReservation) are not owned;
+//   - a Free matches the live allocation with the same address in the same address space (device
+//     pointers per device, VMM handles, array handles, host pointers); an unmatched free is counted
+//     and otherwise ignored; a context reset drops everything live on its device;
+//   - a call site is the pair (native stack_id, Python py_stack_id); (0, 0) is the unknown site.
+//     A VMM allocation belongs to the site of the first cuMemMap that mapped it, else its create.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "format/capture_reader.h"
+
+namespace gpuleak::analysis {
+
+// Ordered by severity: the overall verdict is the maximum over devices.
+enum class Verdict : uint8_t { kClean = 0, kInconclusive = 1, kGrowth = 2, kLeak = 3 };
+// Ordered by strength: api (gpuleak_iteration_* marks), nvtx (named ranges), auto (period found
+// in the allocation sequence), none.
+enum class IterationSource : uint8_t { kNone = 0, kAuto = 1, kNvtx = 2, kApi = 3 };
+
+const char *verdict_name(Verdict v);                   // "clean", "inconclusive", "growth", "leak"
+const char *iteration_source_name(IterationSource s);  // "none", "auto", "nvtx", "api"
+
+// Every threshold the verdicts use. The defaults are the documented ones (docs/report-format.md
+// "Verdict rules"); front-ends expose a few of them as options.
+struct AnalysisOptions {
+  // NVTX ranges whose whole message matches this (case-insensitive, anchored) are iterations.
+  // An invalid expression falls back to the default, with a line in Analysis::warnings.
+  std::string iteration_range_regex = "(step|iter|iteration|train_step|training_step)([ _:#-]?[0-9]+)?";
+  // Iterations ignored at the start of the primary loop; -1: max(1, 10% of them), at most 5.
+  int warmup_iterations = -1;
+  // Iterations after warm-up needed before leak, growth or clean can be said (else inconclusive).
+  int min_post_warmup_iterations = 3;
+  // Automatic period detection: repetitions of the allocation pattern needed to trust it.
+  int min_auto_repetitions = 4;
+
+  // A fitted rate below this many bytes per iteration is no growth at all.
+  double min_bytes_per_iteration = 1.0;
+  // The fitted rise over the post-warm-up iterations must reach this fraction of the series'
+  // last value (the site's live bytes for a leak, the device's for growth).
+  double min_relative_growth = 0.01;
+  // Least-squares fit quality (R^2) needed for a leak or growth.
+  double min_r2 = 0.6;
+  // Plateau rule: over the last half of the post-warm-up iterations the slope must still be at
+  // least this fraction of the whole slope (and a leak's live count must still rise there).
+  double min_late_slope_fraction = 0.25;
+  // A site whose allocations outlive their iteration but are mostly freed later (more than this
+  // fraction) is a pool that breathes, not a leak: it can only make the device's growth.
+  double max_survivor_free_fraction = 0.5;
+
+  // Bounds on what is kept for the report.
+  size_t max_live_at_exit_sites = 100;
+  size_t max_oom_events = 16;       // newest first
+  size_t oom_history_events = 32;   // memory events before each OOM, same device
+  size_t oom_top_sites = 20;
+};
+
+// A call site: native stack id and Python stack id as the capture interned them (0 = none).
+struct Site {
+  uint32_t stack_id = 0;
+  uint32_t py_stack_id = 0;
+  bool operator==(const Site &o) const { return stack_id == o.stack_id && py_stack_id == o.py_stack_id; }
+};
+
+// One device during one iteration.
+struct IterationDevice {
+  int device = 0;
+  uint64_t live_end_bytes = 0;   // device live bytes when the iteration ended
+  uint64_t peak_bytes = 0;       // highest device live bytes inside it (its start included)
+  uint64_t allocated_bytes = 0;  // successful device allocations that began inside it
+  uint64_t freed_bytes = 0;      // device memory released inside it (context resets included)
+  uint64_t alloc_count = 0;
+  uint64_t free_count = 0;
+};
+
+struct Iteration {
+  std::string loop;          // loop name: the C API's label, the NVTX range name, or "auto"
+  uint32_t index = 0;        // position within its loop, from 0
+  bool primary = false;      // belongs to the loop the verdicts are computed on
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  std::vector<IterationDevice> devices;  // one per device in Analysis::devices, same order
+};
+
+struct Forecast {
+  double bytes_per_iteration = 0;  // the growth rate used
+  uint64_t iterations_left = 0;    // floor((total - live at the end of the last iteration) / rate)
+  double seconds_left = 0;         // iterations_left * median iteration duration
+};
+
+struct DeviceSummary {
+  int index = 0;
+  std::string name;                // "" when the capture has no device record
+  uint64_t total_bytes = 0;        // 0 when unknown
+  uint64_t peak_live_bytes = 0;
+  uint64_t live_at_exit_bytes = 0; // at the end of the capture
+  uint64_t alloc_count = 0;        // successful device allocations over the run
+  uint64_t free_count = 0;
+  Verdict verdict = Verdict::kClean;
+  // The device total's fit over the post-warm-up iterations (0 when there are too few).
+  double growth_bytes_per_iteration = 0;
+  double growth_r2 = 0;
+  std::optional<Forecast> forecast;  // only when leaking or growing and total_bytes is known
+};
+
+// A call site whose surviving allocations keep accumulating after warm-up.
+struct Leak {
+  int device = 0;
+  Site site;
+  double bytes_per_iteration = 0;  // least-squares slope of the site's live bytes at iteration ends
+  uint64_t live_bytes = 0;         // still live at the end of the capture
+  uint64_t live_count = 0;
+  uint32_t first_iteration = 0;    // first primary iteration whose allocations from here survive
+  double confidence = 0;           // R^2 * m / (m + 2), m = post-warm-up iterations; 0..1
+  double r2 = 0;
+  uint32_t iterations_observed = 0;      // post-warm-up iterations fitted
+  std::vector<uint64_t> live_by_iteration;  // site live bytes at the end of each primary iteration
+};
+
+// Live at the end of the capture, by site (device memory only), largest first.
+struct LiveSite {
+  int device = 0;
+  Site site;
+  uint64_t live_bytes = 0;
+  uint64_t live_count = 0;
+};
+
+struct OomSiteLive {
+  Site site;
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+};
+
+struct HistoryEvent {
+  uint64_t t_ns = 0;
+  uint8_t op = 0;    // format::Op
+  uint8_t kind = 0;  // format::Kind
+  uint16_t api = 0;  // format::Api
+  uint64_t address = 0;
+  uint64_t size = 0;
+  int32_t result = 0;
+  Site site;
+};
+
+struct OomEvent {
+  uint64_t t_ns = 0;
+  int device = 0;
+  uint64_t requested = 0;
+  uint16_t api = 0;
+  int32_t result = 0;
+  Site site;                   // the failed request's call site
+  uint64_t free_bytes = 0;     // cuMemGetInfo at the failure (0 when unreadable)
+  uint64_t total_bytes = 0;
+  uint64_t live_bytes = 0;     // device live bytes gpuleak counted at that moment
+  uint64_t live_count = 0;
+  std::vector<OomSiteLive> live_by_site;  // top sites by bytes
+  std::vector<HistoryEvent> history;      // oldest first
+  bool recovered = false;      // a later allocation on the same device succeeded
+};
+
+// Counters over the whole capture.
+struct Accounting {
+  uint64_t events = 0;               // memory records read
+  uint64_t allocations = 0;          // successful allocations of owned memory (device and host)
+  uint64_t frees = 0;                // frees that matched one of them
+  uint64_t failed_allocations = 0;   // Alloc records with a non-zero result
+  uint64_t unmatched_frees = 0;      // successful frees of no known live allocation
+  uint64_t graph_reservations = 0;   // allocations made during stream capture (not live)
+  uint64_t not_owned = 0;            // imported memory and address reservations
+  uint64_t context_resets = 0;
+  uint64_t host_pinned_live_at_exit_bytes = 0;
+  uint64_t host_pinned_peak_bytes = 0;
+};
+
+struct Analysis {
+  Verdict verdict = Verdict::kClean;  // worst over devices
+  IterationSource iteration_source = IterationSource::kNone;
+  std::string primary_loop;           // the loop the verdicts use ("" when none)
+  uint32_t primary_iterations = 0;
+  uint32_t warmup_iterations = 0;     // primary iterations skipped as warm-up
+  uint64_t duration_ns = 0;           // last record's time
+  std::string allocator_mode;         // what the allocation pattern and environment suggest
+  std::vector<DeviceSummary> devices;     // ascending index
+  std::vector<Iteration> iterations;      // every loop, by start time
+  std::vector<Leak> leaks;                // largest bytes_per_iteration first
+  std::vector<LiveSite> live_at_exit;     // at most max_live_at_exit_sites
+  uint64_t live_at_exit_sites = 0;        // how many sites had live memory before the cut
+  std::vector<OomEvent> ooms;             // newest first
+  Accounting accounting;
+  std::vector<std::string> warnings;      // options that could not be honoured
+};
+
+// Runs the whole analysis. Never throws for any capture content; the capture is only read.
+Analysis analyze(const format::Capture &capture, const AnalysisOptions &options = {});
+
+}  // namespace gpuleak::analysis

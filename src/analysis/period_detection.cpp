@@ -1,0 +1,154 @@
+// Automatic iterations: with no marks at all, find the program's period in the sequence of call
+// sites of its successful allocations. A loop that does alloc(A temp), alloc(B kept), free(A)
+// leaves "... A B A B A B ..." behind: period 2 allocations, and each occurrence of A (the first
+// call site of the period) starts an iteration.
+//
+// 1. Candidate periods. For every allocation, the distance back to the 1st..4th previous
+//    allocation from the same site votes for that distance: a site that allocates k times per
+//    iteration (k <= 4) votes for the period with its k-th distance. Candidates are ranked by
+//    votes x distance (the share of the sequence they explain), so that a long loop body is not
+//    crowded out by the short repeats inside it (layers of one model).
+// 2. Verification. For a candidate p, the longest run of positions i where site[i] == site[i+p]
+//    is a stretch of the sequence that is exactly p-periodic. The stretch that covers the most
+//    allocations wins; among stretches within 10% of it, the smallest period (p rather than 2p).
+//    It must hold min_repetitions periods.
+// 3. Cutting. The anchor is the first site that occurs exactly once in one period of the stretch.
+//    Iterations start at its occurrences: inside the stretch every p allocations, and beyond it
+//    (before and after) wherever it recurs at a distance within 25% of p, so that an iteration
+//    with one extra allocation (a log step) does not end the loop. Without such a site the
+//    stretch is cut every p allocations.
+//
+// Cost: O(N) per candidate, at most kCandidates of them, on the allocation sequence only.
+#include <algorithm>
+#include <array>
+#include <unordered_map>
+
+#include "analysis/internal.h"
+
+namespace gpuleak::analysis::detail {
+
+namespace {
+
+constexpr int kMaxPerIteration = 4;
+constexpr size_t kCandidates = 24;
+
+std::vector<uint32_t> candidate_periods(const std::vector<uint32_t> &seq, size_t site_count,
+                                        size_t max_period, size_t min_votes) {
+  std::vector<uint32_t> votes(max_period + 1, 0);
+  std::vector<std::array<uint32_t, kMaxPerIteration>> recent(site_count);
+  for (auto &r : recent) r.fill(kNone);
+  for (uint32_t i = 0; i < seq.size(); ++i) {
+    auto &r = recent[seq[i]];
+    for (int k = 0; k < kMaxPerIteration && r[k] != kNone; ++k) {
+      uint32_t gap = i - r[k];
+      if (gap <= max_period) ++votes[gap];
+    }
+    for (int k = kMaxPerIteration - 1; k > 0; --k) r[k] = r[k - 1];
+    r[0] = i;
+  }
+  std::vector<std::pair<uint64_t, uint32_t>> ranked;  // (votes x gap, gap)
+  for (uint32_t gap = 1; gap <= max_period; ++gap)
+    if (votes[gap] >= min_votes) ranked.emplace_back(static_cast<uint64_t>(votes[gap]) * gap, gap);
+  size_t keep = std::min(kCandidates, ranked.size());
+  std::partial_sort(ranked.begin(), ranked.begin() + keep, ranked.end(),
+                    [](const auto &a, const auto &b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+  std::vector<uint32_t> out;
+  for (size_t i = 0; i < keep; ++i) out.push_back(ranked[i].second);
+  return out;
+}
+
+struct Stretch {
+  uint32_t period = 0;
+  uint32_t start = 0;   // first allocation of the periodic stretch
+  uint32_t length = 0;  // allocations in it
+};
+
+Stretch longest_periodic(const std::vector<uint32_t> &seq, uint32_t p) {
+  Stretch best{p, 0, 0};
+  uint32_t run = 0;
+  for (uint32_t i = 0; i + p < seq.size(); ++i) {
+    run = seq[i] == seq[i + p] ? run + 1 : 0;
+    if (run > 0 && run + p > best.length) best = {p, i + 1 - run, run + p};
+  }
+  return best;
+}
+
+}  // namespace
+
+std::vector<Span> spans_from_period(const Timeline &timeline, const SiteTable &sites, int min_repetitions) {
+  const auto &alloc = sites.alloc_sequence;
+  uint32_t reps = static_cast<uint32_t>(std::max(2, min_repetitions));
+  if (alloc.size() < 2 * static_cast<size_t>(reps)) return {};
+  std::vector<uint32_t> seq(alloc.size());
+  for (size_t i = 0; i < alloc.size(); ++i) seq[i] = alloc[i].second;
+  uint32_t n = static_cast<uint32_t>(seq.size());
+
+  std::vector<Stretch> found;
+  for (uint32_t p : candidate_periods(seq, sites.sites.size(), n / reps, reps - 1)) {
+    Stretch s = longest_periodic(seq, p);
+    if (s.length / p >= reps) found.push_back(s);
+  }
+  if (found.empty()) return {};
+  uint32_t widest = 0;
+  for (const Stretch &s : found) widest = std::max(widest, s.length);
+  const Stretch *pick = nullptr;
+  for (const Stretch &s : found)
+    if (s.length * 10ull >= widest * 9ull && (!pick || s.period < pick->period)) pick = &s;
+  const uint32_t p = pick->period, end = pick->start + pick->length;
+
+  // The anchor: the first site seen exactly once in one period of the stretch.
+  std::unordered_map<uint32_t, uint32_t> counts;
+  for (uint32_t i = pick->start; i < pick->start + p; ++i) ++counts[seq[i]];
+  uint32_t first = pick->start;
+  bool anchored = false;
+  for (uint32_t i = pick->start; i < pick->start + p && !anchored; ++i)
+    if (counts[seq[i]] == 1) first = i, anchored = true;
+
+  std::vector<uint32_t> cuts;  // allocation indices where iterations start
+  for (uint32_t c = first; c + p <= end; c += p) cuts.push_back(c);
+  if (anchored) {
+    uint32_t anchor = seq[first], slack = std::max<uint32_t>(1, p / 4);
+    auto near_period = [&](uint32_t gap) { return gap + slack >= p && gap <= p + slack; };
+    std::vector<uint32_t> before;
+    for (uint32_t i = first, prev = first; i-- > 0;) {
+      if (seq[i] != anchor) continue;
+      if (!near_period(prev - i)) break;
+      before.push_back(i);
+      prev = i;
+    }
+    uint32_t last = cuts.back();
+    for (uint32_t i = last + 1; i < n; ++i) {
+      if (seq[i] != anchor) continue;
+      if (!near_period(i - last)) break;
+      cuts.push_back(i);
+      last = i;
+    }
+    cuts.insert(cuts.begin(), before.rbegin(), before.rend());
+  }
+  if (cuts.size() < reps) return {};
+
+  // Each iteration runs to the next one's first allocation. The last one has no successor: it
+  // gets the median length in events of the others, and never more than one period.
+  std::vector<Span> spans;
+  std::vector<uint32_t> lengths;
+  for (size_t j = 0; j < cuts.size(); ++j) {
+    Span s;
+    s.loop = "auto";
+    s.begin = alloc[cuts[j]].first;
+    if (j + 1 < cuts.size()) {
+      s.end = alloc[cuts[j + 1]].first;
+      lengths.push_back(s.end - s.begin);
+    } else {
+      std::nth_element(lengths.begin(), lengths.begin() + lengths.size() / 2, lengths.end());
+      uint64_t e = static_cast<uint64_t>(s.begin) + lengths[lengths.size() / 2];
+      if (cuts[j] + p < n) e = std::min<uint64_t>(e, alloc[cuts[j] + p].first);
+      s.end = static_cast<uint32_t>(std::min<uint64_t>(e, timeline.ts.size()));
+    }
+    s.start_ns = timeline.ts[s.begin];
+    s.end_ns = timeline.ts[std::max(s.begin, s.end - 1)];
+    spans.push_back(std::move(s));
+  }
+  return spans;
+}
+
+}  // namespace gpuleak::analysis::detail

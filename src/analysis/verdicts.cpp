@@ -1,0 +1,194 @@
+// Verdicts: which call sites leak, which devices grow (DESIGN.md "Verdicts"; the rules and their
+// thresholds are documented for users in docs/report-format.md "Verdict rules").
+//
+// Everything is measured at the ends of the primary loop's iterations. For each device and call
+// site, the bytes and allocations from that site still live at the end of iteration j; warm-up
+// iterations are left out of every fit. A site leaks when, after warm-up,
+//   - its live bytes rise (least-squares slope >= min_bytes_per_iteration, and the fitted rise
+//     is at least min_relative_growth of what the site holds at the end) with a good fit (R^2),
+//   - its live count rises too: allocations accumulate (a pool that swaps one block for a bigger
+//     one grows in bytes with a count of one: that is growth, not a leak),
+//   - it is still rising in the last half of the post-warm-up iterations (a plateau, a cache that
+//     filled up, optimizer state created in the first steps are not leaks),
+//   - the allocations that outlived their iteration were mostly not freed later (a pool that
+//     breathes is not a leak).
+// A device grows when its total live bytes pass the same slope, relative, fit and late-slope
+// tests. A device with a leak is `leak`, else with growth `growth`, else `clean`; too few
+// iterations, or none, make it `inconclusive`; a device that never allocated is `clean`.
+#include <algorithm>
+#include <unordered_map>
+
+#include "analysis/fit.h"
+#include "analysis/internal.h"
+
+namespace gpuleak::analysis::detail {
+
+namespace {
+
+struct Delta {
+  uint32_t iteration;  // index into the primary iterations
+  int64_t bytes;
+  int64_t count;
+};
+
+// Live bytes and count at primary iteration ends from one device and site, as changes.
+struct Series {
+  uint16_t slot = 0;
+  uint32_t site = 0;
+  std::vector<Delta> deltas;
+  uint64_t survivors = 0;          // born after warm-up, alive at the end of >= 1 iteration
+  uint64_t survivors_freed = 0;    // ... of which gone by the end of the last iteration
+  std::vector<uint32_t> last_alive_from;  // birth iteration of each allocation live at the last end
+};
+
+struct Trend {
+  LineFit fit;
+  LineFit late;     // over the last half of the window
+  double last = 0;  // value at the last iteration end
+  double mid = 0;   // value where the last half starts
+};
+
+// y[w..n) fitted whole and over its last half [h, n).
+Trend trend(const std::vector<double> &y, uint32_t w) {
+  Trend t;
+  size_t n = y.size(), m = n - w, h = w + (m - 1) / 2;
+  t.fit = fit_line(y.data() + w, m);
+  t.late = fit_line(y.data() + h, n - h);
+  t.last = y[n - 1];
+  t.mid = y[h];
+  return t;
+}
+
+// The slope, relative, fit and late-slope tests shared by leaks and growth.
+bool rises(const Trend &t, size_t m, const AnalysisOptions &o) {
+  double b = t.fit.slope;
+  return b >= o.min_bytes_per_iteration &&
+         b * static_cast<double>(m - 1) >= o.min_relative_growth * std::max(t.last, 1.0) &&
+         t.fit.r2 >= o.min_r2 && t.late.slope >= o.min_late_slope_fraction * b && t.last > t.mid;
+}
+
+uint32_t first_leaking_iteration(const Series &s, uint32_t n, uint32_t w) {
+  std::vector<bool> left(n, false);
+  for (uint32_t j : s.last_alive_from) left[j] = true;
+  uint32_t j = w;
+  while (j < n && !left[j]) ++j;
+  if (j == n) return w;
+  while (j > 0 && left[j - 1]) --j;  // the run of surviving births reaching back into warm-up
+  return j;
+}
+
+}  // namespace
+
+void decide(const Ledger &ledger, const SiteTable &sites, const Primary &primary,
+            const AnalysisOptions &o, Analysis *out) {
+  const uint32_t n = static_cast<uint32_t>(primary.spans.size()), w = primary.warmup;
+  const size_t slots = ledger.devices.size();
+  const bool enough = n > w && n - w >= static_cast<uint32_t>(std::max(2, o.min_post_warmup_iterations));
+  const size_t m = n > w ? n - w : 0;
+
+  for (size_t d = 0; d < slots; ++d) {
+    DeviceSummary &dev = out->devices[d];
+    if (ledger.totals[d].allocs == 0) {
+      dev.verdict = Verdict::kClean;
+    } else if (!enough) {
+      dev.verdict = Verdict::kInconclusive;
+    } else {
+      std::vector<double> y(n);
+      for (uint32_t j = 0; j < n; ++j)
+        y[j] = static_cast<double>(ledger.per_span[primary.spans[j]][d].live_end_bytes);
+      Trend t = trend(y, w);
+      dev.growth_bytes_per_iteration = t.fit.slope;
+      dev.growth_r2 = t.fit.r2;
+      dev.verdict = rises(t, m, o) ? Verdict::kGrowth : Verdict::kClean;
+    }
+  }
+  if (!enough) {
+    out->verdict = Verdict::kClean;
+    for (const auto &dev : out->devices) out->verdict = std::max(out->verdict, dev.verdict);
+    return;
+  }
+
+  // Each allocation is live at the ends of iterations [lb, ub): born before end lb, dead at or
+  // after end ub - 1.
+  std::unordered_map<uint64_t, uint32_t> index;
+  std::vector<Series> series;
+  const auto &ends = primary.end_pos;
+  for (const Alloc &a : ledger.allocs) {
+    if (!on_device(a.space)) continue;
+    uint32_t lb = static_cast<uint32_t>(std::upper_bound(ends.begin(), ends.end(), a.birth) - ends.begin());
+    uint32_t ub = a.death == kNone ? n
+                                   : static_cast<uint32_t>(std::upper_bound(ends.begin(), ends.end(), a.death) - ends.begin());
+    if (lb >= ub) continue;  // born and gone between two iteration ends
+    uint64_t key = static_cast<uint64_t>(a.slot) << 32 | a.site;
+    auto [it, fresh] = index.try_emplace(key, static_cast<uint32_t>(series.size()));
+    if (fresh) {
+      series.emplace_back();
+      series.back().slot = a.slot;
+      series.back().site = a.site;
+    }
+    Series &s = series[it->second];
+    s.deltas.push_back({lb, static_cast<int64_t>(a.size), 1});
+    if (ub < n) s.deltas.push_back({ub, -static_cast<int64_t>(a.size), -1});
+    if (lb >= w) {
+      ++s.survivors;
+      if (ub < n) ++s.survivors_freed;
+    }
+    if (ub == n) s.last_alive_from.push_back(lb);
+  }
+
+  std::vector<double> y(n), c(n);
+  std::unordered_map<uint64_t, size_t> leak_of;  // (slot, site) -> index in out->leaks
+  for (Series &s : series) {
+    int64_t rise = 0;  // live count at the last end minus at the first post-warm-up end
+    for (const Delta &dl : s.deltas)
+      if (dl.iteration > w) rise += dl.count;
+    if (rise <= 0 || s.survivors == 0) continue;
+    if (static_cast<double>(s.survivors_freed) > o.max_survivor_free_fraction * static_cast<double>(s.survivors))
+      continue;
+    std::sort(s.deltas.begin(), s.deltas.end(), [](const Delta &a, const Delta &b) { return a.iteration < b.iteration; });
+    int64_t bytes = 0, count = 0;
+    size_t k = 0;
+    for (uint32_t j = 0; j < n; ++j) {
+      for (; k < s.deltas.size() && s.deltas[k].iteration == j; ++k) {
+        bytes += s.deltas[k].bytes;
+        count += s.deltas[k].count;
+      }
+      y[j] = static_cast<double>(bytes);
+      c[j] = static_cast<double>(count);
+    }
+    Trend t = trend(y, w);
+    Trend tc = trend(c, w);
+    if (!rises(t, m, o) || tc.fit.slope <= 0 || tc.last <= tc.mid) continue;
+    Leak leak;
+    leak.device = ledger.devices[s.slot];
+    leak.site = sites.sites[s.site];
+    leak.bytes_per_iteration = t.fit.slope;
+    leak.r2 = t.fit.r2;
+    leak.iterations_observed = static_cast<uint32_t>(m);
+    leak.confidence = t.fit.r2 * static_cast<double>(m) / static_cast<double>(m + 2);
+    leak.first_iteration = first_leaking_iteration(s, n, w);
+    leak.live_by_iteration.assign(y.begin(), y.end());
+    leak_of[static_cast<uint64_t>(s.slot) << 32 | s.site] = out->leaks.size();
+    out->leaks.push_back(std::move(leak));
+    out->devices[s.slot].verdict = Verdict::kLeak;
+  }
+  if (!leak_of.empty()) {  // what each leaking site still holds at the end of the capture
+    for (const Alloc &a : ledger.allocs) {
+      if (a.death != kNone || !on_device(a.space)) continue;
+      auto it = leak_of.find(static_cast<uint64_t>(a.slot) << 32 | a.site);
+      if (it == leak_of.end()) continue;
+      out->leaks[it->second].live_bytes += a.size;
+      ++out->leaks[it->second].live_count;
+    }
+  }
+  std::sort(out->leaks.begin(), out->leaks.end(), [](const Leak &a, const Leak &b) {
+    if (a.bytes_per_iteration != b.bytes_per_iteration) return a.bytes_per_iteration > b.bytes_per_iteration;
+    if (a.device != b.device) return a.device < b.device;
+    return a.site.stack_id != b.site.stack_id ? a.site.stack_id < b.site.stack_id
+                                              : a.site.py_stack_id < b.site.py_stack_id;
+  });
+  out->verdict = Verdict::kClean;
+  for (const auto &dev : out->devices) out->verdict = std::max(out->verdict, dev.verdict);
+}
+
+}  // namespace gpuleak::analysis::detail

@@ -1,0 +1,313 @@
+// The writer side of the recorder: opens the capture, drains every thread's buffer into it from
+// gpuleak's own thread, and closes it at exit. Hooks never do I/O; only an out-of-memory record
+// is flushed synchronously (writer_flush_now), because the process may die right after it.
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "core/clock.h"
+#include "core/recorder_state.h"
+#include "core/run_facts.h"
+
+#ifndef GPULEAK_VERSION
+#define GPULEAK_VERSION "0.0.0"
+#endif
+
+namespace gpuleak::core {
+
+namespace {
+
+#define GPULEAK_TLS static thread_local __attribute__((tls_model("initial-exec")))
+GPULEAK_TLS ThreadBuffer *t_buffer = nullptr;
+GPULEAK_TLS State *t_buffer_owner = nullptr;  // after fork() a new State owns new buffers
+
+pthread_key_t g_exit_key;
+pthread_once_t g_exit_key_once = PTHREAD_ONCE_INIT;
+
+// Thread exit: the buffer may still hold records; the writer frees it once drained.
+void on_thread_exit(void *buffer) {
+  static_cast<ThreadBuffer *>(buffer)->orphaned.store(true, std::memory_order_release);
+}
+void make_exit_key() { pthread_key_create(&g_exit_key, on_thread_exit); }
+
+ThreadBuffer *thread_buffer(State *s) {
+  if (t_buffer && t_buffer_owner == s) return t_buffer;
+  pthread_once(&g_exit_key_once, make_exit_key);
+  ThreadBuffer *b = s->buffers.create(s->config.buffer_kib * 1024u, static_cast<uint32_t>(syscall(SYS_gettid)));
+  if (!b) return nullptr;
+  t_buffer = b;
+  t_buffer_owner = s;
+  pthread_setspecific(g_exit_key, b);
+  return b;
+}
+
+bool write_all(int fd, const void *data, size_t n) {
+  auto *p = static_cast<const uint8_t *>(data);
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+void append(std::string *out, format::RecordType type, const void *payload, size_t n,
+            const void *tail = nullptr, size_t tail_n = 0) {
+  format::RecordHeader h{static_cast<uint32_t>(n + tail_n), static_cast<uint16_t>(type), 0};
+  out->append(reinterpret_cast<const char *>(&h), sizeof h);
+  out->append(static_cast<const char *>(payload), n);
+  if (tail_n) out->append(static_cast<const char *>(tail), tail_n);
+}
+
+std::string run_info_record(const RunFacts &f, const StackCapture &stacks, const Config &c) {
+  std::string command;
+  for (size_t i = 0; i < f.command.size(); ++i) {
+    if (i) command.push_back('\0');
+    command += f.command[i];
+  }
+  const std::string fields[] = {f.program, command, f.host, GPULEAK_VERSION, f.allocator_env,
+                                stacks.unwinder_name()};
+  format::RunInfoRecord r{};
+  r.pid = static_cast<uint32_t>(getpid());
+  r.ppid = static_cast<uint32_t>(getppid());
+  r.rank = f.rank;
+  r.stack_depth = static_cast<uint16_t>(c.stack_depth);
+  r.string_count = static_cast<uint16_t>(format::RunInfoField::kCount);
+  std::string strings;
+  for (const std::string &s : fields) {
+    uint32_t len = static_cast<uint32_t>(s.size());
+    strings.append(reinterpret_cast<const char *>(&len), sizeof len);
+    strings += s;
+  }
+  std::string out;
+  append(&out, format::RecordType::kRunInfo, &r, sizeof r, strings.data(), strings.size());
+  return out;
+}
+
+// Claims the right to drain (the writer thread, an OOM flush or a signal handler).
+bool claim(State *s, int spins) {
+  for (int i = 0; i < spins; ++i) {
+    bool expected = false;
+    if (s->draining.compare_exchange_weak(expected, true, std::memory_order_acquire)) return true;
+    sched_yield();
+  }
+  return false;
+}
+
+// Drops whole records past the size cap, counting the memory records among them.
+size_t cap_batch(State *s, std::string *batch) {
+  uint64_t cap = s->config.max_capture_bytes;
+  if (!cap || s->bytes_written + batch->size() <= cap) return batch->size();
+  size_t keep = 0, pos = 0;
+  while (pos + sizeof(format::RecordHeader) <= batch->size()) {
+    format::RecordHeader h;
+    std::memcpy(&h, batch->data() + pos, sizeof h);
+    size_t next = pos + sizeof h + h.size;
+    if (s->bytes_written + next <= cap) keep = next;
+    else if (h.type == static_cast<uint16_t>(format::RecordType::kMemory)) s->dropped.fetch_add(1);
+    pos = next;
+  }
+  return keep;
+}
+
+void drain(State *s) {
+  if (!claim(s, 1 << 20)) return;
+  std::string batch;
+  s->modules.append_changes(&batch);
+  for (ThreadBuffer *b = s->buffers.first(); b; b = b->next)
+    buffer_drain(b, [&](const uint8_t *p, size_t n) { batch.append(reinterpret_cast<const char *>(p), n); });
+  size_t n = cap_batch(s, &batch);
+  bool ok = s->fd < 0 || n == 0 || write_all(s->fd, batch.data(), n);
+  if (ok) s->bytes_written += n;
+  s->draining.store(false, std::memory_order_release);
+  if (!ok) recorder_disable(std::string("writing ") + s->path + " failed: " + std::strerror(errno));
+}
+
+bool write_direct(State *s, const std::string &bytes) {
+  if (bytes.empty() || s->fd < 0 || !claim(s, 1 << 20)) return false;
+  bool ok = write_all(s->fd, bytes.data(), bytes.size());
+  if (ok) s->bytes_written += bytes.size();
+  s->draining.store(false, std::memory_order_release);
+  return ok;
+}
+
+// Device names and sizes, and the driver version: CUDA queries, so made here on gpuleak's own
+// thread, never in a hook. The RunInfo is written again with the driver version (the last wins).
+void write_devices(State *s, const RunFacts &facts) {
+  std::string batch;
+  if (s->probe.driver_version) {
+    std::string again = run_info_record(facts, s->stacks, s->config);
+    format::RunInfoRecord r;
+    std::memcpy(&r, again.data() + sizeof(format::RecordHeader), sizeof r);
+    r.driver_version = s->probe.driver_version();
+    std::memcpy(again.data() + sizeof(format::RecordHeader), &r, sizeof r);
+    batch += again;
+  }
+  int count = s->probe.device_count && s->probe.device_info ? s->probe.device_count() : 0;
+  for (int d = 0; d < count && d < LiveTable::kMaxDevices; ++d) {
+    char name[256] = {0};
+    format::DeviceRecord r{};
+    r.index = d;
+    if (!s->probe.device_info(d, name, sizeof name, &r.total_bytes)) continue;
+    r.name_length = static_cast<uint32_t>(strnlen(name, sizeof name));
+    append(&batch, format::RecordType::kDevice, &r, sizeof r, name, r.name_length);
+  }
+  write_direct(s, batch);
+}
+
+// Read once in writer_start, reused by the writer thread. Heap-allocated and never freed: a global
+// with a destructor would be destroyed at exit while the writer may still read it.
+RunFacts *g_facts = nullptr;
+
+void *writer_main(void *arg) {
+  auto *s = static_cast<State *>(arg);
+  write_devices(s, *g_facts);
+  uint64_t last_stats = monotonic_ns();
+  for (;;) {
+    bool stop;
+    {
+      std::unique_lock<std::mutex> lock(s->wake_lock);
+      s->wake.wait_for(lock, std::chrono::milliseconds(20), [s] { return s->wake_requested || s->stop_requested; });
+      s->wake_requested = false;
+      stop = s->stop_requested;
+    }
+    drain(s);
+    s->buffers.reap();
+    if (monotonic_ns() - last_stats > 1000000000ull) {
+      format::StatsRecord st = make_stats(s, false);
+      append_record(s, format::RecordType::kStats, &st, sizeof st);
+      last_stats = monotonic_ns();
+    }
+    if (stop) return nullptr;
+  }
+}
+
+}  // namespace
+
+bool append_record(State *s, format::RecordType type, const void *payload, size_t n, const void *tail, size_t tail_n) {
+  ThreadBuffer *b = thread_buffer(s);
+  if (!b) {
+    s->dropped.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  format::RecordHeader h{static_cast<uint32_t>(n + tail_n), static_cast<uint16_t>(type), 0};
+  std::string joined;
+  const void *body = payload;
+  size_t body_n = n;
+  if (tail_n) {  // rare (stacks, strings): join so the append stays one call
+    joined.assign(static_cast<const char *>(payload), n);
+    joined.append(static_cast<const char *>(tail), tail_n);
+    body = joined.data();
+    body_n = joined.size();
+  }
+  if (buffer_append(b, &h, sizeof h, body, body_n)) return true;
+  // Full: give the writer up to ~50 ms to make room, then drop and count (never silently).
+  if (s->writer_running) {
+    for (int i = 0; i < 500; ++i) {
+      writer_wake(s);
+      usleep(100);
+      if (buffer_append(b, &h, sizeof h, body, body_n)) return true;
+    }
+  }
+  if (type == format::RecordType::kMemory) s->dropped.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
+format::StatsRecord make_stats(State *s, bool final_record) {
+  format::StatsRecord st{};
+  st.events = s->events.load();
+  st.events_dropped = s->dropped.load();
+  st.stacks = s->stack_ids.count();
+  st.uncaptured = s->uncaptured.load();
+  st.live_bytes = s->live.total_device_live();
+  st.peak_bytes = s->live.total_device_peak();
+  st.cupti_state = s->cupti_state.load();
+  st.final_record = final_record ? 1 : 0;
+  return st;
+}
+
+bool writer_start(State *s, std::string *error) {
+  g_facts = new RunFacts(read_run_facts());
+  const RunFacts &facts = *g_facts;
+  std::string stem = facts.program + "." + std::to_string(getpid());
+  if (facts.rank >= 0) stem += ".rank" + std::to_string(facts.rank);
+  int fd = create_capture_file(s->config.out_dir, stem, &s->path, error);
+  if (fd < 0) return false;
+  format::FileHeader h{};
+  std::memcpy(h.magic, format::kMagic, sizeof h.magic);
+  h.major = format::kMajorVersion;
+  h.minor = format::kMinorVersion;
+  h.header_size = sizeof h;
+  h.monotonic_ns = monotonic_ns();
+  h.realtime_ns = realtime_ns();
+  h.pid = static_cast<uint32_t>(getpid());
+  std::string head(reinterpret_cast<const char *>(&h), sizeof h);
+  head += run_info_record(facts, s->stacks, s->config);
+  if (!write_all(fd, head.data(), head.size())) {
+    *error = "writing " + s->path + " failed: " + std::strerror(errno);
+    close(fd);
+    return false;
+  }
+  s->fd = fd;
+  s->bytes_written = head.size();
+  // The writer must never receive the program's signals.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  s->writer_running = pthread_create(&s->writer, nullptr, writer_main, s) == 0;
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (!s->writer_running) {
+    *error = "cannot start the writer thread";
+    return false;
+  }
+  return true;
+}
+
+void writer_wake(State *s) {
+  {
+    std::lock_guard<std::mutex> lock(s->wake_lock);
+    s->wake_requested = true;
+  }
+  s->wake.notify_one();
+}
+
+void writer_flush_now(State *s) { drain(s); }
+
+void writer_stop(State *s) {
+  if (s->writer_running) {
+    {
+      std::lock_guard<std::mutex> lock(s->wake_lock);
+      s->stop_requested = true;
+    }
+    s->wake.notify_one();
+    pthread_join(s->writer, nullptr);
+    s->writer_running = false;
+  }
+  drain(s);
+  std::string tail;
+  format::StatsRecord st = make_stats(s, true);
+  append(&tail, format::RecordType::kStats, &st, sizeof st);
+  write_direct(s, tail);
+  if (s->fd >= 0) {
+    close(s->fd);
+    s->fd = -1;
+  }
+}
+
+void writer_flush_from_signal(State *s) {
+  if (s->fd < 0 || !claim(s, 10000)) return;
+  for (ThreadBuffer *b = s->buffers.first(); b; b = b->next)
+    buffer_drain(b, [&](const uint8_t *p, size_t n) { write_all(s->fd, p, n); });
+  s->draining.store(false, std::memory_order_release);
+}
+
+}  // namespace gpuleak::core

@@ -1,0 +1,31 @@
+// GPULEAK_* settings of the profiled process, read once at load time. Every variable is documented
+// in the README with its default. A value that does not parse turns tracking off (one stderr line):
+// guessing what the user meant would give them a capture they did not ask for.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace gpuleak::core {
+
+struct Config {
+  bool enabled = true;            // GPULEAK_DISABLE=1 turns everything off
+  std::string out_dir = "gpuleak-out";  // GPULEAK_OUT
+  unsigned stack_depth = 32;      // GPULEAK_STACK_DEPTH (0 = no stacks, at most 128)
+  bool cupti = false;             // GPULEAK_CUPTI=1
+  bool quiet = false;             // GPULEAK_QUIET=1: no at-exit summary
+  unsigned buffer_kib = 256;      // GPULEAK_BUFFER_KB: per-thread event buffer (16..65536)
+  uint64_t max_capture_bytes = 0; // GPULEAK_MAX_CAPTURE_MB: 0 = unlimited; past it records are dropped and counted
+  bool under_run = false;         // GPULEAK_UNDER_RUN=1: `gpuleak run` analyzes, the shim does not
+  std::string error;              // non-empty: the first bad value, tracking is off
+};
+
+// Parses the environment. Never throws; a bad value sets `error` and `enabled = false`.
+Config read_config();
+
+// Parses "123", "64K", "2M", "1G" into bytes; false on anything else.
+bool parse_size(const char *text, uint64_t *out);
+// Parses an unsigned integer in [lo, hi]; false on anything else.
+bool parse_unsigned(const char *text, unsigned lo, unsigned hi, unsigned *out);
+
+}  // namespace gpuleak::core

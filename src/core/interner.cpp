@@ -1,0 +1,42 @@
+#include "core/interner.h"
+
+#include <cstring>
+
+namespace gpuleak::core {
+
+uint64_t hash_frames(const uint64_t *frames, unsigned depth) {
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ depth;
+  for (unsigned i = 0; i < depth; ++i) {
+    h ^= frames[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h *= 0xff51afd7ed558ccdull;
+  }
+  return h ^ (h >> 33);
+}
+
+uint32_t StackInterner::intern(const uint64_t *frames, unsigned depth, bool *is_new) {
+  uint64_t h = hash_frames(frames, depth);
+  Shard &s = shards_[h % kShards];
+  *is_new = false;
+  std::lock_guard<std::mutex> lock(s.lock);
+  auto range = s.map.equal_range(h);
+  for (auto it = range.first; it != range.second; ++it) {
+    const auto &[id, known] = it->second;
+    if (known.size() == depth && std::memcmp(known.data(), frames, depth * sizeof(uint64_t)) == 0) {
+      return id;
+    }
+  }
+  uint32_t id = next_.fetch_add(1, std::memory_order_relaxed);
+  s.map.emplace(h, std::make_pair(id, std::vector<uint64_t>(frames, frames + depth)));
+  *is_new = true;
+  return id;
+}
+
+uint32_t StringInterner::intern(const char *text, size_t length, bool *is_new) {
+  std::lock_guard<std::mutex> lock(lock_);
+  auto [it, inserted] = map_.try_emplace(std::string(text, length), next_);
+  *is_new = inserted;
+  if (inserted) ++next_;
+  return it->second;
+}
+
+}  // namespace gpuleak::core

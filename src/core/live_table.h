@@ -1,0 +1,75 @@
+// What the program holds right now, by address: the recorder's own ledger. It gives a free its
+// size and kind, the at-exit summary its numbers, and the OOM record the live set by call site.
+// Sharded by address so that threads allocating at once rarely meet on a lock.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace gpuleak::core {
+
+// Address spaces that must not be confused: a VMM handle may equal a device pointer value.
+enum class Space : uint8_t { kDevicePtr = 0, kVmmHandle = 1, kHost = 2, kArray = 3, kVirtual = 4, kPool = 5 };
+
+struct LiveEntry {
+  uint64_t size = 0;
+  uint32_t stack_id = 0;
+  uint8_t kind = 0;      // format::Kind
+  int16_t device = -1;
+  bool counts_on_device = false;  // adds to the device's live bytes
+  bool counts_on_host = false;    // adds to host pinned/registered bytes
+};
+
+class LiveTable {
+ public:
+  static constexpr int kMaxDevices = 64;
+
+  // Records a new allocation (replacing a stale entry at the same address, which can only be an
+  // allocation whose free we did not see).
+  void insert(Space space, uint64_t address, const LiveEntry &e);
+  // Removes and returns the entry; false when the address is not live.
+  bool take(Space space, uint64_t address, LiveEntry *out);
+  // Puts back an entry taken for a free that then failed.
+  void restore(Space space, uint64_t address, const LiveEntry &e) { insert(space, address, e); }
+  // Drops every entry of a device (context reset).
+  void drop_device(int device);
+
+  uint64_t device_live(int device) const;
+  uint64_t device_peak(int device) const;
+  uint64_t total_device_live() const;
+  uint64_t total_device_peak() const { return total_peak_.load(std::memory_order_relaxed); }
+  uint64_t host_live() const { return host_live_.load(std::memory_order_relaxed); }
+  uint64_t live_count() const { return live_count_.load(std::memory_order_relaxed); }
+
+  // Live bytes and count per call site of one device (-1: all), for the OOM record and summary.
+  struct SiteTotal {
+    uint32_t stack_id;
+    uint64_t bytes;
+    uint64_t count;
+  };
+  std::vector<SiteTotal> by_site(int device) const;
+
+ private:
+  static constexpr int kShards = 64;
+  struct Shard {
+    mutable std::mutex lock;
+    std::unordered_map<uint64_t, LiveEntry> map;
+  };
+  static uint64_t key(Space s, uint64_t address) { return address ^ (static_cast<uint64_t>(s) << 58); }
+  Shard &shard(uint64_t k) { return shards_[(k >> 8 ^ k >> 20) % kShards]; }
+  void account(const LiveEntry &e, int64_t sign);
+
+  std::array<Shard, kShards> shards_;
+  std::array<std::atomic<uint64_t>, kMaxDevices> live_{};
+  std::array<std::atomic<uint64_t>, kMaxDevices> peak_{};
+  std::atomic<uint64_t> total_live_{0};
+  std::atomic<uint64_t> total_peak_{0};
+  std::atomic<uint64_t> host_live_{0};
+  std::atomic<uint64_t> live_count_{0};
+};
+
+}  // namespace gpuleak::core

@@ -1,0 +1,290 @@
+#include "core/recorder.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "core/clock.h"
+#include "core/recorder_state.h"
+
+namespace gpuleak::core {
+
+namespace {
+
+State *g_state = nullptr;
+
+// Per-thread state: trivially destructible, initial-exec TLS (the shim is preloaded, so the static
+// TLS block has room; general-dynamic TLS may call malloc on first touch, research/CAPTURE.md 4.2).
+#define GPULEAK_TLS static thread_local __attribute__((tls_model("initial-exec")))
+GPULEAK_TLS bool t_in_hook = false;
+GPULEAK_TLS uint16_t t_runtime_api = 0;
+
+constexpr int32_t kOutOfMemory = 2;  // CUDA_ERROR_OUT_OF_MEMORY
+
+Phase phase(State *s) { return static_cast<Phase>(s->phase.load(std::memory_order_acquire)); }
+
+uint32_t gettid_cached() {
+  GPULEAK_TLS uint32_t tid = 0;
+  if (!tid) tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  return tid;
+}
+
+// Starts the capture at the first allocation that succeeded (or failed for lack of memory): a
+// process that only touches CUDA to find it unusable leaves no file behind.
+bool ensure_running(State *s, int32_t result) {
+  Phase p = phase(s);
+  if (p == Phase::kRunning) return true;
+  if (p != Phase::kIdle || (result != 0 && result != kOutOfMemory)) return false;
+  std::call_once(s->started, [s] {
+    std::string error;
+    if (!writer_start(s, &error)) {
+      recorder_disable(error);
+      return;
+    }
+    int expected = static_cast<int>(Phase::kIdle);
+    s->phase.compare_exchange_strong(expected, static_cast<int>(Phase::kRunning));
+  });
+  return phase(s) == Phase::kRunning;
+}
+
+uint32_t capture_stack(State *s) {
+  if (s->config.stack_depth == 0) return 0;
+  uint64_t frames[128];
+  unsigned n = s->stacks.capture(frames, s->config.stack_depth);
+  if (n == 0) return 0;
+  bool is_new = false;
+  uint32_t id = s->stack_ids.intern(frames, n, &is_new);
+  if (is_new) {
+    format::StackRecord r{id, static_cast<uint16_t>(n), 0};
+    append_record(s, format::RecordType::kStack, &r, sizeof r, frames, n * sizeof(uint64_t));
+  }
+  return id;
+}
+
+int16_t resolve_device(State *s, int16_t device) {
+  if (device != CallFacts::kQueryDevice) return device;
+  return s->probe.current_device ? static_cast<int16_t>(s->probe.current_device()) : -1;
+}
+
+format::MemoryRecord make_record(const CallFacts &f, uint64_t ts, uint64_t end) {
+  format::MemoryRecord r{};
+  r.ts_ns = ts;
+  r.address = f.address;
+  r.size = f.size;
+  r.stream = f.stream;
+  r.aux = f.aux;
+  uint64_t d = end - f.start_ns;
+  r.duration_ns = d > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(d);
+  r.tid = gettid_cached();
+  r.result = f.result;
+  r.api = static_cast<uint16_t>(f.api);
+  r.runtime_api = t_runtime_api;
+  r.op = static_cast<uint8_t>(f.op);
+  r.kind = static_cast<uint8_t>(f.kind);
+  r.flags = f.flags | (t_runtime_api ? format::kFlagRuntimeLabel : 0);
+  return r;
+}
+
+bool counts_on_device(format::Kind k) {
+  using format::Kind;
+  return k == Kind::kDevice || k == Kind::kAsync || k == Kind::kVmm || k == Kind::kManaged ||
+         k == Kind::kPitched || k == Kind::kArray || k == Kind::kMipmappedArray;
+}
+
+void write_oom(State *s, const format::MemoryRecord &r) {
+  format::OomRecord o{};
+  o.ts_ns = r.ts_ns;
+  o.requested = r.size;
+  o.tid = r.tid;
+  o.stack_id = r.stack_id;
+  o.result = r.result;
+  o.api = r.api;
+  o.device = r.device;
+  // The one place a hook calls CUDA and writes synchronously: the program is already failing and
+  // may die next (DESIGN.md "OOM").
+  if (s->probe.mem_info) s->probe.mem_info(r.device, &o.free_bytes, &o.total_bytes);
+  append_record(s, format::RecordType::kOom, &o, sizeof o);
+  writer_flush_now(s);
+}
+
+}  // namespace
+
+State *state() { return g_state; }
+
+void recorder_init(const Config &config, uintptr_t own_begin, uintptr_t own_end) {
+  if (g_state) return;
+  g_state = new State;  // never deleted: see recorder_state.h
+  g_state->config = config;
+  g_state->pid = getpid();
+  if (!config.enabled) {
+    g_state->phase.store(static_cast<int>(Phase::kDisabled));
+    return;
+  }
+  g_state->stacks.init(own_begin, own_end);
+}
+
+void recorder_set_probe(const DriverProbe &probe) {
+  if (g_state) g_state->probe = probe;
+}
+
+bool hook_enter() {
+  State *s = g_state;
+  if (!s || t_in_hook) return false;
+  Phase p = phase(s);
+  if (p != Phase::kIdle && p != Phase::kRunning) return false;
+  t_in_hook = true;
+  return true;
+}
+
+void hook_leave() { t_in_hook = false; }
+
+uint16_t runtime_label_swap(uint16_t api) {
+  uint16_t old = t_runtime_api;
+  t_runtime_api = api;
+  return old;
+}
+
+void record_alloc(const CallFacts &f, Space space) {
+  State *s = g_state;
+  uint64_t end = monotonic_ns();
+  if (!ensure_running(s, f.result)) return;
+  format::MemoryRecord r = make_record(f, end, end);
+  r.device = resolve_device(s, f.device);
+  r.stack_id = capture_stack(s);
+  bool owned = f.result == 0 && f.op == format::Op::kAlloc && !(f.flags & format::kFlagGraphReservation) &&
+               f.kind != format::Kind::kImported;
+  if (f.result == 0 && (owned || f.op == format::Op::kReserve || f.op == format::Op::kPoolCreate ||
+                        f.kind == format::Kind::kImported)) {
+    LiveEntry e;
+    e.size = f.size;
+    e.stack_id = r.stack_id;
+    e.kind = r.kind;
+    e.device = r.device;
+    e.counts_on_device = owned && counts_on_device(f.kind);
+    e.counts_on_host = owned && (f.kind == format::Kind::kHostPinned || f.kind == format::Kind::kHostRegistered);
+    s->live.insert(space, f.address, e);
+  }
+  if (f.result == 0 && f.op == format::Op::kAlloc) s->allocations.fetch_add(1, std::memory_order_relaxed);
+  if (append_record(s, format::RecordType::kMemory, &r, sizeof r)) s->events.fetch_add(1, std::memory_order_relaxed);
+  if (f.result == kOutOfMemory) write_oom(s, r);
+}
+
+PendingFree begin_free(Space space, uint64_t address) {
+  PendingFree p;
+  State *s = g_state;
+  if (phase(s) != Phase::kRunning) return p;
+  p.active = true;
+  p.found = s->live.take(space, address, &p.entry);
+  return p;
+}
+
+void end_free(const PendingFree &p, const CallFacts &f, Space space) {
+  State *s = g_state;
+  if (!p.active) return;
+  if (f.result != 0 && p.found) s->live.restore(space, f.address, p.entry);
+  format::MemoryRecord r = make_record(f, f.start_ns, monotonic_ns());
+  if (p.found) {
+    r.size = p.entry.size;
+    r.kind = p.entry.kind;
+    r.device = p.entry.device;
+  } else {
+    r.device = resolve_device(s, f.device);
+    r.flags |= format::kFlagUnknownPointer;
+  }
+  r.stack_id = capture_stack(s);
+  if (f.result == 0) s->frees.fetch_add(1, std::memory_order_relaxed);
+  if (append_record(s, format::RecordType::kMemory, &r, sizeof r)) s->events.fetch_add(1, std::memory_order_relaxed);
+}
+
+void record_event(const CallFacts &f) {
+  State *s = g_state;
+  if (phase(s) != Phase::kRunning) return;
+  format::MemoryRecord r = make_record(f, f.start_ns, monotonic_ns());
+  r.device = resolve_device(s, f.device);
+  if (f.op == format::Op::kContextReset && f.result == 0) s->live.drop_device(r.device);
+  r.stack_id = capture_stack(s);
+  if (append_record(s, format::RecordType::kMemory, &r, sizeof r)) s->events.fetch_add(1, std::memory_order_relaxed);
+}
+
+namespace {
+uint32_t intern_string(State *s, const char *text, size_t length) {
+  if (!text || !length) return 0;
+  if (length > 4096) length = 4096;  // an NVTX message is a label, not a payload
+  bool is_new = false;
+  uint32_t id = s->strings.intern(text, length, &is_new);
+  if (is_new) {
+    format::StringRecord r{id, static_cast<uint32_t>(length)};
+    append_record(s, format::RecordType::kString, &r, sizeof r, text, length);
+  }
+  return id;
+}
+bool buffering(State *s) {
+  Phase p = phase(s);
+  return p == Phase::kIdle || p == Phase::kRunning;
+}
+}  // namespace
+
+void record_nvtx(format::NvtxOp op, const char *message, size_t length, const char *domain, uint64_t range_id) {
+  State *s = g_state;
+  if (!s || !buffering(s) || t_in_hook) return;
+  t_in_hook = true;
+  format::NvtxRecord r{};
+  r.ts_ns = monotonic_ns();
+  r.range_id = range_id;
+  r.tid = gettid_cached();
+  r.message_id = intern_string(s, message, length);
+  r.domain_id = domain ? intern_string(s, domain, strlen(domain)) : 0;
+  r.op = static_cast<uint8_t>(op);
+  append_record(s, format::RecordType::kNvtx, &r, sizeof r);
+  t_in_hook = false;
+}
+
+void record_marker(format::MarkerOp op, const char *label) {
+  State *s = g_state;
+  if (!s || !buffering(s) || t_in_hook) return;
+  t_in_hook = true;
+  format::MarkerRecord r{};
+  r.ts_ns = monotonic_ns();
+  r.tid = gettid_cached();
+  r.label_id = label ? intern_string(s, label, strlen(label)) : 0;
+  r.op = static_cast<uint8_t>(op);
+  append_record(s, format::RecordType::kMarker, &r, sizeof r);
+  t_in_hook = false;
+}
+
+bool recorder_active() { return g_state && buffering(g_state); }
+
+void recorder_disable(const std::string &why) {
+  State *s = g_state;
+  if (!s) return;
+  int prev = s->phase.exchange(static_cast<int>(Phase::kDisabled));
+  if (prev == static_cast<int>(Phase::kDisabled)) return;
+  std::fprintf(stderr, "gpuleak: %s; tracking is off, the program continues unprofiled\n", why.c_str());
+  if (prev == static_cast<int>(Phase::kRunning) && s->fd >= 0) {
+    format::RecordHeader h{static_cast<uint32_t>(why.size()), static_cast<uint16_t>(format::RecordType::kDisabled), 0};
+    if (write(s->fd, &h, sizeof h) == sizeof h) (void)!write(s->fd, why.data(), why.size());
+  }
+}
+
+std::string recorder_capture_path() { return g_state ? g_state->path : std::string(); }
+uint64_t recorder_allocations() { return g_state ? g_state->allocations.load() : 0; }
+const LiveTable *recorder_live_table() { return g_state ? &g_state->live : nullptr; }
+
+void recorder_after_fork_child() {
+  State *old = g_state;
+  if (!old) return;
+  // The parent's writer thread, buffers and tables do not belong to this process. Start over
+  // (leaking the parent's copy: its locks may have been held by threads that no longer exist).
+  g_state = nullptr;
+  Config config = old->config;
+  g_state = new State;
+  g_state->config = config;
+  g_state->pid = getpid();
+  g_state->stacks = old->stacks;
+  g_state->probe = old->probe;
+  if (!config.enabled) g_state->phase.store(static_cast<int>(Phase::kDisabled));
+}
+
+}  // namespace gpuleak::core

@@ -1,0 +1,100 @@
+// The recorder: the small internal interface every hook hands its facts to (STYLE.md lesson 2).
+// Hooks stay thin: guard, call the real function, then one call here. Tests drive this interface
+// directly, with no preload and no GPU (tests/unit/recorder_test.cpp).
+//
+// Lifecycle: nothing is created until the first successful (or out-of-memory) allocation, so a
+// process that never uses CUDA writes no file. Then the writer thread opens
+// $GPULEAK_OUT/<program>.<pid>[.rank<R>].gpuleak and drains the per-thread buffers into it.
+// shutdown() (atexit, _exit, fatal signals) drains everything and writes the final statistics.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/config.h"
+#include "core/live_table.h"
+#include "format/capture_format.h"
+
+namespace gpuleak::core {
+
+// CUDA queries the recorder may make outside the hot path (the writer thread, an OOM), provided by
+// the shim, which knows where the real driver is. Any of them may be null.
+struct DriverProbe {
+  int (*current_device)() = nullptr;                       // -1 when unknown
+  bool (*mem_info)(int device, uint64_t *free_bytes, uint64_t *total_bytes) = nullptr;
+  int (*device_count)() = nullptr;
+  bool (*device_info)(int device, char *name, size_t name_size, uint64_t *total_bytes) = nullptr;
+  int (*driver_version)() = nullptr;
+};
+
+// What a hook knows about one call. Address and size as the API reports them.
+struct CallFacts {
+  format::Op op;
+  format::Kind kind;
+  format::Api api;
+  uint64_t address = 0;
+  uint64_t size = 0;
+  uint64_t stream = 0;
+  uint64_t aux = 0;
+  int32_t result = 0;
+  int16_t device = kQueryDevice;  // kQueryDevice: ask the driver probe for the current device
+  uint16_t flags = 0;
+  uint64_t start_ns = 0;          // monotonic time the hook was entered
+
+  static constexpr int16_t kQueryDevice = -2;
+};
+
+// Configures the recorder once, from the preload constructor. Reads nothing else from the
+// environment afterwards. `own_begin/own_end` bound gpuleak's code (skipped in stacks).
+void recorder_init(const Config &config, uintptr_t own_begin, uintptr_t own_end);
+void recorder_set_probe(const DriverProbe &probe);
+
+// Re-entry guard. hook_enter() is false when tracking is off or this thread is already inside a
+// hook (our own work, or a driver entry point called by another one): the hook must then only
+// forward the call, so that nothing is counted twice.
+bool hook_enter();
+void hook_leave();
+
+// Records an allocation-type call (Alloc, Reserve, Map, PoolCreate) after the real call returned.
+void record_alloc(const CallFacts &facts, Space space);
+
+// A free is recorded in two halves around the real call: the address leaves the live table
+// *before* the memory is released, because the driver can hand the same address to another
+// thread the moment it is free.
+struct PendingFree {
+  LiveEntry entry;
+  bool found = false;
+  bool active = false;
+};
+PendingFree begin_free(Space space, uint64_t address);
+void end_free(const PendingFree &pending, const CallFacts &facts, Space space);
+
+// Pool trims, pool destruction and context resets: no address of their own.
+void record_event(const CallFacts &facts);
+
+// Runtime label: the cudart function the program called, for the driver hooks underneath.
+uint16_t runtime_label_swap(uint16_t api);
+
+// NVTX ranges and the gpuleak_* C API. Buffered even before the first allocation (iteration
+// marks come first), written only if the process turns out to use CUDA.
+void record_nvtx(format::NvtxOp op, const char *message, size_t length, const char *domain,
+                 uint64_t range_id);
+void record_marker(format::MarkerOp op, const char *label);
+bool recorder_active();
+
+// Drains and closes the capture and prints the one-line summary. Safe to call more than once.
+void recorder_shutdown(const char *why);
+// From a fatal signal handler: drain what is buffered with write(2) only, no locks, no malloc.
+void recorder_flush_from_signal();
+// In the child after fork(): forget the parent's capture; start afresh if the child uses CUDA.
+void recorder_after_fork_child();
+// Tracking off for good, with one stderr line (internal failure, bad setting).
+void recorder_disable(const std::string &why);
+
+// For `gpuleak_active()` and tests.
+std::string recorder_capture_path();
+uint64_t recorder_allocations();
+const LiveTable *recorder_live_table();
+
+}  // namespace gpuleak::core

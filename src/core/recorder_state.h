@@ -1,0 +1,74 @@
+// The recorder's process-wide state, shared by the hot path (recorder.cpp) and the writer thread
+// (capture_writer.cpp). Allocated once and never destroyed: hooks may still run during and after
+// exit (late frees from static destructors), and must find valid memory, not freed tables.
+#pragma once
+
+#include <pthread.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+
+#include "core/config.h"
+#include "core/interner.h"
+#include "core/live_table.h"
+#include "core/module_map.h"
+#include "core/recorder.h"
+#include "core/stack_capture.h"
+#include "core/thread_buffer.h"
+
+namespace gpuleak::core {
+
+enum class Phase : int { kIdle = 0, kRunning = 1, kStopped = 2, kDisabled = 3 };
+
+struct State {
+  Config config;
+  DriverProbe probe;
+  StackCapture stacks;
+  StackInterner stack_ids;
+  StringInterner strings;
+  LiveTable live;
+  BufferRegistry buffers;
+  ModuleMap modules;
+
+  std::atomic<int> phase{static_cast<int>(Phase::kIdle)};
+  std::once_flag started;
+  pid_t pid = 0;
+
+  // Writer side.
+  pthread_t writer{};
+  bool writer_running = false;
+  std::mutex wake_lock;
+  std::condition_variable wake;
+  bool wake_requested = false;
+  bool stop_requested = false;
+  std::atomic<bool> draining{false};  // one drainer at a time: the writer or a signal handler
+  int fd = -1;
+  std::string path;
+  uint64_t bytes_written = 0;
+
+  // Counters (relaxed atomics: read for statistics only).
+  std::atomic<uint64_t> events{0};
+  std::atomic<uint64_t> dropped{0};
+  std::atomic<uint64_t> allocations{0};
+  std::atomic<uint64_t> frees{0};
+  std::atomic<uint64_t> uncaptured{0};
+  std::atomic<uint32_t> cupti_state{0};
+  std::atomic<bool> summary_printed{false};
+};
+
+State *state();
+
+// Writer-thread side (capture_writer.cpp).
+bool writer_start(State *s, std::string *error);
+void writer_wake(State *s);
+void writer_flush_now(State *s);  // drain synchronously on the calling thread (OOM)
+void writer_stop(State *s);
+void writer_flush_from_signal(State *s);
+// Appends one record to the calling thread's buffer, waiting briefly for the writer when full.
+bool append_record(State *s, format::RecordType type, const void *payload, size_t n,
+                   const void *tail = nullptr, size_t tail_n = 0);
+format::StatsRecord make_stats(State *s, bool final_record);
+
+}  // namespace gpuleak::core

@@ -1,0 +1,58 @@
+// Per-thread event buffers: the hot path appends encoded records to its own thread's ring without
+// a lock or a system call; the writer thread drains every ring into the capture file.
+//
+// Each ring is single-producer (its thread) / single-consumer (the writer). `head` and `tail` are
+// byte counts that only grow; the producer owns head, the consumer owns tail. A record is written
+// contiguously or wraps; the consumer copies out whole bytes, so records never interleave.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace gpuleak::core {
+
+struct ThreadBuffer {
+  std::atomic<uint64_t> head{0};   // bytes ever written (producer)
+  std::atomic<uint64_t> tail{0};   // bytes ever drained (consumer)
+  std::atomic<bool> orphaned{false};  // its thread exited; free it once drained
+  uint32_t capacity = 0;           // power of two
+  uint32_t tid = 0;
+  ThreadBuffer *next = nullptr;    // registry list, owned by BufferRegistry
+  uint8_t *data = nullptr;
+};
+
+// Appends `n` bytes made of two parts (record header + payload) atomically with respect to the
+// consumer; false when there is not enough room (the caller decides to wait or drop).
+bool buffer_append(ThreadBuffer *b, const void *part1, size_t n1, const void *part2, size_t n2);
+
+// Copies every complete byte currently in `b` to `sink(data, n)` (called at most twice, for the
+// wrap-around) and advances tail. Returns the number of bytes drained.
+template <typename Sink>
+size_t buffer_drain(ThreadBuffer *b, Sink &&sink) {
+  uint64_t head = b->head.load(std::memory_order_acquire);
+  uint64_t tail = b->tail.load(std::memory_order_relaxed);
+  size_t n = static_cast<size_t>(head - tail);
+  if (n == 0) return 0;
+  size_t start = static_cast<size_t>(tail & (b->capacity - 1));
+  size_t first = n < b->capacity - start ? n : b->capacity - start;
+  sink(b->data + start, first);
+  if (first < n) sink(b->data, n - first);
+  b->tail.store(head, std::memory_order_release);
+  return n;
+}
+
+// The list of every thread's buffer. Registration takes a lock (once per thread); walking does not
+// (the list only grows at the front; orphaned buffers are unlinked only by the writer thread).
+class BufferRegistry {
+ public:
+  ThreadBuffer *create(uint32_t capacity_bytes, uint32_t tid);
+  ThreadBuffer *first() const { return head_.load(std::memory_order_acquire); }
+  // Writer thread only: unlinks and frees orphaned buffers that are empty.
+  void reap();
+
+ private:
+  std::atomic<ThreadBuffer *> head_{nullptr};
+};
+
+}  // namespace gpuleak::core

@@ -1,0 +1,290 @@
+// The capture file (.gpuleak): gpuleak's one crash-safe artifact.
+//
+// Layout, version 1 (little endian, no padding between records; docs/capture-format.md is the
+// reader's guide to this header):
+//
+//   FileHeader                       written once, before any record
+//   { RecordHeader, payload }*       appended by the recorder's writer thread
+//
+// Every prefix that ends on a record boundary is a valid capture: the file is only ever appended
+// to, so a process killed mid-run leaves a readable file, and a record cut short by the kill is
+// detected (its header announces more bytes than are left) and reported as truncation.
+//
+// Fixed-size payloads are plain structs copied with memcpy. Variable-size payloads (strings,
+// stacks, modules) start with a fixed struct followed by their bytes. A reader skips record types
+// it does not know (minor versions add types or append fields to a payload); a different major
+// version is refused.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace gpuleak::format {
+
+inline constexpr char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\0'};
+inline constexpr uint16_t kMajorVersion = 1;
+inline constexpr uint16_t kMinorVersion = 0;
+// A record larger than this is corruption, not data (the largest real one is a module record).
+inline constexpr uint32_t kMaxRecordSize = 1u << 20;
+
+struct FileHeader {
+  char magic[8];
+  uint16_t major;
+  uint16_t minor;
+  uint32_t header_size;   // sizeof(FileHeader) for v1.0; readers skip anything past what they know
+  uint64_t realtime_ns;   // CLOCK_REALTIME at start: the anchor that puts processes on one clock
+  uint64_t monotonic_ns;  // CLOCK_MONOTONIC at the same moment; every record timestamp uses it
+  uint32_t pid;
+  uint32_t reserved;
+};
+static_assert(sizeof(FileHeader) == 40);
+
+enum class RecordType : uint16_t {
+  kRunInfo = 1,   // RunInfoRecord + strings
+  kModule = 2,    // ModuleRecord + path + build id + segments
+  kStack = 3,     // StackRecord + frames
+  kString = 4,    // StringRecord + bytes (NVTX messages, loop names, marks)
+  kMemory = 5,    // MemoryRecord
+  kNvtx = 6,      // NvtxRecord
+  kMarker = 7,    // MarkerRecord (gpuleak_* C API)
+  kOom = 8,       // OomRecord
+  kDevice = 9,    // DeviceRecord + name
+  kStats = 10,    // StatsRecord; several may appear, the last one wins
+  kDisabled = 11, // DisabledRecord + reason: tracking was turned off here
+};
+
+struct RecordHeader {
+  uint32_t size;  // payload bytes that follow this header
+  uint16_t type;  // RecordType
+  uint16_t reserved;
+};
+static_assert(sizeof(RecordHeader) == 8);
+
+// What the program asked for, and from where. Order fixed: new values only at the end.
+enum class Op : uint8_t {
+  kAlloc = 1,        // memory became the program's (device, pool, managed, pinned, array, VMM physical)
+  kFree = 2,         // memory released; size filled from the recorder's live table when known
+  kMap = 3,          // VMM: physical handle `aux` mapped at `address` (size bytes)
+  kUnmap = 4,        // VMM: range at `address` unmapped
+  kReserve = 5,      // VMM: virtual address range reserved (no memory)
+  kReleaseVa = 6,    // VMM: virtual address range given back
+  kPoolTrim = 7,     // stream-ordered pool trimmed (aux = pool, size = minBytesToKeep)
+  kPoolCreate = 8,
+  kPoolDestroy = 9,
+  kContextReset = 10 // every allocation of the device is gone (cudaDeviceReset, cuCtxDestroy)
+};
+
+enum class Kind : uint8_t {
+  kUnknown = 0,
+  kDevice = 1,        // cuMemAlloc
+  kAsync = 2,         // cuMemAllocAsync / FromPoolAsync (stream-ordered pool)
+  kVmm = 3,           // cuMemCreate physical memory (counted until cuMemRelease)
+  kManaged = 4,
+  kPitched = 5,
+  kHostPinned = 6,    // cuMemHostAlloc / cuMemAllocHost: never in device live bytes
+  kHostRegistered = 7,
+  kArray = 8,
+  kMipmappedArray = 9,
+  kImported = 10,     // IPC / shareable handles: tagged, not owned
+  kVirtual = 11,      // VMM address range (cuMemAddressReserve)
+};
+
+enum MemoryFlags : uint16_t {
+  kFlagGraphReservation = 1u << 0,  // made while the stream was capturing: not live memory
+  kFlagUnknownPointer = 1u << 1,    // freed pointer was not in the live table (allocated before us?)
+  kFlagRuntimeLabel = 1u << 2,      // runtime_api names the cudart function the program called
+};
+
+// The API actually called. Driver entries first; runtime names are labels for what the program
+// wrote. Order fixed: new values only at the end (docs/capture-format.md lists them).
+#define GPULEAK_API_LIST(X)                                                                        \
+  X(kNone, "none")                                                                                 \
+  X(cuMemAlloc_v2, "cuMemAlloc_v2")                                                                \
+  X(cuMemAllocPitch_v2, "cuMemAllocPitch_v2")                                                      \
+  X(cuMemFree_v2, "cuMemFree_v2")                                                                  \
+  X(cuMemAllocManaged, "cuMemAllocManaged")                                                        \
+  X(cuMemAllocAsync, "cuMemAllocAsync")                                                            \
+  X(cuMemAllocAsync_ptsz, "cuMemAllocAsync_ptsz")                                                  \
+  X(cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync")                                            \
+  X(cuMemAllocFromPoolAsync_ptsz, "cuMemAllocFromPoolAsync_ptsz")                                  \
+  X(cuMemFreeAsync, "cuMemFreeAsync")                                                              \
+  X(cuMemFreeAsync_ptsz, "cuMemFreeAsync_ptsz")                                                    \
+  X(cuMemCreate, "cuMemCreate")                                                                    \
+  X(cuMemRelease, "cuMemRelease")                                                                  \
+  X(cuMemMap, "cuMemMap")                                                                          \
+  X(cuMemUnmap, "cuMemUnmap")                                                                      \
+  X(cuMemAddressReserve, "cuMemAddressReserve")                                                    \
+  X(cuMemAddressFree, "cuMemAddressFree")                                                          \
+  X(cuMemHostAlloc, "cuMemHostAlloc")                                                              \
+  X(cuMemAllocHost_v2, "cuMemAllocHost_v2")                                                        \
+  X(cuMemFreeHost, "cuMemFreeHost")                                                                \
+  X(cuMemHostRegister_v2, "cuMemHostRegister_v2")                                                  \
+  X(cuMemHostUnregister, "cuMemHostUnregister")                                                    \
+  X(cuArrayCreate_v2, "cuArrayCreate_v2")                                                          \
+  X(cuArray3DCreate_v2, "cuArray3DCreate_v2")                                                      \
+  X(cuArrayDestroy, "cuArrayDestroy")                                                              \
+  X(cuMipmappedArrayCreate, "cuMipmappedArrayCreate")                                              \
+  X(cuMipmappedArrayDestroy, "cuMipmappedArrayDestroy")                                            \
+  X(cuMemPoolCreate, "cuMemPoolCreate")                                                            \
+  X(cuMemPoolDestroy, "cuMemPoolDestroy")                                                          \
+  X(cuMemPoolTrimTo, "cuMemPoolTrimTo")                                                            \
+  X(cuIpcOpenMemHandle_v2, "cuIpcOpenMemHandle_v2")                                                \
+  X(cuIpcCloseMemHandle, "cuIpcCloseMemHandle")                                                    \
+  X(cuMemImportFromShareableHandle, "cuMemImportFromShareableHandle")                              \
+  X(cuMemPoolImportPointer, "cuMemPoolImportPointer")                                              \
+  X(cuCtxDestroy_v2, "cuCtxDestroy_v2")                                                            \
+  X(cuDevicePrimaryCtxReset_v2, "cuDevicePrimaryCtxReset_v2")                                      \
+  X(cudaMalloc, "cudaMalloc")                                                                      \
+  X(cudaFree, "cudaFree")                                                                          \
+  X(cudaMallocAsync, "cudaMallocAsync")                                                            \
+  X(cudaFreeAsync, "cudaFreeAsync")                                                                \
+  X(cudaMallocFromPoolAsync, "cudaMallocFromPoolAsync")                                            \
+  X(cudaMallocManaged, "cudaMallocManaged")                                                        \
+  X(cudaMallocPitch, "cudaMallocPitch")                                                            \
+  X(cudaMalloc3D, "cudaMalloc3D")                                                                  \
+  X(cudaMallocArray, "cudaMallocArray")                                                            \
+  X(cudaMalloc3DArray, "cudaMalloc3DArray")                                                        \
+  X(cudaMallocMipmappedArray, "cudaMallocMipmappedArray")                                          \
+  X(cudaFreeArray, "cudaFreeArray")                                                                \
+  X(cudaFreeMipmappedArray, "cudaFreeMipmappedArray")                                              \
+  X(cudaMallocHost, "cudaMallocHost")                                                              \
+  X(cudaHostAlloc, "cudaHostAlloc")                                                                \
+  X(cudaFreeHost, "cudaFreeHost")                                                                  \
+  X(cudaHostRegister, "cudaHostRegister")                                                          \
+  X(cudaHostUnregister, "cudaHostUnregister")                                                      \
+  X(cudaDeviceReset, "cudaDeviceReset")                                                            \
+  X(cuGetProcAddress, "cuGetProcAddress")                                                          \
+  X(cuGetProcAddress_v2, "cuGetProcAddress_v2")
+
+enum class Api : uint16_t {
+#define GPULEAK_API_ENUM(id, name) id,
+  GPULEAK_API_LIST(GPULEAK_API_ENUM)
+#undef GPULEAK_API_ENUM
+      kCount
+};
+
+const char *api_name(uint16_t api);  // "unknown" for values past the end
+const char *kind_name(uint8_t kind);
+const char *op_name(uint8_t op);
+
+struct MemoryRecord {
+  uint64_t ts_ns;        // monotonic; an allocation's when it returned, a free's when it was entered
+  uint64_t address;      // device or host pointer; VMM: handle for Alloc/Free of kind kVmm
+  uint64_t size;         // bytes (free: from the live table, 0 when unknown)
+  uint64_t stream;       // CUstream of stream-ordered calls, else 0
+  uint64_t aux;          // pool (FromPool, pool ops), VMM handle (Map), pitch (pitched)
+  uint32_t duration_ns;  // time spent in the real call (saturates at 4.29 s)
+  uint32_t tid;          // kernel thread id
+  uint32_t stack_id;     // native stack (StackRecord), 0 = none
+  uint32_t py_stack_id;  // Python stack, 0 = none
+  int32_t result;        // CUresult of the real call (2 = CUDA_ERROR_OUT_OF_MEMORY)
+  uint16_t api;          // Api: the driver entry actually called
+  uint16_t runtime_api;  // Api: the cudart function the program called, kNone if not known
+  uint8_t op;            // Op
+  uint8_t kind;          // Kind
+  int16_t device;        // -1 when unknown
+  uint16_t flags;        // MemoryFlags
+  uint16_t reserved;
+};
+static_assert(sizeof(MemoryRecord) == 72);
+
+// A stack of raw return addresses, innermost first, gpuleak's own frames removed. Interned: each
+// distinct stack is written once, before the first record that refers to it.
+struct StackRecord {
+  uint32_t id;
+  uint16_t depth;  // followed by depth uint64_t frames
+  uint16_t kind;   // 0 native return addresses; 1 Python (pairs of string ids, see docs)
+};
+
+struct StringRecord {
+  uint32_t id;
+  uint32_t length;  // followed by length bytes, not NUL-terminated; untrusted program text
+};
+
+// One loaded ELF object, written at start and whenever the set of loaded objects changes.
+struct ModuleRecord {
+  uint64_t load_bias;     // dlpi_addr
+  uint32_t path_length;   // followed by the path bytes
+  uint16_t build_id_length;  // then the GNU build id bytes
+  uint16_t segment_count;    // then segment_count {uint64_t vaddr, uint64_t memsz} of PT_LOAD
+};
+
+enum class NvtxOp : uint8_t { kPush = 1, kPop = 2, kStart = 3, kEnd = 4, kMark = 5 };
+
+struct NvtxRecord {
+  uint64_t ts_ns;
+  uint64_t range_id;  // start/end ranges: the id NVTX handed out
+  uint32_t tid;
+  uint32_t message_id;  // StringRecord id, 0 = no message
+  uint32_t domain_id;   // StringRecord id of the domain name, 0 = default domain
+  uint8_t op;           // NvtxOp
+  uint8_t reserved[3];
+};
+static_assert(sizeof(NvtxRecord) == 32);
+
+enum class MarkerOp : uint8_t { kIterationBegin = 1, kIterationEnd = 2, kMark = 3 };
+
+struct MarkerRecord {
+  uint64_t ts_ns;
+  uint32_t tid;
+  uint32_t label_id;  // loop name or mark label (StringRecord id), 0 = none
+  uint8_t op;         // MarkerOp
+  uint8_t reserved[7];
+};
+static_assert(sizeof(MarkerRecord) == 24);
+
+// Written synchronously when an allocation returns out-of-memory: the process may die next.
+struct OomRecord {
+  uint64_t ts_ns;
+  uint64_t requested;
+  uint64_t free_bytes;   // cuMemGetInfo at the failure; 0 when it could not be read
+  uint64_t total_bytes;
+  uint32_t tid;
+  uint32_t stack_id;
+  uint32_t py_stack_id;
+  int32_t result;
+  uint16_t api;
+  int16_t device;
+  uint32_t reserved;
+};
+static_assert(sizeof(OomRecord) == 56);
+
+struct DeviceRecord {
+  int32_t index;
+  uint32_t name_length;  // followed by the name
+  uint64_t total_bytes;
+};
+
+struct StatsRecord {
+  uint64_t events;           // memory records written
+  uint64_t events_dropped;   // records lost because a buffer stayed full (never silent)
+  uint64_t stacks;           // distinct stacks interned
+  uint64_t uncaptured;       // allocations CUPTI saw that no interposer did (GPULEAK_CUPTI=1)
+  uint64_t live_bytes;       // device live bytes at the time of writing (recorder's own count)
+  uint64_t peak_bytes;       // device peak live bytes so far
+  uint32_t cupti_state;      // 0 off, 1 subscribed, 2 unavailable, 3 slot taken by another tool, 4 yielded
+  uint32_t final_record;     // 1 when written at a clean exit
+};
+static_assert(sizeof(StatsRecord) == 56);
+
+struct RunInfoRecord {
+  uint32_t pid;
+  uint32_t ppid;
+  int32_t rank;             // -1 when not launched as a rank
+  int32_t driver_version;   // cuDriverGetVersion, 0 unknown
+  uint16_t stack_depth;     // GPULEAK_STACK_DEPTH in force
+  uint16_t string_count;    // followed by string_count {uint32_t length, bytes} in RunInfoField order
+};
+
+// The strings that follow a RunInfoRecord, in this order (readers tolerate fewer or more).
+enum class RunInfoField : uint16_t {
+  kProgram = 0,      // executable basename, or the script for Python
+  kCommand = 1,      // argv joined with NUL bytes
+  kHost = 2,
+  kVersion = 3,      // gpuleak version
+  kAllocatorEnv = 4, // PYTORCH_CUDA_ALLOC_CONF as seen at start ("" when unset)
+  kUnwinder = 5,     // "libunwind", "libgcc" or "none"
+  kCount
+};
+
+}  // namespace gpuleak::format

@@ -1,0 +1,249 @@
+#include "format/capture_reader.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace gpuleak::format {
+namespace {
+
+// A bounds-checked cursor over one record's payload.
+class Cursor {
+ public:
+  Cursor(const uint8_t *data, size_t size) : data_(data), size_(size) {}
+  template <typename T>
+  bool read(T *out) {
+    if (size_ - pos_ < sizeof(T)) return false;
+    std::memcpy(out, data_ + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return true;
+  }
+  bool bytes(size_t n, std::string *out) {
+    if (size_ - pos_ < n) return false;
+    out->assign(reinterpret_cast<const char *>(data_ + pos_), n);
+    pos_ += n;
+    return true;
+  }
+
+ private:
+  const uint8_t *data_;
+  size_t size_;
+  size_t pos_ = 0;
+};
+
+// Reads a fixed struct that later minor versions may extend: a shorter payload is corrupt, a
+// longer one keeps its extra bytes for whoever knows them.
+template <typename T>
+bool fixed(const uint8_t *p, size_t n, T *out) {
+  if (n < sizeof(T)) return false;
+  std::memcpy(out, p, sizeof(T));
+  return true;
+}
+
+std::string hex(const std::string &raw) {
+  static const char digits[] = "0123456789abcdef";
+  std::string s;
+  for (unsigned char c : raw) {
+    s += digits[c >> 4];
+    s += digits[c & 15];
+  }
+  return s;
+}
+
+bool decode_run_info(Cursor c, RunInfo *run) {
+  if (!c.read(&run->fixed)) return false;
+  for (uint16_t i = 0; i < run->fixed.string_count; ++i) {
+    uint32_t len = 0;
+    std::string s;
+    if (!c.read(&len) || !c.bytes(len, &s)) return false;
+    switch (static_cast<RunInfoField>(i)) {
+      case RunInfoField::kProgram: run->program = s; break;
+      case RunInfoField::kCommand: {
+        size_t start = 0;
+        while (start <= s.size() && !s.empty()) {
+          size_t end = s.find('\0', start);
+          if (end == std::string::npos) end = s.size();
+          run->command.push_back(s.substr(start, end - start));
+          start = end + 1;
+        }
+        break;
+      }
+      case RunInfoField::kHost: run->host = s; break;
+      case RunInfoField::kVersion: run->version = s; break;
+      case RunInfoField::kAllocatorEnv: run->allocator_env = s; break;
+      case RunInfoField::kUnwinder: run->unwinder = s; break;
+      default: break;  // a newer writer's field
+    }
+  }
+  return true;
+}
+
+bool decode_module(Cursor c, Module *m) {
+  ModuleRecord r;
+  std::string build_id;
+  if (!c.read(&r) || !c.bytes(r.path_length, &m->path) || !c.bytes(r.build_id_length, &build_id))
+    return false;
+  m->load_bias = r.load_bias;
+  m->build_id = hex(build_id);
+  for (uint16_t i = 0; i < r.segment_count; ++i) {
+    uint64_t vaddr = 0, memsz = 0;
+    if (!c.read(&vaddr) || !c.read(&memsz)) return false;
+    m->segments.emplace_back(r.load_bias + vaddr, r.load_bias + vaddr + memsz);
+  }
+  return true;
+}
+
+bool decode_stack(Cursor c, Capture *out) {
+  StackRecord r;
+  if (!c.read(&r)) return false;
+  Stack s;
+  s.kind = r.kind;
+  s.frames.resize(r.depth);
+  for (auto &f : s.frames)
+    if (!c.read(&f)) return false;
+  out->stacks[r.id] = std::move(s);
+  return true;
+}
+
+bool decode_record(uint16_t type, const uint8_t *p, size_t n, Capture *out) {
+  Cursor c(p, n);
+  switch (static_cast<RecordType>(type)) {
+    case RecordType::kRunInfo: {
+      RunInfo run;
+      if (!decode_run_info(c, &run)) return false;
+      out->run = std::move(run);
+      return true;
+    }
+    case RecordType::kModule: {
+      Module m;
+      if (!decode_module(c, &m)) return false;
+      out->modules.push_back(std::move(m));
+      return true;
+    }
+    case RecordType::kStack: return decode_stack(c, out);
+    case RecordType::kString: {
+      StringRecord r;
+      std::string s;
+      if (!c.read(&r) || !c.bytes(r.length, &s)) return false;
+      out->strings[r.id] = std::move(s);
+      return true;
+    }
+    case RecordType::kMemory: return fixed(p, n, &out->memory.emplace_back());
+    case RecordType::kNvtx: return fixed(p, n, &out->nvtx.emplace_back());
+    case RecordType::kMarker: return fixed(p, n, &out->markers.emplace_back());
+    case RecordType::kOom: return fixed(p, n, &out->ooms.emplace_back());
+    case RecordType::kDevice: {
+      DeviceRecord r;
+      Device d;
+      if (!c.read(&r) || !c.bytes(r.name_length, &d.name)) return false;
+      d.index = r.index;
+      d.total_bytes = r.total_bytes;
+      for (auto &known : out->devices)
+        if (known.index == d.index) {
+          known = d;
+          return true;
+        }
+      out->devices.push_back(std::move(d));
+      return true;
+    }
+    case RecordType::kStats: {
+      StatsRecord s;
+      if (!fixed(p, n, &s)) return false;
+      out->stats = s;
+      return true;
+    }
+    case RecordType::kDisabled: {
+      std::string why(reinterpret_cast<const char *>(p), n);
+      out->disabled.push_back(std::move(why));
+      return true;
+    }
+  }
+  ++out->unknown_records;
+  return true;
+}
+
+}  // namespace
+
+const std::string &Capture::string(uint32_t id) const {
+  static const std::string empty;
+  auto it = strings.find(id);
+  return it == strings.end() ? empty : it->second;
+}
+
+bool parse_capture(const uint8_t *data, size_t size, Capture *out, std::string *error) {
+  *out = Capture{};
+  if (size < sizeof(FileHeader) || std::memcmp(data, kMagic, sizeof(kMagic)) != 0) {
+    *error = size < sizeof(kMagic) ? "not a gpuleak capture (file too short)"
+                                   : "not a gpuleak capture (bad magic)";
+    return false;
+  }
+  std::memcpy(&out->header, data, sizeof(FileHeader));
+  if (out->header.major != kMajorVersion) {
+    *error = "unsupported capture format version " + std::to_string(out->header.major) + "." +
+             std::to_string(out->header.minor) + " (this gpuleak reads " +
+             std::to_string(kMajorVersion) + ".x)";
+    return false;
+  }
+  if (out->header.header_size < sizeof(FileHeader) || out->header.header_size > size) {
+    *error = "corrupt capture header (header size " + std::to_string(out->header.header_size) + ")";
+    return false;
+  }
+  size_t pos = out->header.header_size;
+  while (pos < size) {
+    RecordHeader h;
+    if (size - pos < sizeof h) {
+      out->truncated = true;
+      break;
+    }
+    std::memcpy(&h, data + pos, sizeof h);
+    if (h.size > kMaxRecordSize) {
+      *error = "corrupt capture: record at offset " + std::to_string(pos) + " claims " +
+               std::to_string(h.size) + " bytes";
+      return false;
+    }
+    if (size - pos - sizeof h < h.size) {
+      out->truncated = true;
+      break;
+    }
+    if (!decode_record(h.type, data + pos + sizeof h, h.size, out)) {
+      *error = "corrupt capture: malformed record of type " + std::to_string(h.type) +
+               " at offset " + std::to_string(pos);
+      return false;
+    }
+    pos += sizeof h + h.size;
+  }
+  out->bytes_read = pos;
+  return true;
+}
+
+bool read_capture_file(const std::string &path, Capture *out, std::string *error) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *error = path + ": " + std::strerror(errno);
+    return false;
+  }
+  std::string bytes;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      *error = path + ": " + std::strerror(errno);
+      ::close(fd);
+      return false;
+    }
+    if (n == 0) break;
+    bytes.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  if (!parse_capture(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size(), out, error)) {
+    *error = path + ": " + *error;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace gpuleak::format

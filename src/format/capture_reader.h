@@ -1,0 +1,76 @@
+// Reading a capture file back: the one decoder every stage after the recorder uses (analysis,
+// `gpuleak report`, the trace writer, the viewer's data). It never trusts the bytes: sizes are
+// checked before every copy, ids that point nowhere are kept as dangling (the caller decides), and
+// garbage yields a one-line error instead of a crash (tests/fuzz/capture_reader_fuzzer.cpp).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "format/capture_format.h"
+
+namespace gpuleak::format {
+
+struct Module {
+  uint64_t load_bias = 0;
+  std::string path;
+  std::string build_id;  // lowercase hex, "" when the object has none
+  std::vector<std::pair<uint64_t, uint64_t>> segments;  // absolute [start, end) of each PT_LOAD
+};
+
+struct Stack {
+  uint16_t kind = 0;  // 0 native, 1 Python
+  std::vector<uint64_t> frames;
+};
+
+struct RunInfo {
+  RunInfoRecord fixed{};
+  std::string program;
+  std::vector<std::string> command;
+  std::string host;
+  std::string version;
+  std::string allocator_env;
+  std::string unwinder;
+};
+
+struct Device {
+  int32_t index = 0;
+  std::string name;
+  uint64_t total_bytes = 0;
+};
+
+struct Capture {
+  FileHeader header{};
+  std::optional<RunInfo> run;
+  std::vector<Module> modules;
+  std::unordered_map<uint32_t, Stack> stacks;
+  std::unordered_map<uint32_t, std::string> strings;
+  std::vector<MemoryRecord> memory;  // file order; per thread in time order, across threads not
+  std::vector<NvtxRecord> nvtx;
+  std::vector<MarkerRecord> markers;
+  std::vector<OomRecord> ooms;
+  std::vector<Device> devices;
+  std::optional<StatsRecord> stats;       // the last one in the file
+  std::vector<std::string> disabled;      // reasons tracking was turned off, in order
+  bool truncated = false;                 // the file ends inside a record (killed mid-write)
+  uint64_t bytes_read = 0;                // bytes of whole records decoded, header included
+  uint64_t unknown_records = 0;           // records of types this reader does not know (skipped)
+
+  // The string behind an id, or "" when the id is 0 or unknown.
+  const std::string &string(uint32_t id) const;
+};
+
+// Decodes a whole capture. Returns false with a one-line reason in *error when the bytes are not a
+// gpuleak capture this reader understands (wrong magic, another major version, a record whose
+// size is impossible). A capture that stops in the middle of a record is not an error: everything
+// before it is returned and `truncated` is set.
+bool parse_capture(const uint8_t *data, size_t size, Capture *out, std::string *error);
+
+// Reads and decodes `path`; I/O failures are reported like corrupt input.
+bool read_capture_file(const std::string &path, Capture *out, std::string *error);
+
+}  // namespace gpuleak::format

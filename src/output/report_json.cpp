@@ -1,0 +1,328 @@
+// Writes the report JSON (docs/report-format.md). Field names and units here are a contract with
+// `gpuleak check`, the viewer and CI users: add fields freely, never rename or retype one within
+// gpuleak.report/1.
+#include "output/report_json.h"
+
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <unordered_map>
+
+namespace gpuleak::output {
+
+using nlohmann::json;
+
+namespace {
+
+std::string hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
+  return buf;
+}
+
+json text_or_null(const std::string &s) { return s.empty() ? json(nullptr) : json(s); }
+
+std::string basename_of(const std::string &path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Whole numbers print as integers ("1048576", not "1048576.0"); others keep 3 decimals.
+json number(double v) {
+  if (!std::isfinite(v)) return nullptr;
+  double r = std::round(v);
+  if (std::fabs(v - r) < 1e-6 && std::fabs(r) < 9e15) return static_cast<int64_t>(r);
+  return std::round(v * 1000.0) / 1000.0;
+}
+
+json frame_json(const Frame &f) {
+  json j;
+  bool native = f.kind == Frame::Kind::kNative;
+  j["kind"] = native ? "native" : "python";
+  j["function"] = text_or_null(f.function);
+  j["file"] = text_or_null(f.file);
+  j["line"] = f.line > 0 ? json(f.line) : json(nullptr);
+  j["module"] = text_or_null(basename_of(f.module));
+  if (native) {
+    j["address"] = hex(f.address);
+    j["build_id"] = text_or_null(f.build_id);
+  }
+  return j;
+}
+
+// Symbolizes each stack id once and names each call site.
+class Sites {
+ public:
+  explicit Sites(const std::function<Stack(uint32_t)> &symbolize) : symbolize_(symbolize) {}
+
+  const Stack &stack(uint32_t id) {
+    auto it = stacks_.find(id);
+    if (it == stacks_.end()) it = stacks_.emplace(id, id && symbolize_ ? symbolize_(id) : Stack{}).first;
+    return it->second;
+  }
+  Stack frames(const analysis::Site &site) {
+    Stack s = stack(site.stack_id);
+    const Stack &py = stack(site.py_stack_id);
+    s.insert(s.end(), py.begin(), py.end());
+    return s;
+  }
+  // Adds "site_id" and, unless brief, "stack" to j.
+  void describe(const analysis::Site &site, json &j, bool brief = false) {
+    Stack s = frames(site);
+    j["site_id"] = site_id(s);
+    if (brief) return;
+    json frames = json::array();
+    for (const Frame &f : s) frames.push_back(frame_json(f));
+    j["stack"] = std::move(frames);
+  }
+
+ private:
+  const std::function<Stack(uint32_t)> &symbolize_;
+  std::unordered_map<uint32_t, Stack> stacks_;
+};
+
+const char *cupti_name(uint32_t state) {
+  static const char *const names[] = {"off", "on", "unavailable", "taken", "yielded"};
+  return state < 5 ? names[state] : "unknown";
+}
+
+json run_json(const format::Capture &c, const analysis::Analysis &a, const ReportContext &ctx) {
+  json run;
+  const format::RunInfo *info = c.run ? &*c.run : nullptr;
+  run["command"] = info ? json(info->command) : json::array();
+  run["program"] = info ? text_or_null(info->program) : json(nullptr);
+  run["pid"] = info && info->fixed.pid ? info->fixed.pid : c.header.pid;
+  run["ppid"] = info ? json(info->fixed.ppid) : json(nullptr);
+  run["rank"] = info && info->fixed.rank >= 0 ? json(info->fixed.rank) : json(nullptr);
+  run["host"] = info ? text_or_null(info->host) : json(nullptr);
+  run["start_time"] = c.header.realtime_ns ? json(iso8601_utc(c.header.realtime_ns)) : json(nullptr);
+  run["duration_ns"] = a.duration_ns;
+  std::string version = info && !info->version.empty() ? info->version : ctx.gpuleak_version;
+  run["gpuleak_version"] = text_or_null(version);
+  run["cuda_driver_version"] = info && info->fixed.driver_version ? json(info->fixed.driver_version) : json(nullptr);
+  json env = json::object();
+  if (info && !info->allocator_env.empty()) env["PYTORCH_CUDA_ALLOC_CONF"] = info->allocator_env;
+  run["allocator_env"] = std::move(env);
+  run["allocator_mode"] = a.allocator_mode;
+  run["unwinder"] = info ? text_or_null(info->unwinder) : json(nullptr);
+  run["stack_depth"] = info ? json(info->fixed.stack_depth) : json(nullptr);
+  json cap;
+  cap["cupti"] = c.stats ? cupti_name(c.stats->cupti_state) : "unknown";
+  cap["events"] = c.stats ? c.stats->events : static_cast<uint64_t>(c.memory.size());
+  cap["events_dropped"] = c.stats ? c.stats->events_dropped : 0;
+  cap["tracking_disabled"] = c.disabled.empty() ? json(nullptr) : json(c.disabled.front());
+  cap["truncated"] = c.truncated;
+  cap["clean_exit"] = c.stats ? json(c.stats->final_record == 1) : json(nullptr);
+  run["capture"] = std::move(cap);
+  return run;
+}
+
+json devices_json(const analysis::Analysis &a, const ReportContext &ctx) {
+  json out = json::array();
+  for (const auto &d : a.devices) {
+    json j;
+    j["index"] = d.index;
+    j["name"] = text_or_null(d.name);
+    j["total_bytes"] = d.total_bytes ? json(d.total_bytes) : json(nullptr);
+    j["peak_live_bytes"] = d.peak_live_bytes;
+    j["live_at_exit_bytes"] = d.live_at_exit_bytes;
+    auto nvml = ctx.nvml_used_bytes.find(d.index);
+    if (nvml != ctx.nvml_used_bytes.end()) {
+      j["nvml_used_bytes"] = nvml->second;
+      j["untracked_bytes"] = nvml->second > d.live_at_exit_bytes ? nvml->second - d.live_at_exit_bytes : 0;
+    } else {
+      j["nvml_used_bytes"] = nullptr;
+      j["untracked_bytes"] = nullptr;
+    }
+    j["alloc_count"] = d.alloc_count;
+    j["free_count"] = d.free_count;
+    j["verdict"] = analysis::verdict_name(d.verdict);
+    j["growth_bytes_per_iteration"] = number(d.growth_bytes_per_iteration);
+    j["growth_r2"] = number(d.growth_r2);
+    if (d.forecast) {
+      j["forecast"] = {{"iterations_left", d.forecast->iterations_left},
+                       {"seconds_left", number(d.forecast->seconds_left)},
+                       {"bytes_per_iteration", number(d.forecast->bytes_per_iteration)}};
+    } else {
+      j["forecast"] = nullptr;
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+json iterations_json(const analysis::Analysis &a) {
+  json out = json::array();
+  for (const auto &it : a.iterations) {
+    json devices = json::array();
+    for (const auto &d : it.devices) {
+      devices.push_back({{"index", d.device},
+                         {"live_end_bytes", d.live_end_bytes},
+                         {"peak_bytes", d.peak_bytes},
+                         {"allocated_bytes", d.allocated_bytes},
+                         {"freed_bytes", d.freed_bytes},
+                         {"alloc_count", d.alloc_count},
+                         {"free_count", d.free_count}});
+    }
+    out.push_back({{"index", it.index},
+                   {"loop", it.loop},
+                   {"primary", it.primary},
+                   {"start_ns", it.start_ns},
+                   {"end_ns", it.end_ns},
+                   {"devices", std::move(devices)}});
+  }
+  return out;
+}
+
+json oom_json(const analysis::Analysis &a, Sites &sites) {
+  if (a.ooms.empty()) return nullptr;
+  json events = json::array();
+  for (const auto &e : a.ooms) {
+    json j;
+    j["t_ns"] = e.t_ns;
+    j["device"] = e.device;
+    j["requested_bytes"] = e.requested;
+    j["api"] = format::api_name(e.api);
+    j["result"] = e.result;
+    j["free_bytes"] = e.free_bytes;
+    j["total_bytes"] = e.total_bytes;
+    j["live_bytes"] = e.live_bytes;
+    j["live_count"] = e.live_count;
+    j["recovered"] = e.recovered;
+    sites.describe(e.site, j);
+    json live = json::array();
+    for (const auto &s : e.live_by_site) {
+      json l{{"bytes", s.bytes}, {"count", s.count}};
+      sites.describe(s.site, l);
+      live.push_back(std::move(l));
+    }
+    j["live_by_site"] = std::move(live);
+    json history = json::array();
+    for (const auto &h : e.history) {
+      json x{{"t_ns", h.t_ns},
+             {"op", format::op_name(h.op)},
+             {"kind", format::kind_name(h.kind)},
+             {"api", format::api_name(h.api)},
+             {"address", hex(h.address)},
+             {"size", h.size},
+             {"result", h.result}};
+      sites.describe(h.site, x, /*brief=*/true);
+      history.push_back(std::move(x));
+    }
+    j["history"] = std::move(history);
+    events.push_back(std::move(j));
+  }
+  return json{{"events", std::move(events)}};
+}
+
+json analysis_json(const analysis::Analysis &a) {
+  const auto &c = a.accounting;
+  json warnings = json::array();
+  for (const auto &w : a.warnings) warnings.push_back(w);
+  return {{"primary_loop", text_or_null(a.primary_loop)},
+          {"primary_iterations", a.primary_iterations},
+          {"warmup_iterations", a.warmup_iterations},
+          {"allocations", c.allocations},
+          {"frees", c.frees},
+          {"failed_allocations", c.failed_allocations},
+          {"unmatched_frees", c.unmatched_frees},
+          {"graph_reservations", c.graph_reservations},
+          {"not_owned", c.not_owned},
+          {"context_resets", c.context_resets},
+          {"host_pinned_peak_bytes", c.host_pinned_peak_bytes},
+          {"host_pinned_live_at_exit_bytes", c.host_pinned_live_at_exit_bytes},
+          {"live_at_exit_sites", a.live_at_exit_sites},
+          {"warnings", std::move(warnings)}};
+}
+
+}  // namespace
+
+std::string iso8601_utc(uint64_t realtime_ns) {
+  time_t secs = static_cast<time_t>(realtime_ns / 1000000000ull);
+  unsigned ms = static_cast<unsigned>(realtime_ns / 1000000ull % 1000);
+  struct tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[40];
+  size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  std::snprintf(buf + n, sizeof buf - n, ".%03uZ", ms);
+  return buf;
+}
+
+std::string site_id(const Stack &stack) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  auto mix = [&h](const std::string &s) {
+    for (unsigned char c : s) {
+      h ^= c;
+      h *= 0x100000001b3ull;
+    }
+    h ^= 0x1f;  // field separator, so that ("ab","c") and ("a","bc") differ
+    h *= 0x100000001b3ull;
+  };
+  for (const Frame &f : stack) {
+    mix(f.kind == Frame::Kind::kNative ? "n" : "p");
+    mix(basename_of(f.module));
+    mix(f.function);
+    mix(f.file);
+    mix(std::to_string(f.line));
+  }
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%016" PRIx64, h);
+  return buf;
+}
+
+json make_report(const format::Capture &capture, const analysis::Analysis &a,
+                 const std::function<Stack(uint32_t)> &symbolize, const ReportContext &ctx) {
+  Sites sites(symbolize);
+  json r;
+  r["schema"] = kReportSchema;
+  r["run"] = run_json(capture, a, ctx);
+  r["verdict"] = analysis::verdict_name(a.verdict);
+  r["iteration_source"] = analysis::iteration_source_name(a.iteration_source);
+  r["analysis"] = analysis_json(a);
+  r["devices"] = devices_json(a, ctx);
+  r["iterations"] = iterations_json(a);
+  json leaks = json::array();
+  for (const auto &l : a.leaks) {
+    json j;
+    sites.describe(l.site, j);
+    j["device"] = l.device;
+    j["bytes_per_iteration"] = number(l.bytes_per_iteration);
+    j["live_bytes"] = l.live_bytes;
+    j["live_count"] = l.live_count;
+    j["first_iteration"] = l.first_iteration;
+    j["confidence"] = number(l.confidence);
+    j["r2"] = number(l.r2);
+    j["iterations_observed"] = l.iterations_observed;
+    j["live_by_iteration"] = l.live_by_iteration;
+    leaks.push_back(std::move(j));
+  }
+  r["leaks"] = std::move(leaks);
+  json live = json::array();
+  for (const auto &s : a.live_at_exit) {
+    json j;
+    sites.describe(s.site, j);
+    j["device"] = s.device;
+    j["live_bytes"] = s.live_bytes;
+    j["live_count"] = s.live_count;
+    live.push_back(std::move(j));
+  }
+  r["live_at_exit"] = std::move(live);
+  r["advice"] = json::array();
+  r["oom"] = oom_json(a, sites);
+  return r;
+}
+
+std::string dump_report(const json &report) {
+  std::string text = report.dump(2, ' ', false, json::error_handler_t::replace);
+  // '<' only occurs inside strings, where "\/" is a valid escape of '/'.
+  std::string out;
+  out.reserve(text.size() + 16);
+  for (size_t i = 0; i < text.size(); ++i) {
+    out += text[i];
+    if (text[i] == '<' && i + 1 < text.size() && text[i + 1] == '/') out += '\\';
+  }
+  return out;
+}
+
+}  // namespace gpuleak::output

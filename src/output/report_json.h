@@ -1,0 +1,53 @@
+// The report: one JSON document per analyzed capture ("schema": "gpuleak.report/1"), documented
+// field by field in docs/report-format.md. It renders an analysis::Analysis and decides nothing
+// itself: every verdict and number comes from src/analysis.
+//
+// Strings from the program (function names, file paths, NVTX names, environment values, the host
+// name) are untrusted bytes: they are copied as they are, and dump_report() turns any invalid
+// UTF-8 into U+FFFD, so the output is always valid JSON.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/analysis.h"
+#include "format/capture_reader.h"
+#include "output/frame.h"
+
+namespace gpuleak::output {
+
+inline constexpr const char *kReportSchema = "gpuleak.report/1";
+
+// What the front-end knows that the capture does not.
+struct ReportContext {
+  // Version of the gpuleak that analyzes; used when the capture carries none.
+  std::string gpuleak_version;
+  // NVML's per-process used bytes by device index, when the front-end read them. Devices not in
+  // the map report null nvml_used_bytes and untracked_bytes.
+  std::map<int, uint64_t> nvml_used_bytes;
+};
+
+// Builds the report. `symbolize` turns a stack id of the capture (native or Python) into frames,
+// innermost first; it is called at most once per id, and an id it does not know should give an
+// empty Stack. A call site's stack is its native frames followed by its Python frames.
+nlohmann::json make_report(const format::Capture &capture, const analysis::Analysis &analysis,
+                           const std::function<Stack(uint32_t stack_id)> &symbolize,
+                           const ReportContext &ctx);
+
+// The report as text: 2-space indentation, invalid UTF-8 replaced by U+FFFD, and "</" written
+// "<\/" so that the text can sit inside an HTML <script> element unchanged. Always valid JSON.
+std::string dump_report(const nlohmann::json &report);
+
+// A call site's stable id: FNV-1a 64 over each frame's kind, module basename, function, file
+// and line (never the address), as 16 lowercase hex digits. The same code gets the same id
+// across runs, machines and address layouts.
+std::string site_id(const Stack &stack);
+
+// CLOCK_REALTIME nanoseconds as ISO-8601 UTC with milliseconds ("2026-11-29T14:02:11.482Z").
+std::string iso8601_utc(uint64_t realtime_ns);
+
+}  // namespace gpuleak::output

@@ -1,0 +1,17 @@
+// The human summary of an analysis, a few lines for a terminal: what `gpuleak run` and
+// `gpuleak report` print. Renders src/analysis's decisions; decides nothing.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace gpuleak::output {
+
+// "1.0 MiB", "512 B": binary units, one decimal.
+std::string human_bytes(double bytes);
+
+// The summary of one report (as built by make_report), ending with a newline.
+std::string text_summary(const nlohmann::json &report, const std::string &report_path);
+
+}  // namespace gpuleak::output

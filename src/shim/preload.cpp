@@ -1,0 +1,94 @@
+// Load-time set-up of libgpuleak.so and the process events around the capture: fork, exit,
+// _exit and fatal signals. The constructor does the minimum (research/CAPTURE.md 4.7): read the
+// settings, find itself, register handlers. The capture starts at the first allocation.
+#include "shim/preload.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/config.h"
+#include "core/module_map.h"
+#include "core/recorder.h"
+#include "shim/driver_probe.h"
+
+namespace gpuleak::shim {
+
+namespace {
+
+std::pair<uintptr_t, uintptr_t> g_own_range{0, 0};
+bool g_wrapping = false;
+
+const int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGTERM};
+struct sigaction g_previous[NSIG];
+
+// Flush what is buffered, then let the signal do what it would have done without us.
+void on_fatal_signal(int sig) {
+  core::recorder_flush_from_signal();
+  sigaction(sig, &g_previous[sig], nullptr);
+  raise(sig);  // blocked until we return; a fault re-executes and meets the restored handler
+}
+
+void install_signal_handlers() {
+  for (int sig : kFatalSignals) {
+    struct sigaction old {};
+    if (sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) continue;  // keep SIG_IGN
+    struct sigaction sa {};
+    sa.sa_handler = on_fatal_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    g_previous[sig] = old;
+    sigaction(sig, &sa, nullptr);
+  }
+}
+
+void on_exit() { core::recorder_shutdown("exit"); }
+void on_fork_child() { core::recorder_after_fork_child(); }
+
+// Point NVTX at ourselves, so that NVTX ranges reach nvtx_injection.cpp (unless the user already
+// chose an injection library, e.g. Nsight's).
+void claim_nvtx_injection() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void *>(&claim_nvtx_injection), &info) && info.dli_fname)
+    setenv("NVTX_INJECTION64_PATH", info.dli_fname, 0);
+}
+
+__attribute__((constructor)) void gpuleak_preload_init() {
+  core::Config config = core::read_config();
+  g_own_range = core::ModuleMap::range_of(reinterpret_cast<void *>(&gpuleak_preload_init));
+  core::recorder_init(config, g_own_range.first, g_own_range.second);
+  if (!config.error.empty())
+    std::fprintf(stderr, "gpuleak: %s; tracking is off, the program continues unprofiled\n", config.error.c_str());
+  if (!config.enabled) return;
+  core::recorder_set_probe(driver_probe());
+  claim_nvtx_injection();
+  pthread_atfork(nullptr, nullptr, on_fork_child);
+  std::atexit(on_exit);
+  install_signal_handlers();
+  g_wrapping = true;
+}
+
+}  // namespace
+
+std::pair<uintptr_t, uintptr_t> own_text_range() { return g_own_range; }
+bool wrapping_enabled() { return g_wrapping; }
+
+}  // namespace gpuleak::shim
+
+// _exit and _Exit skip atexit handlers: flush here, then leave exactly as the program asked.
+extern "C" __attribute__((visibility("default"), noreturn)) void _exit(int status) {
+  gpuleak::core::recorder_shutdown("_exit");
+  syscall(SYS_exit_group, status);
+  __builtin_unreachable();
+}
+extern "C" __attribute__((visibility("default"), noreturn)) void _Exit(int status) {
+  gpuleak::core::recorder_shutdown("_Exit");
+  syscall(SYS_exit_group, status);
+  __builtin_unreachable();
+}

@@ -1,0 +1,229 @@
+// Every capture path the fake CUDA offers, through the real shim: exact counts, no double
+// counting, and a program that never notices gpuleak (same output, same exit status).
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "process.h"
+
+namespace gpuleak::test {
+namespace {
+
+using format::Kind;
+using format::Op;
+
+// "EXPECT allocs=11 frees=11" -> {11, 11}
+std::pair<int, int> expected(const std::string &out) {
+  std::smatch m;
+  std::regex re("EXPECT allocs=([0-9]+) frees=([0-9]+)");
+  if (!std::regex_search(out, m, re)) return {-1, -1};
+  return {std::stoi(m[1]), std::stoi(m[2])};
+}
+
+Counts count_without_registered(const format::Capture &c) {
+  format::Capture copy = c;
+  copy.memory.clear();
+  for (const auto &m : c.memory)
+    if (m.kind != static_cast<uint8_t>(Kind::kHostRegistered)) copy.memory.push_back(m);
+  return count(copy);
+}
+
+struct Case {
+  const char *program;
+};
+
+class ExpectLine : public ::testing::TestWithParam<const char *> {};
+
+// Each program prints what it did; the capture must hold exactly that.
+TEST_P(ExpectLine, CaptureHoldsExactlyWhatTheProgramDid) {
+  std::string out = make_temp_dir(GetParam());
+  Result r = run({program(GetParam())}, shim_env(out));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto [allocs, frees] = expected(r.out);
+  ASSERT_GE(allocs, 0) << r.out;
+  format::Capture c = read_only_capture(out);
+  Counts n = count_without_registered(c);
+  EXPECT_EQ(n.allocs, allocs);
+  EXPECT_EQ(n.frees, frees);
+  EXPECT_EQ(n.failed, 0);
+  ASSERT_TRUE(c.stats.has_value());
+  EXPECT_EQ(c.stats->events_dropped, 0u);
+  EXPECT_EQ(c.stats->final_record, 1u);
+  EXPECT_FALSE(c.truncated);
+}
+
+INSTANTIATE_TEST_SUITE_P(Programs, ExpectLine,
+                         ::testing::Values("prog_all_paths_static", "prog_all_paths_shared", "prog_driver_api",
+                                           "prog_threads_static"));
+
+TEST(Capture, StaticRuntimeLeakyLoopIsSeenThroughDlsymAndGetProcAddress) {
+  std::string out = make_temp_dir("leaky-static");
+  Result r = run({program("prog_leaky_static"), "20"}, shim_env(out));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  format::Capture c = read_only_capture(out);
+  Counts n = count(c);
+  EXPECT_EQ(n.allocs, 40);
+  EXPECT_EQ(n.frees, 20);
+  int leaked_bytes = 0;
+  for (const auto &m : c.memory) {
+    EXPECT_EQ(m.api == static_cast<uint16_t>(format::Api::cuMemAlloc_v2) ||
+                  m.api == static_cast<uint16_t>(format::Api::cuMemFree_v2),
+              true);
+    EXPECT_EQ(m.runtime_api, 0) << "the static runtime cannot be labelled";
+    EXPECT_NE(m.stack_id, 0u);
+    EXPECT_TRUE(c.stacks.count(m.stack_id)) << "every stack referenced is in the capture";
+    EXPECT_EQ(m.device, 0);
+    if (m.op == static_cast<uint8_t>(Op::kAlloc) && m.size == (1u << 20)) leaked_bytes += 1;
+  }
+  EXPECT_EQ(leaked_bytes, 20);
+  ASSERT_TRUE(c.run.has_value());
+  EXPECT_EQ(c.run->program, "prog_leaky_static");
+  EXPECT_EQ(c.run->command.size(), 2u);
+  EXPECT_FALSE(c.modules.empty());
+  ASSERT_EQ(c.devices.size(), 1u);
+  EXPECT_EQ(c.devices[0].name, "Fake CUDA Device");
+  EXPECT_EQ(c.stats->live_bytes, 20u << 20);
+}
+
+TEST(Capture, SharedRuntimeCallsAreLabelledWithTheRuntimeApi) {
+  std::string out = make_temp_dir("leaky-shared");
+  Result r = run({program("prog_leaky_shared"), "10"}, shim_env(out));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  format::Capture c = read_only_capture(out);
+  Counts n = count(c);
+  EXPECT_EQ(n.allocs, 20);
+  EXPECT_EQ(n.frees, 10);
+  for (const auto &m : c.memory) {
+    if (m.op == static_cast<uint8_t>(Op::kAlloc)) EXPECT_EQ(m.runtime_api, static_cast<uint16_t>(format::Api::cudaMalloc));
+    if (m.op == static_cast<uint8_t>(Op::kFree)) EXPECT_EQ(m.runtime_api, static_cast<uint16_t>(format::Api::cudaFree));
+  }
+}
+
+TEST(Capture, AllPathsRecordKindsApisAndGraphReservations) {
+  std::string out = make_temp_dir("kinds");
+  Result r = run({program("prog_all_paths_static")}, shim_env(out));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  format::Capture c = read_only_capture(out);
+  std::map<uint8_t, int> kinds;
+  std::set<uint16_t> apis;
+  for (const auto &m : c.memory) {
+    if (m.op == static_cast<uint8_t>(Op::kAlloc) && m.result == 0) ++kinds[m.kind];
+    apis.insert(m.api);
+  }
+  EXPECT_EQ(kinds[static_cast<uint8_t>(Kind::kDevice)], 1);
+  EXPECT_EQ(kinds[static_cast<uint8_t>(Kind::kPitched)], 2);  // cudaMallocPitch and cudaMalloc3D
+  EXPECT_EQ(kinds[static_cast<uint8_t>(Kind::kManaged)], 1);
+  EXPECT_EQ(kinds[static_cast<uint8_t>(Kind::kAsync)], 4);    // stream, per-thread, pool, graph
+  EXPECT_EQ(kinds[static_cast<uint8_t>(Kind::kHostPinned)], 2);
+  EXPECT_EQ(kinds[static_cast<uint8_t>(Kind::kArray)], 1);
+  EXPECT_EQ(kinds[static_cast<uint8_t>(Kind::kVmm)], 1);
+  EXPECT_EQ(count(c).graph, 1);
+  for (auto api : {format::Api::cuMemAllocAsync_ptsz, format::Api::cuMemFreeAsync_ptsz,
+                   format::Api::cuMemAllocFromPoolAsync, format::Api::cuMemCreate, format::Api::cuMemMap,
+                   format::Api::cuMemUnmap, format::Api::cuMemAddressReserve, format::Api::cuMemRelease,
+                   format::Api::cuArray3DCreate_v2, format::Api::cuMemHostAlloc, format::Api::cuMemPoolTrimTo})
+    EXPECT_TRUE(apis.count(static_cast<uint16_t>(api))) << format::api_name(static_cast<uint16_t>(api));
+  EXPECT_EQ(c.stats->live_bytes, 0u) << "every allocation was freed";
+}
+
+TEST(Capture, EightThreadsLoseNothing) {
+  std::string out = make_temp_dir("threads");
+  Result r = run({program("prog_threads_static")}, shim_env(out));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  format::Capture c = read_only_capture(out);
+  std::set<uint32_t> tids;
+  for (const auto &m : c.memory) tids.insert(m.tid);
+  EXPECT_EQ(tids.size(), 8u);
+  EXPECT_EQ(count(c).allocs, 8 * 1003);
+  EXPECT_EQ(count(c).frees, 8 * 1000);
+}
+
+TEST(Capture, OutOfMemoryIsRecordedWithFreeAndTotal) {
+  std::string out = make_temp_dir("oom");
+  auto env = shim_env(out);
+  env["FAKE_CUDA_CAPACITY"] = "16M";
+  Result r = run({program("prog_oom")}, env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  format::Capture c = read_only_capture(out);
+  ASSERT_EQ(c.ooms.size(), 1u);
+  EXPECT_EQ(c.ooms[0].result, 2);
+  EXPECT_EQ(c.ooms[0].total_bytes, 16u << 20);
+  EXPECT_GT(c.ooms[0].requested, c.ooms[0].free_bytes);
+  EXPECT_EQ(count(c).failed, 1);
+}
+
+TEST(Capture, ProgramWithoutCudaNoticesNothing) {
+  std::string out = make_temp_dir("nocuda");
+  Result plain = run({program("prog_no_cuda")}, {});
+  Result shimmed = run({program("prog_no_cuda")}, shim_env(out));
+  EXPECT_EQ(shimmed.exit_code, plain.exit_code);
+  EXPECT_EQ(shimmed.out, plain.out);
+  EXPECT_EQ(shimmed.err, "");
+  EXPECT_TRUE(files_with_suffix(out, "").size() <= 2u) << "only . and ..";
+  Result sh = run({"/bin/sh", "-c", "echo hi; ls / > /dev/null"}, shim_env(out));
+  EXPECT_EQ(sh.out, "hi\n");
+  EXPECT_EQ(sh.err, "");
+  EXPECT_TRUE(files_with_suffix(out, ".gpuleak").empty());
+}
+
+TEST(Capture, ExitStatusAndOutputStayTheProgramsOwn) {
+  std::string out = make_temp_dir("status");
+  Result r = run({program("prog_exit_status")}, shim_env(out));
+  EXPECT_EQ(r.exit_code, 7);
+  EXPECT_EQ(files_with_suffix(out, ".gpuleak").size(), 1u);
+  EXPECT_NE(r.err.find("gpuleak: 1 allocations"), std::string::npos) << r.err;
+}
+
+TEST(Capture, BadSettingTurnsTrackingOffWithOneLine) {
+  std::string out = make_temp_dir("badenv");
+  auto env = shim_env(out);
+  env["GPULEAK_STACK_DEPTH"] = "lots";
+  Result r = run({program("prog_exit_status")}, env);
+  EXPECT_EQ(r.exit_code, 7);
+  EXPECT_EQ(r.err, "gpuleak: bad value GPULEAK_STACK_DEPTH=\"lots\"; tracking is off, the program continues unprofiled\n");
+  EXPECT_TRUE(files_with_suffix(out, ".gpuleak").empty());
+}
+
+TEST(Capture, AbortKeepsTheCaptureReadable) {
+  std::string out = make_temp_dir("abort");
+  Result r = run({program("prog_abort_midway")}, shim_env(out));
+  EXPECT_EQ(r.signal, SIGABRT);
+  format::Capture c = read_only_capture(out);
+  EXPECT_EQ(count(c).allocs, 5);
+}
+
+TEST(Capture, ForkedChildThatUsesCudaWritesItsOwnCaptureExecdTrueWritesNone) {
+  std::string out = make_temp_dir("fork");
+  Result r = run({program("prog_fork_child")}, shim_env(out));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto files = files_with_suffix(out, ".gpuleak");
+  ASSERT_EQ(files.size(), 2u) << "parent and the child that allocated";
+  int parent_allocs = -1, child_allocs = -1;
+  for (const auto &f : files) {
+    format::Capture c;
+    std::string error;
+    ASSERT_TRUE(format::read_capture_file(f, &c, &error)) << error;
+    int allocs = count(c).allocs;
+    (count(c).frees == 1 ? child_allocs : parent_allocs) = allocs;
+  }
+  EXPECT_EQ(parent_allocs, 3);
+  EXPECT_EQ(child_allocs, 1);
+}
+
+TEST(Capture, ExportsOnlyInterposedSymbols) {
+  Result r = run({"nm", "-D", "--defined-only", GPULEAK_SHIM_PATH}, {});
+  ASSERT_EQ(r.exit_code, 0);
+  std::regex allowed(R"(^(cu[A-Z]\w*|cuda[A-Z]\w*|gpuleak_api_\w+|InitializeInjection\w*|dlsym|_exit|_Exit)$)");
+  std::istringstream lines(r.out);
+  std::string line;
+  int n = 0;
+  while (std::getline(lines, line)) {
+    std::string name = line.substr(line.find_last_of(' ') + 1);
+    EXPECT_TRUE(std::regex_match(name, allowed)) << "unexpected export: " << name;
+    ++n;
+  }
+  EXPECT_GT(n, 40);
+}
+
+}  // namespace
+}  // namespace gpuleak::test

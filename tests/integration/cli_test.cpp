@@ -1,0 +1,57 @@
+// The gpuleak command line on the integration programs: run, report, and bad input.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "process.h"
+
+namespace gpuleak::test {
+namespace {
+
+std::map<std::string, std::string> cli_env() {
+  return {{"LD_LIBRARY_PATH", GPULEAK_FAKE_CUDA_DIR}, {"GPULEAK_LIB", GPULEAK_SHIM_PATH}};
+}
+
+TEST(Cli, RunKeepsTheExitStatusAndWritesAReport) {
+  std::string out = make_temp_dir("cli-run");
+  Result r = run({GPULEAK_CLI_PATH, "run", "--out", out, "--", program("prog_exit_status")}, cli_env());
+  EXPECT_EQ(r.exit_code, 7) << r.err;
+  EXPECT_EQ(files_with_suffix(out, ".gpuleak").size(), 1u);
+  EXPECT_EQ(files_with_suffix(out, ".report.json").size(), 1u) << r.err;
+}
+
+TEST(Cli, LeakyStaticProgramGetsALeakVerdictAtTheLeakingFunction) {
+  std::string out = make_temp_dir("cli-leak");
+  Result r = run({GPULEAK_CLI_PATH, "run", "--out", out, "--", program("prog_leaky_static"), "30"}, cli_env());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto reports = files_with_suffix(out, ".report.json");
+  ASSERT_EQ(reports.size(), 1u) << r.err;
+  std::ifstream in(reports[0]);
+  nlohmann::json report = nlohmann::json::parse(in);
+  EXPECT_EQ(report["schema"], "gpuleak.report/1");
+  EXPECT_EQ(report["verdict"], "leak") << r.err;
+  ASSERT_FALSE(report["leaks"].empty());
+  const auto &leak = report["leaks"][0];
+  EXPECT_NEAR(leak["bytes_per_iteration"].get<double>(), 1 << 20, 1);
+  EXPECT_EQ(leak["stack"][0]["function"], "cache_activation") << leak["stack"].dump();
+  EXPECT_NE(r.err.find("leak: 1.0 MiB per iteration at cache_activation"), std::string::npos) << r.err;
+}
+
+TEST(Cli, CorruptOrMissingCaptureIsOneLineAndExitTwo) {
+  std::string dir = make_temp_dir("cli-bad");
+  std::string garbage = dir + "/garbage.gpuleak";
+  std::ofstream(garbage) << "this is not a capture";
+  Result r = run({GPULEAK_CLI_PATH, "report", garbage}, {});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "gpuleak: " + garbage + ": not a gpuleak capture (bad magic)\n");
+  Result missing = run({GPULEAK_CLI_PATH, "report", dir + "/nope.gpuleak"}, {});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_EQ(std::count(missing.err.begin(), missing.err.end(), '\n'), 1);
+  Result flag = run({GPULEAK_CLI_PATH, "run", "--no-such-flag"}, {});
+  EXPECT_EQ(flag.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace gpuleak::test

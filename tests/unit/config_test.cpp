@@ -1,0 +1,60 @@
+// GPULEAK_* parsing: every bad value turns tracking off and names itself.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "core/config.h"
+
+namespace gpuleak::core {
+namespace {
+
+struct Env {
+  Env(const char *k, const char *v) : key(k) { setenv(k, v, 1); }
+  ~Env() { unsetenv(key); }
+  const char *key;
+};
+
+TEST(Config, DefaultsWhenNothingIsSet) {
+  Config c = read_config();
+  EXPECT_TRUE(c.enabled);
+  EXPECT_EQ(c.out_dir, "gpuleak-out");
+  EXPECT_EQ(c.stack_depth, 32u);
+  EXPECT_FALSE(c.cupti);
+  EXPECT_EQ(c.error, "");
+}
+
+TEST(Config, ParsesGoodValues) {
+  Env a("GPULEAK_STACK_DEPTH", "0"), b("GPULEAK_CUPTI", "yes"), d("GPULEAK_OUT", "/tmp/x"),
+      e("GPULEAK_MAX_CAPTURE_MB", "16");
+  Config c = read_config();
+  EXPECT_TRUE(c.enabled);
+  EXPECT_EQ(c.stack_depth, 0u);
+  EXPECT_TRUE(c.cupti);
+  EXPECT_EQ(c.out_dir, "/tmp/x");
+  EXPECT_EQ(c.max_capture_bytes, 16u << 20);
+}
+
+TEST(Config, BadValuesDisableTrackingAndSayWhich) {
+  for (auto [k, v] : std::vector<std::pair<const char *, const char *>>{
+           {"GPULEAK_STACK_DEPTH", "129"}, {"GPULEAK_STACK_DEPTH", "-1"}, {"GPULEAK_STACK_DEPTH", "3x"},
+           {"GPULEAK_CUPTI", "maybe"}, {"GPULEAK_OUT", ""}, {"GPULEAK_BUFFER_KB", "1"}, {"GPULEAK_DISABLE", "2"}}) {
+    Env env(k, v);
+    Config c = read_config();
+    EXPECT_FALSE(c.enabled) << k << "=" << v;
+    EXPECT_EQ(c.error, std::string("bad value ") + k + "=\"" + v + "\"");
+  }
+}
+
+TEST(Config, ParseSizeAcceptsUnitsAndRejectsJunk) {
+  uint64_t v = 0;
+  EXPECT_TRUE(parse_size("64K", &v));
+  EXPECT_EQ(v, 64u << 10);
+  EXPECT_TRUE(parse_size("2GiB", &v));
+  EXPECT_EQ(v, 2ull << 30);
+  EXPECT_FALSE(parse_size("2X", &v));
+  EXPECT_FALSE(parse_size("-5", &v));
+  EXPECT_FALSE(parse_size("99999999999999999999G", &v));
+}
+
+}  // namespace
+}  // namespace gpuleak::core

@@ -1,0 +1,302 @@
+// The report JSON: its documented shape (docs/report-format.md), stable site ids, and hostile
+// strings. Every report is dumped with dump_report and re-parsed by nlohmann's parser.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/analysis.h"
+#include "analysis/capture_builder.h"
+#include "output/report_json.h"
+
+namespace gpuleak::output {
+namespace {
+
+using nlohmann::json;
+using testing::CaptureBuilder;
+using testing::kMiB;
+
+Frame native(const std::string &fn, const std::string &file, int line, const std::string &module,
+             uint64_t address) {
+  Frame f;
+  f.kind = Frame::Kind::kNative;
+  f.function = fn;
+  f.file = file;
+  f.line = line;
+  f.module = module;
+  f.address = address;
+  f.build_id = "3b8e0f11";
+  return f;
+}
+
+Frame python(const std::string &fn, const std::string &file, int line) {
+  Frame f;
+  f.kind = Frame::Kind::kPython;
+  f.function = fn;
+  f.file = file;
+  f.line = line;
+  return f;
+}
+
+// Stack 7: the leaking native site; 100: its Python stack; anything else: unknown.
+Stack fake_symbolize(uint32_t id) {
+  if (id == 7) return {native("at::native::empty_cuda(...)", "EmptyTensor.cpp", 51, "/opt/torch/lib/libtorch_cuda.so", 0x7f2a91c0e4d3)};
+  if (id == 100) return {python("train_step", "/home/ana/train.py", 42), python("main", "/home/ana/train.py", 77)};
+  return {};
+}
+
+void fill_run(format::Capture &c) {
+  format::RunInfo run;
+  run.fixed.pid = 48213;
+  run.fixed.ppid = 1;
+  run.fixed.rank = -1;
+  run.fixed.driver_version = 13000;
+  run.fixed.stack_depth = 32;
+  run.program = "train.py";
+  run.command = {"python3", "train.py", "--epochs", "1"};
+  run.host = "gpu-node-07";
+  run.version = "0.1.0";
+  run.allocator_env = "backend:cudaMallocAsync";
+  run.unwinder = "libunwind";
+  c.run = run;
+  format::StatsRecord s{};
+  s.events = 123;
+  s.events_dropped = 2;
+  s.cupti_state = 0;
+  s.final_record = 1;
+  c.stats = s;
+}
+
+CaptureBuilder leaking_run() {
+  CaptureBuilder b;
+  b.device(0, "NVIDIA H200", 150754820096ull);
+  fill_run(b.capture);
+  b.alloc(256 * kMiB, 1, format::Kind::kAsync);
+  for (int i = 0; i < 20; ++i) {
+    b.begin("train");
+    uint64_t t = b.alloc(64 * kMiB, 2, format::Kind::kAsync);
+    b.alloc(1 * kMiB, 7, format::Kind::kAsync, 0, 0, 100);
+    b.free(t, format::Kind::kAsync);
+    b.end();
+  }
+  return b;
+}
+
+json report_of(const format::Capture &c, const ReportContext &ctx = {}) {
+  analysis::Analysis a = analysis::analyze(c);
+  std::string text = dump_report(make_report(c, a, fake_symbolize, ctx));
+  return json::parse(text);  // throws on invalid JSON
+}
+
+TEST(ReportJson, HasTheDocumentedShape) {
+  CaptureBuilder b = leaking_run();
+  ReportContext ctx;
+  ctx.nvml_used_bytes[0] = (256 + 20) * kMiB + 1000;
+  json r = report_of(b.capture, ctx);
+
+  EXPECT_EQ(r["schema"], "gpuleak.report/1");
+  const json &run = r["run"];
+  EXPECT_EQ(run["command"], json({"python3", "train.py", "--epochs", "1"}));
+  EXPECT_EQ(run["program"], "train.py");
+  EXPECT_EQ(run["pid"], 48213);
+  EXPECT_TRUE(run["rank"].is_null());
+  EXPECT_EQ(run["host"], "gpu-node-07");
+  EXPECT_EQ(run["start_time"], "2025-11-30T10:53:20.000Z");
+  EXPECT_EQ(run["duration_ns"], 101000u);  // 101 records, 1000 ns apart
+  EXPECT_EQ(run["gpuleak_version"], "0.1.0");
+  EXPECT_EQ(run["cuda_driver_version"], 13000);
+  EXPECT_EQ(run["allocator_env"], json({{"PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync"}}));
+  EXPECT_EQ(run["allocator_mode"], "per-tensor (cudaMallocAsync)");
+  EXPECT_EQ(run["capture"]["cupti"], "off");
+  EXPECT_EQ(run["capture"]["events"], 123);
+  EXPECT_EQ(run["capture"]["events_dropped"], 2);
+  EXPECT_TRUE(run["capture"]["tracking_disabled"].is_null());
+  EXPECT_EQ(run["capture"]["truncated"], false);
+  EXPECT_EQ(run["capture"]["clean_exit"], true);
+
+  EXPECT_EQ(r["verdict"], "leak");
+  EXPECT_EQ(r["iteration_source"], "api");
+  EXPECT_EQ(r["analysis"]["primary_loop"], "train");
+  EXPECT_EQ(r["analysis"]["warmup_iterations"], 2);
+
+  ASSERT_EQ(r["devices"].size(), 1u);
+  const json &d = r["devices"][0];
+  EXPECT_EQ(d["index"], 0);
+  EXPECT_EQ(d["name"], "NVIDIA H200");
+  EXPECT_EQ(d["total_bytes"], 150754820096ull);
+  EXPECT_EQ(d["peak_live_bytes"], (256 + 19 + 64 + 1) * kMiB);
+  EXPECT_EQ(d["live_at_exit_bytes"], (256 + 20) * kMiB);
+  EXPECT_EQ(d["nvml_used_bytes"], (256 + 20) * kMiB + 1000);
+  EXPECT_EQ(d["untracked_bytes"], 1000);
+  EXPECT_EQ(d["verdict"], "leak");
+  ASSERT_TRUE(d["forecast"].is_object());
+  EXPECT_EQ(d["forecast"]["iterations_left"], (150754820096ull - (256 + 20) * kMiB) / kMiB);
+  EXPECT_TRUE(d["forecast"]["iterations_left"].is_number_unsigned());
+
+  ASSERT_EQ(r["iterations"].size(), 20u);
+  const json &it = r["iterations"][3];
+  EXPECT_EQ(it["index"], 3);
+  EXPECT_EQ(it["loop"], "train");
+  EXPECT_EQ(it["primary"], true);
+  EXPECT_EQ(it["start_ns"], 17000u);
+  EXPECT_EQ(it["end_ns"], 21000u);
+  EXPECT_EQ(it["devices"][0]["live_end_bytes"], 260 * kMiB);
+  EXPECT_EQ(it["devices"][0]["peak_bytes"], 324 * kMiB);
+  EXPECT_EQ(it["devices"][0]["allocated_bytes"], 65 * kMiB);
+  EXPECT_EQ(it["devices"][0]["freed_bytes"], 64 * kMiB);
+  EXPECT_EQ(it["devices"][0]["alloc_count"], 2);
+  EXPECT_EQ(it["devices"][0]["free_count"], 1);
+
+  ASSERT_EQ(r["leaks"].size(), 1u);
+  const json &l = r["leaks"][0];
+  Stack expected = fake_symbolize(7);
+  for (const Frame &f : fake_symbolize(100)) expected.push_back(f);
+  EXPECT_EQ(l["site_id"], site_id(expected));
+  EXPECT_EQ(l["site_id"].get<std::string>().size(), 16u);
+  EXPECT_EQ(l["device"], 0);
+  EXPECT_EQ(l["bytes_per_iteration"], 1048576);
+  EXPECT_TRUE(l["bytes_per_iteration"].is_number_integer());
+  EXPECT_EQ(l["live_bytes"], 20 * kMiB);
+  EXPECT_EQ(l["live_count"], 20);
+  EXPECT_EQ(l["first_iteration"], 0);
+  EXPECT_EQ(l["confidence"], 0.9);
+  ASSERT_EQ(l["stack"].size(), 3u);
+  const json &f0 = l["stack"][0];
+  EXPECT_EQ(f0["kind"], "native");
+  EXPECT_EQ(f0["function"], "at::native::empty_cuda(...)");
+  EXPECT_EQ(f0["file"], "EmptyTensor.cpp");
+  EXPECT_EQ(f0["line"], 51);
+  EXPECT_EQ(f0["module"], "libtorch_cuda.so");
+  EXPECT_EQ(f0["address"], "0x7f2a91c0e4d3");
+  EXPECT_EQ(f0["build_id"], "3b8e0f11");
+  const json &f1 = l["stack"][1];
+  EXPECT_EQ(f1["kind"], "python");
+  EXPECT_EQ(f1["function"], "train_step");
+  EXPECT_EQ(f1["line"], 42);
+  EXPECT_TRUE(f1["module"].is_null());
+  EXPECT_FALSE(f1.contains("address"));
+  EXPECT_EQ(l["stack"][2]["function"], "main");
+
+  ASSERT_EQ(r["live_at_exit"].size(), 2u);
+  EXPECT_EQ(r["live_at_exit"][0]["live_bytes"], 256 * kMiB);
+  EXPECT_EQ(r["live_at_exit"][1]["site_id"], l["site_id"]);
+  EXPECT_EQ(r["advice"], json::array());
+  EXPECT_TRUE(r["oom"].is_null());
+}
+
+TEST(ReportJson, SiteIdIgnoresAddressesAndModuleDirectories) {
+  Stack a = {native("f", "a.cpp", 10, "/usr/lib/libx.so", 0x1000), python("g", "t.py", 3)};
+  Stack b = {native("f", "a.cpp", 10, "/opt/other/libx.so", 0x7f0000001000), python("g", "t.py", 3)};
+  Stack c = {native("f", "a.cpp", 11, "/usr/lib/libx.so", 0x1000), python("g", "t.py", 3)};
+  EXPECT_EQ(site_id(a), site_id(b));
+  EXPECT_NE(site_id(a), site_id(c));
+  EXPECT_EQ(site_id(Stack{}), "cbf29ce484222325");  // FNV-1a 64 offset basis: no frames
+  Stack ab = {native("ab", "c", 1, "", 0)};
+  Stack a_bc = {native("a", "bc", 1, "", 0)};
+  EXPECT_NE(site_id(ab), site_id(a_bc));
+}
+
+TEST(ReportJson, HostileStringsStayValidJson) {
+  const std::string hostile = std::string("q\"b\\s\x01\x1f\n</script><script>alert(1)</script>") + "\xff\xfe" + "\xc3\x28";
+  CaptureBuilder b = leaking_run();
+  b.capture.run->host = hostile;
+  b.capture.run->allocator_env = hostile;
+  b.capture.run->command = {hostile, "ok"};
+  b.capture.disabled.push_back(hostile);
+  for (auto &m : b.capture.markers) m.label_id = b.str("tr\xe9in</script>");
+  auto symbolize = [&](uint32_t id) {
+    Stack s = fake_symbolize(id);
+    for (Frame &f : s) {
+      f.function = hostile;
+      f.file = "dir\\" + hostile;
+      f.build_id = hostile;
+    }
+    return s;
+  };
+  analysis::Analysis a = analysis::analyze(b.capture);
+  json report = make_report(b.capture, a, symbolize, {});
+  EXPECT_THROW(report.dump(), json::type_error);  // why dump_report exists
+  std::string text = dump_report(report);
+  EXPECT_EQ(text.find("</script>"), std::string::npos);
+  EXPECT_EQ(text.find('\x01'), std::string::npos);
+  json r = json::parse(text);
+
+  const std::string replaced = std::string("q\"b\\s\x01\x1f\n</script><script>alert(1)</script>") +
+                               "\xef\xbf\xbd\xef\xbf\xbd" + "\xef\xbf\xbd(";
+  EXPECT_EQ(r["run"]["host"], replaced);
+  EXPECT_EQ(r["run"]["command"][0], replaced);
+  EXPECT_EQ(r["run"]["command"][1], "ok");
+  EXPECT_EQ(r["run"]["allocator_env"]["PYTORCH_CUDA_ALLOC_CONF"], replaced);
+  EXPECT_EQ(r["run"]["capture"]["tracking_disabled"], replaced);
+  EXPECT_EQ(r["iterations"][0]["loop"], "tr\xef\xbf\xbdin</script>");
+  EXPECT_EQ(r["leaks"][0]["stack"][0]["function"], replaced);
+  EXPECT_EQ(r["leaks"][0]["stack"][0]["file"], "dir\\" + replaced);
+  EXPECT_EQ(r["verdict"], "leak");
+}
+
+TEST(ReportJson, OomEvents) {
+  CaptureBuilder b;
+  b.device(0, "Fake GPU", 400 * kMiB);
+  for (int i = 0; i < 3; ++i) b.alloc(100 * kMiB, 7, format::Kind::kDevice, 0, 0, 100);
+  b.failed_alloc(1024 * kMiB, 7);
+  b.oom(1024 * kMiB, 10 * kMiB, 400 * kMiB, 7);
+  b.alloc(1 * kMiB, 3);
+  json r = report_of(b.capture);
+  ASSERT_TRUE(r["oom"].is_object());
+  ASSERT_EQ(r["oom"]["events"].size(), 1u);
+  const json &e = r["oom"]["events"][0];
+  EXPECT_EQ(e["t_ns"], 5000);
+  EXPECT_EQ(e["device"], 0);
+  EXPECT_EQ(e["requested_bytes"], 1024 * kMiB);
+  EXPECT_EQ(e["free_bytes"], 10 * kMiB);
+  EXPECT_EQ(e["total_bytes"], 400 * kMiB);
+  EXPECT_EQ(e["live_bytes"], 300 * kMiB);
+  EXPECT_EQ(e["recovered"], true);
+  EXPECT_EQ(e["stack"][0]["function"], "at::native::empty_cuda(...)");
+  ASSERT_EQ(e["live_by_site"].size(), 1u);
+  EXPECT_EQ(e["live_by_site"][0]["bytes"], 300 * kMiB);
+  EXPECT_EQ(e["live_by_site"][0]["count"], 3);
+  EXPECT_EQ(e["live_by_site"][0]["stack"].size(), 3u);
+  ASSERT_EQ(e["history"].size(), 4u);
+  EXPECT_EQ(e["history"][0]["op"], "alloc");
+  EXPECT_EQ(e["history"][0]["kind"], "device");
+  EXPECT_EQ(e["history"][0]["address"], "0x7f0000100000");
+  EXPECT_EQ(e["history"][3]["result"], 2);
+  EXPECT_EQ(e["history"][3]["site_id"], site_id(fake_symbolize(7)));
+  EXPECT_EQ(e["site_id"], site_id(fake_symbolize(7)));
+  EXPECT_EQ(r["analysis"]["failed_allocations"], 1);
+}
+
+TEST(ReportJson, NoIterationsListsLiveAtExit) {
+  CaptureBuilder b;
+  b.alloc(5 * kMiB, 7);
+  b.alloc(3 * kMiB, 8);
+  b.alloc(1 * kMiB, 4, format::Kind::kHostPinned);
+  json r = report_of(b.capture);
+  EXPECT_EQ(r["verdict"], "inconclusive");
+  EXPECT_EQ(r["iteration_source"], "none");
+  EXPECT_EQ(r["iterations"], json::array());
+  EXPECT_EQ(r["leaks"], json::array());
+  ASSERT_EQ(r["live_at_exit"].size(), 2u);
+  EXPECT_EQ(r["live_at_exit"][0]["device"], 0);
+  EXPECT_EQ(r["live_at_exit"][0]["live_bytes"], 5 * kMiB);
+  EXPECT_EQ(r["live_at_exit"][0]["live_count"], 1);
+  EXPECT_EQ(r["live_at_exit"][0]["stack"][0]["function"], "at::native::empty_cuda(...)");
+  EXPECT_EQ(r["live_at_exit"][1]["stack"], json::array());
+  EXPECT_EQ(r["analysis"]["host_pinned_live_at_exit_bytes"], 1 * kMiB);
+  EXPECT_TRUE(r["devices"][0]["forecast"].is_null());
+  EXPECT_TRUE(r["devices"][0]["name"].is_null());
+  EXPECT_TRUE(r["devices"][0]["total_bytes"].is_null());
+  EXPECT_TRUE(r["devices"][0]["nvml_used_bytes"].is_null());
+  EXPECT_TRUE(r["run"]["program"].is_null());  // no run record in this capture
+  EXPECT_EQ(r["run"]["pid"], 4242);
+  EXPECT_EQ(r["run"]["capture"]["cupti"], "unknown");
+  EXPECT_EQ(r["run"]["capture"]["events"], 3);
+}
+
+TEST(ReportJson, Iso8601) {
+  EXPECT_EQ(iso8601_utc(1764500000123456789ull), "2025-11-30T10:53:20.123Z");
+  EXPECT_EQ(iso8601_utc(0), "1970-01-01T00:00:00.000Z");
+}
+
+}  // namespace
+}  // namespace gpuleak::output

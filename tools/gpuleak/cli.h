@@ -1,0 +1,43 @@
+// Shared pieces of the gpuleak command line. Every subcommand answers bad input or usage with one
+// line on stderr and exit status 2 (DESIGN.md "Output contracts"); `gpuleak run` exits with the
+// program's own status.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace gpuleak::cli {
+
+inline constexpr int kExitUsage = 2;
+
+// Thrown for bad input; main() prints "gpuleak: <message>" and exits 2.
+struct UsageError {
+  std::string message;
+};
+
+// libgpuleak.so next to this executable ($GPULEAK_LIB first, then ../lib, then the same folder).
+std::string find_shim();
+
+struct RunOptions {
+  std::string out_dir = "gpuleak-out";
+  int stack_depth = -1;  // -1: the shim's default
+  bool cupti = false;
+  bool quiet = false;
+  bool no_report = false;
+  std::vector<std::string> command;
+};
+int run_command(const RunOptions &options);
+
+struct ReportOptions {
+  std::vector<std::string> inputs;  // captures (.gpuleak)
+  std::string output;               // report path ("" = next to the capture)
+  bool json_to_stdout = false;
+  bool quiet = false;
+};
+int report_command(const ReportOptions &options);
+
+// Writes `bytes` to `path` through a temporary file and rename(2): readers never see half a file,
+// and an existing file is replaced only when `replace` (never another run's output by default).
+void write_file_atomically(const std::string &path, const std::string &bytes, bool replace);
+
+}  // namespace gpuleak::cli

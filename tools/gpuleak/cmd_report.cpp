@@ -1,0 +1,95 @@
+// `gpuleak report CAPTURE...`: capture in, report JSON and a terminal summary out. Also what
+// `gpuleak run` calls once the program has ended, so both print the same thing.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "analysis/analysis.h"
+#include "cli.h"
+#include "format/capture_reader.h"
+#include "output/report_json.h"
+#include "output/symbolizer.h"
+#include "output/text_summary.h"
+
+#ifndef GPULEAK_VERSION
+#define GPULEAK_VERSION "0.0.0"
+#endif
+
+namespace gpuleak::cli {
+
+void write_file_atomically(const std::string &path, const std::string &bytes, bool replace) {
+  std::string tmp = path + ".tmp." + std::to_string(getpid());
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) throw UsageError{"cannot create " + tmp + ": " + std::strerror(errno)};
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int e = errno;
+      close(fd);
+      unlink(tmp.c_str());
+      throw UsageError{"cannot write " + path + ": " + std::strerror(e)};
+    }
+    done += static_cast<size_t>(n);
+  }
+  close(fd);
+  // link(2) refuses to replace: that is how "never clobber" is kept when asked for.
+  if (!replace) {
+    if (link(tmp.c_str(), path.c_str()) != 0) {
+      int e = errno;
+      unlink(tmp.c_str());
+      throw UsageError{"cannot create " + path + ": " + std::strerror(e)};
+    }
+    unlink(tmp.c_str());
+    return;
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    int e = errno;
+    unlink(tmp.c_str());
+    throw UsageError{"cannot write " + path + ": " + std::strerror(e)};
+  }
+}
+
+namespace {
+
+std::string report_path_for(const std::string &capture) {
+  const std::string ext = ".gpuleak";
+  std::string stem = capture.size() > ext.size() && capture.compare(capture.size() - ext.size(), ext.size(), ext) == 0
+                         ? capture.substr(0, capture.size() - ext.size())
+                         : capture;
+  return stem + ".report.json";
+}
+
+}  // namespace
+
+int report_command(const ReportOptions &o) {
+  if (o.inputs.empty()) throw UsageError{"report: no capture given"};
+  if (!o.output.empty() && o.inputs.size() > 1) throw UsageError{"report: -o takes a single capture"};
+  for (const std::string &input : o.inputs) {
+    format::Capture capture;
+    std::string error;
+    if (!format::read_capture_file(input, &capture, &error)) throw UsageError{error};
+    analysis::Analysis result = analysis::analyze(capture);
+    output::Symbolizer symbolizer(capture);
+    auto symbolize = [&](uint32_t id) { return output::trim_to_caller(symbolizer.symbolize(id)); };
+    output::ReportContext ctx;
+    ctx.gpuleak_version = GPULEAK_VERSION;
+    nlohmann::json report = output::make_report(capture, result, symbolize, ctx);
+    std::string text = output::dump_report(report);
+    if (o.json_to_stdout) {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      std::fputc('\n', stdout);
+      continue;
+    }
+    std::string path = o.output.empty() ? report_path_for(input) : o.output;
+    write_file_atomically(path, text + "\n", true);
+    if (!o.quiet) std::fputs(output::text_summary(report, path).c_str(), stderr);
+  }
+  return 0;
+}
+
+}  // namespace gpuleak::cli

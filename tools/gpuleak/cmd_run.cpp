@@ -1,0 +1,112 @@
+// `gpuleak run [options] -- CMD ARGS...`: runs CMD under the shim, with the environment that makes
+// it and its children write captures to --out, then turns each new capture into a report.
+#include <dirent.h>
+#include <limits.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+
+#include "cli.h"
+
+namespace gpuleak::cli {
+
+namespace {
+
+std::set<std::string> captures_in(const std::string &dir) {
+  std::set<std::string> found;
+  DIR *d = opendir(dir.c_str());
+  if (!d) return found;
+  while (dirent *e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name.size() > 8 && name.compare(name.size() - 8, 8, ".gpuleak") == 0) found.insert(dir + "/" + name);
+  }
+  closedir(d);
+  return found;
+}
+
+std::string absolute(const std::string &path) {
+  if (!path.empty() && path[0] == '/') return path;
+  char cwd[PATH_MAX];
+  if (!getcwd(cwd, sizeof cwd)) throw UsageError{std::string("cannot read the current directory: ") + std::strerror(errno)};
+  return std::string(cwd) + "/" + path;
+}
+
+pid_t g_child = 0;
+void forward(int sig) {
+  if (g_child > 0) kill(g_child, sig);
+}
+
+}  // namespace
+
+std::string find_shim() {
+  if (const char *env = std::getenv("GPULEAK_LIB")) return env;
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) throw UsageError{"cannot locate libgpuleak.so (set GPULEAK_LIB)"};
+  std::string dir(exe, static_cast<size_t>(n));
+  dir = dir.substr(0, dir.find_last_of('/'));
+  for (const std::string &candidate : {dir + "/../lib/libgpuleak.so", dir + "/libgpuleak.so"}) {
+    struct stat st;
+    if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return candidate;
+  }
+  throw UsageError{"cannot find libgpuleak.so next to " + dir + " (set GPULEAK_LIB)"};
+}
+
+int run_command(const RunOptions &o) {
+  if (o.command.empty()) throw UsageError{"run: no command given (gpuleak run [options] -- CMD ARGS...)"};
+  std::string shim = absolute(find_shim());
+  std::string out = absolute(o.out_dir);
+  if (mkdir(out.c_str(), 0755) != 0 && errno != EEXIST)
+    throw UsageError{"cannot create " + out + ": " + std::strerror(errno)};
+  std::set<std::string> before = captures_in(out);
+
+  std::string preload = shim;
+  if (const char *old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
+  setenv("LD_PRELOAD", preload.c_str(), 1);
+  setenv("GPULEAK_OUT", out.c_str(), 1);
+  setenv("GPULEAK_UNDER_RUN", "1", 1);
+  setenv("NVTX_INJECTION64_PATH", shim.c_str(), 0);
+  if (o.stack_depth >= 0) setenv("GPULEAK_STACK_DEPTH", std::to_string(o.stack_depth).c_str(), 1);
+  if (o.cupti) setenv("GPULEAK_CUPTI", "1", 1);
+  if (o.quiet) setenv("GPULEAK_QUIET", "1", 1);
+
+  std::vector<char *> argv;
+  for (const std::string &a : o.command) argv.push_back(const_cast<char *>(a.c_str()));
+  argv.push_back(nullptr);
+  g_child = fork();
+  if (g_child < 0) throw UsageError{std::string("fork failed: ") + std::strerror(errno)};
+  if (g_child == 0) {
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr, "gpuleak: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    _exit(127);
+  }
+  signal(SIGINT, forward);
+  signal(SIGTERM, forward);
+  signal(SIGHUP, forward);
+  int status = 0;
+  while (waitpid(g_child, &status, 0) < 0 && errno == EINTR) {
+  }
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+
+  std::set<std::string> after = captures_in(out);
+  ReportOptions report;
+  for (const std::string &path : after)
+    if (!before.count(path)) report.inputs.push_back(path);
+  report.quiet = o.quiet;
+  if (!o.no_report && !report.inputs.empty()) {
+    try {
+      report_command(report);
+    } catch (const UsageError &e) {
+      std::fprintf(stderr, "gpuleak: %s\n", e.message.c_str());
+    }
+  }
+  return code;
+}
+
+}  // namespace gpuleak::cli
