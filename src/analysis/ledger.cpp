@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
-#include <unordered_map>
 
+#include "analysis/flat_map.h"
 #include "analysis/internal.h"
 
 namespace gpuleak::analysis::detail {
@@ -60,6 +60,10 @@ Timeline make_timeline(const Capture &capture) {
 
 namespace {
 
+struct U64Hash {
+  uint64_t operator()(uint64_t k) const { return mix64(k); }
+};
+
 bool owned_alloc(const MemoryRecord &r) {
   return r.op == static_cast<uint8_t>(Op::kAlloc) && r.result == 0 &&
          !(r.flags & format::kFlagGraphReservation) && space_of(r.kind) != Space::kNotOwned;
@@ -71,17 +75,17 @@ SiteTable intern_sites(const Capture &capture, const Timeline &timeline) {
   SiteTable t;
   size_t n = timeline.order.size();
   t.event_site.assign(n, kNone);
-  std::unordered_map<uint64_t, uint32_t> index;
+  FlatMap<uint64_t, uint32_t, U64Hash> index;
   for (size_t k = 0; k < n; ++k) {
     const MemoryRecord &r = capture.memory[timeline.order[k]];
     bool alloc = owned_alloc(r);
     bool map = r.op == static_cast<uint8_t>(Op::kMap) && r.result == 0;
     if (!alloc && !map) continue;
     uint64_t key = static_cast<uint64_t>(r.stack_id) << 32 | r.py_stack_id;
-    auto [it, fresh] = index.try_emplace(key, static_cast<uint32_t>(t.sites.size()));
+    auto [site, fresh] = index.try_emplace(key, static_cast<uint32_t>(t.sites.size()));
     if (fresh) t.sites.push_back(Site{r.stack_id, r.py_stack_id});
-    t.event_site[k] = it->second;
-    if (alloc) t.alloc_sequence.emplace_back(static_cast<uint32_t>(k), it->second);
+    t.event_site[k] = *site;
+    if (alloc) t.alloc_sequence.emplace_back(static_cast<uint32_t>(k), *site);
   }
   return t;
 }
@@ -103,11 +107,9 @@ struct Key {
   }
 };
 struct KeyHash {
-  size_t operator()(const Key &k) const {
-    uint64_t h = k.address * 0x9E3779B97F4A7C15ull;
-    h ^= (static_cast<uint64_t>(static_cast<uint32_t>(k.device)) << 8 | static_cast<uint8_t>(k.space)) *
-         0xC2B2AE3D27D4EB4Full;
-    return static_cast<size_t>(h ^ (h >> 31));
+  uint64_t operator()(const Key &k) const {
+    uint64_t where = static_cast<uint64_t>(static_cast<uint32_t>(k.device) + 1) << 8 | static_cast<uint8_t>(k.space);
+    return mix64(k.address ^ (where << 44));
   }
 };
 
@@ -133,7 +135,7 @@ class Replayer {
     std::stable_sort(by_end.begin(), by_end.end(),
                      [&](uint32_t a, uint32_t b) { return spans_[a].end < spans_[b].end; });
     size_t n = timeline_.order.size(), nb = 0, ne = 0;
-    live_map_.reserve(1024);
+    out_.allocs.reserve(sites_.alloc_sequence.size());
     open_pos_.assign(spans_.size(), kNone);
     for (size_t k = 0; k <= n; ++k) {
       // Open before closing, so that an empty span [k, k) opens and closes at the same moment.
@@ -207,10 +209,10 @@ class Replayer {
       return;
     }
     Key key = key_of(r.address, r.device, space);
-    auto [it, fresh] = live_map_.try_emplace(key, static_cast<uint32_t>(out_.allocs.size()));
+    auto [index, fresh] = live_map_.try_emplace(key, static_cast<uint32_t>(out_.allocs.size()));
     if (!fresh) {  // its free was never seen: the old allocation ends here
-      release(it->second, k, false);
-      it->second = static_cast<uint32_t>(out_.allocs.size());
+      release(*index, k, false);
+      *index = static_cast<uint32_t>(out_.allocs.size());
     }
     Alloc a;
     a.size = r.size;
@@ -238,35 +240,36 @@ class Replayer {
     }
   }
 
-  // The live allocation a free or map refers to, or end(). A free whose kind was not recorded is
-  // tried in every space; a device pointer freed with another device current is found on its own.
-  std::unordered_map<Key, uint32_t, KeyHash>::iterator find(uint64_t address, int16_t device, uint8_t kind) {
+  // The live allocation a free or map refers to: its key, or false. A free whose kind was not
+  // recorded is tried in every space; a device pointer freed while another device was current is
+  // looked for on the other devices.
+  bool find(uint64_t address, int16_t device, uint8_t kind, Key *key, uint32_t *index) {
     static const Space kAll[] = {Space::kDevicePtr, Space::kArray, Space::kVmm, Space::kHost};
     Space space = space_of(kind);
     for (Space s : kAll) {
       if (kind != 0 && s != space) continue;
-      auto it = live_map_.find(key_of(address, device, s));
-      if (it != live_map_.end()) return it;
+      *key = key_of(address, device, s);
+      if (uint32_t *found = live_map_.find(*key)) return *index = *found, true;
       if (s == Space::kHost) continue;
       for (int dev : out_.devices) {
         if (dev == device_of(device)) continue;
-        it = live_map_.find(Key{address, dev, s});
-        if (it != live_map_.end()) return it;
+        *key = Key{address, dev, s};
+        if (uint32_t *found = live_map_.find(*key)) return *index = *found, true;
       }
     }
-    return live_map_.end();
+    return false;
   }
 
   void free(uint32_t k, const MemoryRecord &r) {
     if (r.flags & format::kFlagGraphReservation) return;
     if (r.kind != 0 && space_of(r.kind) == Space::kNotOwned) return;  // closing an import
-    auto it = find(r.address, r.device, r.kind);
-    if (it == live_map_.end()) {
+    Key key;
+    uint32_t index;
+    if (!find(r.address, r.device, r.kind, &key, &index)) {
       ++out_.accounting.unmatched_frees;
       return;
     }
-    uint32_t index = it->second;
-    live_map_.erase(it);
+    live_map_.erase(key);
     release(index, k, true);
   }
 
@@ -289,9 +292,9 @@ class Replayer {
 
   // A mapping names the site that made the segment grow: the physical memory is charged to it.
   void map(uint32_t k, const MemoryRecord &r) {
-    auto it = find(r.aux, r.device, static_cast<uint8_t>(Kind::kVmm));
-    if (it == live_map_.end()) return;
-    uint32_t index = it->second;
+    Key key;
+    uint32_t index;
+    if (!find(r.aux, r.device, static_cast<uint8_t>(Kind::kVmm), &key, &index)) return;
     if (mapped_.size() <= index) mapped_.resize(out_.allocs.size(), false);
     if (mapped_[index]) return;
     mapped_[index] = true;
@@ -301,13 +304,14 @@ class Replayer {
   void reset(uint32_t k, const MemoryRecord &r) {
     ++out_.accounting.context_resets;
     int s = slot(r.device);
-    for (auto it = live_map_.begin(); it != live_map_.end();) {
-      if (out_.allocs[it->second].slot == s) {
-        release(it->second, k, false);
-        it = live_map_.erase(it);
-      } else {
-        ++it;
-      }
+    std::vector<std::pair<uint32_t, Key>> dropped;
+    live_map_.for_each([&](const Key &key, uint32_t index) {
+      if (out_.allocs[index].slot == s) dropped.emplace_back(index, key);
+    });
+    std::sort(dropped.begin(), dropped.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
+    for (const auto &[index, key] : dropped) {
+      live_map_.erase(key);
+      release(index, k, false);
     }
   }
 
@@ -319,7 +323,7 @@ class Replayer {
   std::vector<int> lookup_;      // device index -> slot
   std::vector<uint64_t> live_;   // per slot
   uint64_t host_live_ = 0, host_peak_ = 0;
-  std::unordered_map<Key, uint32_t, KeyHash> live_map_;  // -> index in allocs
+  FlatMap<Key, uint32_t, KeyHash> live_map_;  // -> index in allocs
   std::vector<bool> mapped_;     // per alloc: its VMM handle was mapped already
   std::vector<uint32_t> open_;   // spans open at the current position
   std::vector<uint32_t> open_pos_;

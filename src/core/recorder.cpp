@@ -268,6 +268,18 @@ void recorder_disable(const std::string &why) {
   }
 }
 
+bool inside_hook() { return t_in_hook; }
+
+void count_uncaptured(const char *function) {
+  if (!g_state) return;
+  if (g_state->uncaptured.fetch_add(1, std::memory_order_relaxed) == 0)
+    g_state->first_uncaptured.store(function, std::memory_order_relaxed);
+}
+
+void set_cupti_state(uint32_t state) {
+  if (g_state) g_state->cupti_state.store(state, std::memory_order_relaxed);
+}
+
 std::string recorder_capture_path() { return g_state ? g_state->path : std::string(); }
 uint64_t recorder_allocations() { return g_state ? g_state->allocations.load() : 0; }
 const LiveTable *recorder_live_table() { return g_state ? &g_state->live : nullptr; }

@@ -92,6 +92,12 @@ void recorder_after_fork_child();
 // Tracking off for good, with one stderr line (internal failure, bad setting).
 void recorder_disable(const std::string &why);
 
+// CUPTI cross-check (shim/cupti_bridge.cpp): is this thread inside one of our hooks, and a call
+// CUPTI saw that no hook did. cupti_state: format::StatsRecord::cupti_state.
+bool inside_hook();
+void count_uncaptured(const char *function);
+void set_cupti_state(uint32_t state);
+
 // For `gpuleak_active()` and tests.
 std::string recorder_capture_path();
 uint64_t recorder_allocations();

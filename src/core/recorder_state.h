@@ -55,6 +55,7 @@ struct State {
   std::atomic<uint64_t> frees{0};
   std::atomic<uint64_t> uncaptured{0};
   std::atomic<uint32_t> cupti_state{0};
+  std::atomic<const char *> first_uncaptured{nullptr};  // CUPTI's static function name
   std::atomic<bool> summary_printed{false};
 };
 

@@ -35,6 +35,9 @@ void recorder_shutdown(const char *why) {
   (void)why;
   writer_stop(s);
   // Under `gpuleak run` the command prints the analyzed summary instead of this one.
+  if (uint64_t missed = s->uncaptured.load())  // always said: it means a capture path is missing
+    std::fprintf(stderr, "gpuleak: CUPTI saw %" PRIu64 " allocation calls that no hook saw (first: %s)\n", missed,
+                 s->first_uncaptured.load() ? s->first_uncaptured.load() : "?");
   if (s->config.quiet || s->config.under_run || s->summary_printed.exchange(true)) return;
   const LiveTable &t = s->live;
   std::fprintf(stderr,

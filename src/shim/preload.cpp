@@ -59,6 +59,13 @@ void claim_nvtx_injection() {
     setenv("NVTX_INJECTION64_PATH", info.dli_fname, 0);
 }
 
+// GPULEAK_CUPTI=1: the driver calls our InitializeInjection at cuInit (cupti_bridge.cpp).
+void claim_cuda_injection() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void *>(&claim_cuda_injection), &info) && info.dli_fname)
+    setenv("CUDA_INJECTION64_PATH", info.dli_fname, 0);
+}
+
 __attribute__((constructor)) void gpuleak_preload_init() {
   core::Config config = core::read_config();
   g_own_range = core::ModuleMap::range_of(reinterpret_cast<void *>(&gpuleak_preload_init));
@@ -68,6 +75,7 @@ __attribute__((constructor)) void gpuleak_preload_init() {
   if (!config.enabled) return;
   core::recorder_set_probe(driver_probe());
   claim_nvtx_injection();
+  if (config.cupti) claim_cuda_injection();
   pthread_atfork(nullptr, nullptr, on_fork_child);
   std::atexit(on_exit);
   install_signal_handlers();

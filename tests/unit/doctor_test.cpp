@@ -34,11 +34,13 @@ extern "C" int cuGetErrorName(int result, const char **name) {
 }
 
 #elif defined(GPULEAK_DOCTOR_FIXTURE_STATIC_CUDART)
-// What nvcc's default build looks like to the doctor: cudaMalloc defined inside the executable.
+// What nvcc's default build looks like to the doctor: cudaMalloc defined inside the executable,
+// and the name of the driver it dlopens in .rodata (all that is left once the program is stripped).
 extern "C" int cudaMalloc(void **, unsigned long) { return 0; }
 int main() {
+  const char *volatile driver = "libcuda.so.1";
   void *p = nullptr;
-  return cudaMalloc(&p, 1);
+  return cudaMalloc(&p, 1) + (driver[0] == 'x');
 }
 
 #elif defined(GPULEAK_DOCTOR_FIXTURE_SHARED_CUDART)
@@ -406,6 +408,15 @@ TEST(DoctorCommand, StaticCudaRuntime) {
   EXPECT_EQ(line->level, Level::kOk);
   EXPECT_EQ(all_lines(checks).find("no CUDA linked directly"), std::string::npos);
   EXPECT_EQ(all_lines(checks).find("statically linked"), std::string::npos);
+}
+
+TEST(DoctorCommand, StrippedStaticCudaRuntime) {
+  auto checks = check_command({GPULEAK_DOCTOR_STRIPPED_CUDART});
+  EXPECT_EQ(all_lines(checks).find("static CUDA runtime (nvcc default)"), std::string::npos) << all_lines(checks);
+  auto line = find_check(checks, "no CUDA symbols, but it names libcuda.so.1 (a stripped static CUDA runtime?)");
+  ASSERT_TRUE(line);
+  EXPECT_EQ(line->level, Level::kOk);
+  EXPECT_EQ(all_lines(checks).find("no CUDA linked directly"), std::string::npos) << all_lines(checks);
 }
 
 TEST(DoctorCommand, FullyStaticProgramIsWarned) {

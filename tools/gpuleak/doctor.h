@@ -41,8 +41,9 @@ int run_doctor(const DoctorInput &input, std::FILE *out);
 // The building blocks of doctor_checks, for the tests and for callers that want one part.
 
 // The shim's file, ELF type and class, and its exported names (defined, global or weak, in the
-// dynamic symbol table): only dlsym, _exit, _Exit, cu*, cuda*, InitializeInjectionNvtx2 and
-// gpuleak_api_* are allowed (src/shim/gpuleak.map); any other is named in an error.
+// dynamic symbol table): only dlsym, _exit, _Exit, cu*, cuda*, InitializeInjection,
+// InitializeInjectionNvtx2 and gpuleak_api_* are allowed (src/shim/gpuleak.map); any other is
+// named in an error.
 std::vector<DoctorCheck> check_shim(const std::string &path);
 
 // dlopen(library) (RTLD_NOW | RTLD_LOCAL), then cuDriverGetVersion, cuInit(0), cuDeviceGetCount.

@@ -36,6 +36,10 @@ int main(int argc, char **argv) {
   report_cmd->add_flag("--json", report.json_to_stdout, "Print the report JSON to stdout instead");
   report_cmd->add_flag("--quiet", report.quiet, "No summary on stderr");
 
+  std::vector<std::string> stats_inputs;
+  auto *stats_cmd = app.add_subcommand("stats", "Print raw counts of captures as JSON (no analysis)");
+  stats_cmd->add_option("captures", stats_inputs, "Capture files (.gpuleak)")->required();
+
 #ifdef GPULEAK_HAVE_DOCTOR
   DoctorInput doctor;
   auto *doctor_cmd = app.add_subcommand("doctor", "Say which capture paths work here and for a program");
@@ -52,6 +56,7 @@ int main(int argc, char **argv) {
   try {
     if (*run_cmd) return run_command(run);
     if (*report_cmd) return report_command(report);
+    if (*stats_cmd) return stats_command(stats_inputs);
 #ifdef GPULEAK_HAVE_DOCTOR
     if (*doctor_cmd) {
       doctor.shim_path = find_shim();

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The main job: build gpuleak, run a leaky sample program under `gpuleak run`, print the report.
+# With an NVIDIA GPU and nvcc, the sample is a real CUDA program built with nvcc's defaults
+# (static runtime); without one, the same loop runs on the fake CUDA of tests/fake_cuda.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh
+build=${BUILD_DIR:-build}
+out=$(mktemp -d "${TMPDIR:-/tmp}/gpuleak-demo-XXXXXX")
+nvcc=${GPULEAK_CUDA_ROOT:-/usr/local/cuda}/bin/nvcc
+if nvidia-smi -L >/dev/null 2>&1 && [ -x "$nvcc" ]; then
+  echo "== real GPU: $(nvidia-smi -L | head -n 1)"
+  "$nvcc" -g -lineinfo -o "$build/leaky_sample" examples/leaky_sample.cu
+  sample=("$build/leaky_sample" 200)
+else
+  echo "== no GPU here: running the sample on the fake CUDA (tests/fake_cuda)"
+  export LD_LIBRARY_PATH="$PWD/$build/fake_cuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  sample=("$build/programs/prog_leaky_static" 200)
+fi
+echo "== gpuleak run --out $out -- ${sample[*]}"
+"$build/bin/gpuleak" run --out "$out" -- "${sample[@]}"
+report=$(ls "$out"/*.report.json | head -n 1)
+echo "== the leak, from $report:"
+python3 - "$report" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print("verdict:", r["verdict"], "| iterations from:", r["iteration_source"])
+for leak in r["leaks"]:
+    print(f"  {leak['bytes_per_iteration'] / 2**20:.2f} MiB per iteration, {leak['live_count']} allocations live, "
+          f"first at iteration {leak['first_iteration']}, confidence {leak['confidence']:.2f}")
+    for f in leak["stack"][:4]:
+        print(f"    at {f.get('function') or '?'} ({(f.get('file') or '?').split('/')[-1]}:{f.get('line') or 0})")
+PY
