@@ -161,7 +161,7 @@ Analysis analyze(const format::Capture &capture, const AnalysisOptions &options)
   using namespace detail;
   Analysis out;
   const Timeline timeline = make_timeline(capture);
-  const SiteTable sites = intern_sites(capture, timeline);
+  const SiteTable sites = intern_sites(timeline);
   const std::vector<Span> spans = find_iterations(capture, timeline, sites, options, &out);
   const Ledger ledger = replay(capture, timeline, sites, spans);
 

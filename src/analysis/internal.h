@@ -33,22 +33,30 @@ inline uint64_t since_start(uint64_t ts, uint64_t anchor) { return ts > anchor ?
 
 // The memory records in effective-time order. Positions in this order ("event positions") are
 // how every later stage refers to a moment: position p means "after the first p events".
+// Refers to the capture's records in place: the capture must outlive it.
 struct Timeline {
-  std::vector<uint32_t> order;  // indices into Capture::memory
-  std::vector<uint64_t> ts;     // ts_ns of each, ascending
+  const format::MemoryRecord *memory = nullptr;
+  std::vector<uint32_t> order;  // indices into Capture::memory; empty when file order is time order
+  uint32_t size = 0;
   uint64_t end_ns = 0;          // latest timestamp of any record (memory, NVTX, marker, OOM)
+
+  const format::MemoryRecord &at(uint32_t k) const { return memory[order.empty() ? k : order[k]]; }
+  uint64_t ts(uint32_t k) const { return at(k).ts_ns; }
+  // The first position whose time is >= t (lower_bound) or > t (upper_bound); size when none.
+  uint32_t lower_bound(uint64_t t) const;
+  uint32_t upper_bound(uint64_t t) const;
 };
 Timeline make_timeline(const format::Capture &capture);
 
 // Call sites interned to dense indices.
 struct SiteTable {
   std::vector<Site> sites;
-  std::vector<uint32_t> event_site;  // per event position: site of an Alloc or Map, else kNone
-  // Successful allocations of owned memory, in time order: (event position, site). The sequence
-  // automatic period detection reads.
+  // Successful allocations of owned memory in time order, (event position, site): the sequence
+  // automatic period detection reads, and, one for one, the allocations the ledger creates.
   std::vector<std::pair<uint32_t, uint32_t>> alloc_sequence;
+  std::vector<std::pair<uint32_t, uint32_t>> map_sequence;  // successful VMM maps, likewise
 };
-SiteTable intern_sites(const format::Capture &capture, const Timeline &timeline);
+SiteTable intern_sites(const Timeline &timeline);
 
 // One iteration while it is being found: raw monotonic times, and the events it holds as the
 // half-open range [begin, end) of event positions.

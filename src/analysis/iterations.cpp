@@ -160,10 +160,9 @@ std::vector<Span> spans_from_nvtx(const Capture &capture, const std::regex &patt
 }
 
 void place_spans(const Timeline &timeline, std::vector<Span> *spans) {
-  const auto &ts = timeline.ts;
   for (Span &s : *spans) {
-    s.begin = static_cast<uint32_t>(std::lower_bound(ts.begin(), ts.end(), s.start_ns) - ts.begin());
-    s.end = static_cast<uint32_t>(std::upper_bound(ts.begin(), ts.end(), s.end_ns) - ts.begin());
+    s.begin = timeline.lower_bound(s.start_ns);
+    s.end = timeline.upper_bound(s.end_ns);
     s.end = std::max(s.end, s.begin);
   }
 }

@@ -34,28 +34,46 @@ Space space_of(uint8_t kind) {
 Timeline make_timeline(const Capture &capture) {
   Timeline t;
   const auto &mem = capture.memory;
+  t.memory = mem.data();
   // Positions are 32-bit; four billion records would be a 300 GB capture.
-  size_t n = std::min<size_t>(mem.size(), kNone - 1);
-  t.order.resize(n);
-  t.ts.resize(n);
+  const uint32_t n = static_cast<uint32_t>(std::min<size_t>(mem.size(), kNone - 1));
+  t.size = n;
   bool sorted = true;
-  for (size_t i = 1; i < n && sorted; ++i) sorted = mem[i - 1].ts_ns <= mem[i].ts_ns;
-  if (sorted) {
-    std::iota(t.order.begin(), t.order.end(), 0u);
-  } else {
+  for (uint32_t i = 1; i < n && sorted; ++i) sorted = mem[i - 1].ts_ns <= mem[i].ts_ns;
+  if (!sorted) {
     // (ts, file index) pairs: sorting them is a stable sort by ts, and cache friendly.
     std::vector<std::pair<uint64_t, uint32_t>> keyed(n);
-    for (size_t i = 0; i < n; ++i) keyed[i] = {mem[i].ts_ns, static_cast<uint32_t>(i)};
+    for (uint32_t i = 0; i < n; ++i) keyed[i] = {mem[i].ts_ns, i};
     std::sort(keyed.begin(), keyed.end());
-    for (size_t i = 0; i < n; ++i) t.order[i] = keyed[i].second;
+    t.order.resize(n);
+    for (uint32_t i = 0; i < n; ++i) t.order[i] = keyed[i].second;
   }
-  for (size_t i = 0; i < n; ++i) t.ts[i] = mem[t.order[i]].ts_ns;
-  uint64_t end = n ? t.ts.back() : 0;
+  uint64_t end = n ? t.ts(n - 1) : 0;
   for (const auto &r : capture.nvtx) end = std::max(end, r.ts_ns);
   for (const auto &r : capture.markers) end = std::max(end, r.ts_ns);
   for (const auto &r : capture.ooms) end = std::max(end, r.ts_ns);
   t.end_ns = end;
   return t;
+}
+
+uint32_t Timeline::lower_bound(uint64_t t) const {
+  uint32_t lo = 0, hi = size;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (ts(mid) < t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+uint32_t Timeline::upper_bound(uint64_t t) const {
+  uint32_t lo = 0, hi = size;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (ts(mid) <= t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 namespace {
@@ -71,21 +89,26 @@ bool owned_alloc(const MemoryRecord &r) {
 
 }  // namespace
 
-SiteTable intern_sites(const Capture &capture, const Timeline &timeline) {
+SiteTable intern_sites(const Timeline &timeline) {
   SiteTable t;
-  size_t n = timeline.order.size();
-  t.event_site.assign(n, kNone);
+  size_t allocs = 0, maps = 0;  // sized first: growing a 10-million entry vector costs more
+  for (uint32_t k = 0; k < timeline.size; ++k) {
+    const MemoryRecord &r = timeline.at(k);
+    allocs += owned_alloc(r);
+    maps += r.op == static_cast<uint8_t>(Op::kMap) && r.result == 0;
+  }
+  t.alloc_sequence.reserve(allocs);
+  t.map_sequence.reserve(maps);
   FlatMap<uint64_t, uint32_t, U64Hash> index;
-  for (size_t k = 0; k < n; ++k) {
-    const MemoryRecord &r = capture.memory[timeline.order[k]];
+  for (uint32_t k = 0; k < timeline.size; ++k) {
+    const MemoryRecord &r = timeline.at(k);
     bool alloc = owned_alloc(r);
     bool map = r.op == static_cast<uint8_t>(Op::kMap) && r.result == 0;
     if (!alloc && !map) continue;
     uint64_t key = static_cast<uint64_t>(r.stack_id) << 32 | r.py_stack_id;
     auto [site, fresh] = index.try_emplace(key, static_cast<uint32_t>(t.sites.size()));
     if (fresh) t.sites.push_back(Site{r.stack_id, r.py_stack_id});
-    t.event_site[k] = *site;
-    if (alloc) t.alloc_sequence.emplace_back(static_cast<uint32_t>(k), *site);
+    (alloc ? t.alloc_sequence : t.map_sequence).emplace_back(k, *site);
   }
   return t;
 }
@@ -134,14 +157,14 @@ class Replayer {
                      [&](uint32_t a, uint32_t b) { return spans_[a].begin < spans_[b].begin; });
     std::stable_sort(by_end.begin(), by_end.end(),
                      [&](uint32_t a, uint32_t b) { return spans_[a].end < spans_[b].end; });
-    size_t n = timeline_.order.size(), nb = 0, ne = 0;
+    size_t n = timeline_.size, nb = 0, ne = 0;
     out_.allocs.reserve(sites_.alloc_sequence.size());
     open_pos_.assign(spans_.size(), kNone);
     for (size_t k = 0; k <= n; ++k) {
       // Open before closing, so that an empty span [k, k) opens and closes at the same moment.
       for (; nb < by_begin.size() && spans_[by_begin[nb]].begin <= k; ++nb) open_span(by_begin[nb]);
       for (; ne < by_end.size() && spans_[by_end[ne]].end <= k; ++ne) close_span(by_end[ne]);
-      if (k < n) apply(static_cast<uint32_t>(k), capture_.memory[timeline_.order[k]]);
+      if (k < n) apply(static_cast<uint32_t>(k), timeline_.at(static_cast<uint32_t>(k)));
     }
     for (size_t d = 0; d < slots; ++d) out_.totals[d].live = live_[d];
     out_.accounting.events = capture_.memory.size();
@@ -155,7 +178,11 @@ class Replayer {
     // Record devices are int16; a device record's index is taken only in that range (untrusted).
     for (const auto &dev : capture_.devices)
       if (dev.index >= 0 && dev.index <= INT16_MAX) d.push_back(dev.index);
-    for (const auto &r : capture_.memory) d.push_back(device_of(r.device));
+    std::vector<bool> seen(INT16_MAX + 1, false);
+    for (const auto &r : capture_.memory) {
+      int dev = device_of(r.device);
+      if (!seen[dev]) seen[dev] = true, d.push_back(dev);
+    }
     std::sort(d.begin(), d.end());
     d.erase(std::unique(d.begin(), d.end()), d.end());
     if (d.empty()) return;
@@ -217,7 +244,7 @@ class Replayer {
     Alloc a;
     a.size = r.size;
     a.birth = k;
-    a.site = sites_.event_site[k];
+    a.site = sites_.alloc_sequence[out_.allocs.size()].second;  // one for one, same predicate
     a.slot = static_cast<uint16_t>(slot(r.device));
     a.space = space;
     out_.allocs.push_back(a);
@@ -298,7 +325,9 @@ class Replayer {
     if (mapped_.size() <= index) mapped_.resize(out_.allocs.size(), false);
     if (mapped_[index]) return;
     mapped_[index] = true;
-    if (sites_.event_site[k] != kNone) out_.allocs[index].site = sites_.event_site[k];
+    while (next_map_ < sites_.map_sequence.size() && sites_.map_sequence[next_map_].first < k) ++next_map_;
+    if (next_map_ < sites_.map_sequence.size() && sites_.map_sequence[next_map_].first == k)
+      out_.allocs[index].site = sites_.map_sequence[next_map_].second;
   }
 
   void reset(uint32_t k, const MemoryRecord &r) {
@@ -325,6 +354,7 @@ class Replayer {
   uint64_t host_live_ = 0, host_peak_ = 0;
   FlatMap<Key, uint32_t, KeyHash> live_map_;  // -> index in allocs
   std::vector<bool> mapped_;     // per alloc: its VMM handle was mapped already
+  size_t next_map_ = 0;          // cursor in sites_.map_sequence
   std::vector<uint32_t> open_;   // spans open at the current position
   std::vector<uint32_t> open_pos_;
 };

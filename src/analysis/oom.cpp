@@ -38,8 +38,7 @@ std::vector<OomEvent> oom_events(const Capture &capture, const Timeline &timelin
     e.site = Site{r->stack_id, r->py_stack_id};
     e.free_bytes = r->free_bytes;
     e.total_bytes = r->total_bytes;
-    const auto &ts = timeline.ts;
-    const uint32_t p = static_cast<uint32_t>(std::lower_bound(ts.begin(), ts.end(), r->ts_ns) - ts.begin());
+    const uint32_t p = timeline.lower_bound(r->ts_ns);
     const int slot = ledger.slot_of(e.device);
 
     std::unordered_map<uint32_t, OomSiteLive> by_site;
@@ -62,7 +61,7 @@ std::vector<OomEvent> oom_events(const Capture &capture, const Timeline &timelin
     if (e.live_by_site.size() > options.oom_top_sites) e.live_by_site.resize(options.oom_top_sites);
 
     for (uint32_t k = p; k-- > 0 && e.history.size() < options.oom_history_events;) {
-      const MemoryRecord &m = capture.memory[timeline.order[k]];
+      const MemoryRecord &m = timeline.at(k);
       if (device_of(m.device) != e.device) continue;
       HistoryEvent h;
       h.t_ns = since_start(m.ts_ns, anchor);
@@ -77,7 +76,7 @@ std::vector<OomEvent> oom_events(const Capture &capture, const Timeline &timelin
     }
     std::reverse(e.history.begin(), e.history.end());
     e.recovered = slot >= 0 && last_success[slot] >= 0 &&
-                  ts[static_cast<size_t>(last_success[slot])] > r->ts_ns;
+                  timeline.ts(static_cast<uint32_t>(last_success[slot])) > r->ts_ns;
     out.push_back(std::move(e));
   }
   return out;

@@ -12,16 +12,16 @@
 //    is a stretch of the sequence that is exactly p-periodic. The stretch that covers the most
 //    allocations wins; among stretches within 10% of it, the smallest period (p rather than 2p).
 //    It must hold min_repetitions periods.
-// 3. Cutting. The anchor is the first site that occurs exactly once in one period of the stretch.
-//    Iterations start at its occurrences: inside the stretch every p allocations, and beyond it
-//    (before and after) wherever it recurs at a distance within 25% of p, so that an iteration
-//    with one extra allocation (a log step) does not end the loop. Without such a site the
-//    stretch is cut every p allocations.
+// 3. Cutting. Iterations start at the allocation of the period that most often follows a burst
+//    of other events (the frees at the end of an iteration): there the previous iteration's
+//    temporaries are gone. Inside the stretch, one iteration every p allocations; when that
+//    allocation's site occurs once per period (the anchor), also beyond the stretch (before and
+//    after) wherever the anchor recurs at a distance within 25% of p, so that an iteration with
+//    one extra allocation (a log step) does not end the loop.
 //
 // Cost: O(N) per candidate, at most kCandidates of them, on the allocation sequence only.
 #include <algorithm>
 #include <array>
-#include <unordered_map>
 
 #include "analysis/internal.h"
 
@@ -96,13 +96,18 @@ std::vector<Span> spans_from_period(const Timeline &timeline, const SiteTable &s
     if (s.length * 10ull >= widest * 9ull && (!pick || s.period < pick->period)) pick = &s;
   const uint32_t p = pick->period, end = pick->start + pick->length;
 
-  // The anchor: the first site seen exactly once in one period of the stretch.
-  std::unordered_map<uint32_t, uint32_t> counts;
-  for (uint32_t i = pick->start; i < pick->start + p; ++i) ++counts[seq[i]];
-  uint32_t first = pick->start;
-  bool anchored = false;
-  for (uint32_t i = pick->start; i < pick->start + p && !anchored; ++i)
-    if (counts[seq[i]] == 1) first = i, anchored = true;
+  // The phase: iterations start at the allocation that most often follows a burst of other
+  // events (the frees that end an iteration), so that an iteration's end falls where its
+  // temporaries are gone. Ties: the earliest.
+  const auto &pos = alloc;
+  std::vector<uint64_t> score(p, 0);
+  for (uint32_t i = std::max<uint32_t>(pick->start, 1); i < end; ++i)
+    score[(i - pick->start) % p] += pos[i].first - pos[i - 1].first - 1;
+  const uint32_t first = pick->start + static_cast<uint32_t>(std::max_element(score.begin(), score.end()) - score.begin());
+  // The anchor: that allocation's site, when it occurs once per period (else no extension).
+  uint32_t seen = 0;
+  for (uint32_t i = pick->start; i < pick->start + p; ++i) seen += seq[i] == seq[first];
+  const bool anchored = seen == 1;
 
   std::vector<uint32_t> cuts;  // allocation indices where iterations start
   for (uint32_t c = first; c + p <= end; c += p) cuts.push_back(c);
@@ -142,10 +147,10 @@ std::vector<Span> spans_from_period(const Timeline &timeline, const SiteTable &s
       std::nth_element(lengths.begin(), lengths.begin() + lengths.size() / 2, lengths.end());
       uint64_t e = static_cast<uint64_t>(s.begin) + lengths[lengths.size() / 2];
       if (cuts[j] + p < n) e = std::min<uint64_t>(e, alloc[cuts[j] + p].first);
-      s.end = static_cast<uint32_t>(std::min<uint64_t>(e, timeline.ts.size()));
+      s.end = static_cast<uint32_t>(std::min<uint64_t>(e, timeline.size));
     }
-    s.start_ns = timeline.ts[s.begin];
-    s.end_ns = timeline.ts[std::max(s.begin, s.end - 1)];
+    s.start_ns = timeline.ts(s.begin);
+    s.end_ns = timeline.ts(std::max(s.begin, s.end - 1));
     spans.push_back(std::move(s));
   }
   return spans;

@@ -121,7 +121,8 @@ size_t cap_batch(State *s, std::string *batch) {
 
 void drain(State *s) {
   if (!claim(s, 1 << 20)) return;
-  std::string batch;
+  std::string &batch = s->batch;
+  batch.clear();
   s->modules.append_changes(&batch);
   for (ThreadBuffer *b = s->buffers.first(); b; b = b->next)
     buffer_drain(b, [&](const uint8_t *p, size_t n) { batch.append(reinterpret_cast<const char *>(p), n); });

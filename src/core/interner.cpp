@@ -15,8 +15,21 @@ uint64_t hash_frames(const uint64_t *frames, unsigned depth) {
 
 uint32_t StackInterner::intern(const uint64_t *frames, unsigned depth, bool *is_new) {
   uint64_t h = hash_frames(frames, depth);
-  Shard &s = shards_[h % kShards];
   *is_new = false;
+  // Loops allocate from the same site over and over: remember this thread's last stack by its
+  // 64-bit hash and skip the shared table (a false match needs a 64-bit hash collision between
+  // two consecutive stacks of one thread).
+  static thread_local __attribute__((tls_model("initial-exec"))) uint64_t t_hash = 0;
+  static thread_local __attribute__((tls_model("initial-exec"))) uint32_t t_id = 0;
+  static thread_local __attribute__((tls_model("initial-exec"))) const StackInterner *t_owner = nullptr;
+  if (t_owner == this && t_hash == h) return t_id;
+  uint32_t id = lookup_or_add(h, frames, depth, is_new);
+  t_owner = this, t_hash = h, t_id = id;
+  return id;
+}
+
+uint32_t StackInterner::lookup_or_add(uint64_t h, const uint64_t *frames, unsigned depth, bool *is_new) {
+  Shard &s = shards_[h % kShards];
   std::lock_guard<std::mutex> lock(s.lock);
   auto range = s.map.equal_range(h);
   for (auto it = range.first; it != range.second; ++it) {

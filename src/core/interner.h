@@ -20,6 +20,7 @@ class StackInterner {
   uint64_t count() const { return next_.load(std::memory_order_relaxed) - 1; }
 
  private:
+  uint32_t lookup_or_add(uint64_t hash, const uint64_t *frames, unsigned depth, bool *is_new);
   static constexpr int kShards = 32;
   struct Shard {
     std::mutex lock;

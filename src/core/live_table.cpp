@@ -33,6 +33,51 @@ void LiveTable::account(const LiveEntry &e, int64_t sign) {
   else live_count_.fetch_sub(1, std::memory_order_relaxed);
 }
 
+namespace {
+size_t mix(uint64_t k) {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdull;
+  return static_cast<size_t>(k ^ (k >> 33));
+}
+}  // namespace
+
+LiveTable::Slot *LiveTable::Shard::find(uint64_t k) {
+  if (slots.empty()) return nullptr;
+  size_t mask = slots.size() - 1;
+  for (size_t i = mix(k) & mask;; i = (i + 1) & mask) {
+    Slot &slot = slots[i];
+    if (slot.state == 0) return nullptr;
+    if (slot.state == 1 && slot.key == k) return &slot;
+  }
+}
+
+LiveTable::Slot *LiveTable::Shard::claim(uint64_t k) {
+  if ((used + 1) * 2 > slots.size()) grow();
+  size_t mask = slots.size() - 1;
+  Slot *erased = nullptr;
+  for (size_t i = mix(k) & mask;; i = (i + 1) & mask) {
+    Slot &slot = slots[i];
+    if (slot.state == 1 && slot.key == k) return &slot;
+    if (slot.state == 2 && !erased) erased = &slot;
+    if (slot.state == 0) return erased ? erased : &slot;
+  }
+}
+
+void LiveTable::Shard::grow() {
+  std::vector<Slot> old;
+  old.swap(slots);
+  size_t size = 64;
+  while (size < full * 4) size <<= 1;  // rehashing drops erased slots
+  slots.assign(size, Slot{0, LiveEntry{}, 0});
+  used = full = 0;
+  for (const Slot &slot : old)
+    if (slot.state == 1) {
+      Slot *to = claim(slot.key);
+      *to = slot;
+      ++used, ++full;
+    }
+}
+
 void LiveTable::insert(Space space, uint64_t address, const LiveEntry &e) {
   uint64_t k = key(space, address);
   Shard &s = shard(k);
@@ -40,12 +85,15 @@ void LiveTable::insert(Space space, uint64_t address, const LiveEntry &e) {
   bool replaced = false;
   {
     std::lock_guard<std::mutex> lock(s.lock);
-    auto [it, inserted] = s.map.try_emplace(k, e);
-    if (!inserted) {
-      stale = it->second;
-      it->second = e;
+    Slot *slot = s.claim(k);
+    if (slot->state == 1) {
+      stale = slot->entry;
       replaced = true;
+    } else {
+      if (slot->state == 0) ++s.used;
+      ++s.full;
     }
+    *slot = Slot{k, e, 1};
   }
   if (replaced) account(stale, -1);
   account(e, +1);
@@ -56,10 +104,11 @@ bool LiveTable::take(Space space, uint64_t address, LiveEntry *out) {
   Shard &s = shard(k);
   {
     std::lock_guard<std::mutex> lock(s.lock);
-    auto it = s.map.find(k);
-    if (it == s.map.end()) return false;
-    *out = it->second;
-    s.map.erase(it);
+    Slot *slot = s.find(k);
+    if (!slot) return false;
+    *out = slot->entry;
+    slot->state = 2;
+    --s.full;
   }
   account(*out, -1);
   return true;
@@ -70,12 +119,11 @@ void LiveTable::drop_device(int device) {
     std::vector<LiveEntry> gone;
     {
       std::lock_guard<std::mutex> lock(s.lock);
-      for (auto it = s.map.begin(); it != s.map.end();) {
-        if (it->second.device == device && it->second.counts_on_device) {
-          gone.push_back(it->second);
-          it = s.map.erase(it);
-        } else {
-          ++it;
+      for (Slot &slot : s.slots) {
+        if (slot.state == 1 && slot.entry.device == device && slot.entry.counts_on_device) {
+          gone.push_back(slot.entry);
+          slot.state = 2;
+          --s.full;
         }
       }
     }
@@ -91,7 +139,9 @@ std::vector<LiveTable::SiteTotal> LiveTable::by_site(int device) const {
   std::unordered_map<uint32_t, SiteTotal> sites;
   for (const Shard &s : shards_) {
     std::lock_guard<std::mutex> lock(s.lock);
-    for (const auto &[k, e] : s.map) {
+    for (const Slot &slot : s.slots) {
+      if (slot.state != 1) continue;
+      const LiveEntry &e = slot.entry;
       if (!e.counts_on_device || (device >= 0 && e.device != device)) continue;
       SiteTotal &t = sites.try_emplace(e.stack_id, SiteTotal{e.stack_id, 0, 0}).first->second;
       t.bytes += e.size;

@@ -7,7 +7,6 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
-#include <unordered_map>
 #include <vector>
 
 namespace gpuleak::core {
@@ -55,9 +54,21 @@ class LiveTable {
 
  private:
   static constexpr int kShards = 64;
+  // Open addressing with linear probing: no allocation per insert (a node-based map costs a
+  // malloc and a free per allocation pair, the largest part of the hook's time).
+  struct Slot {
+    uint64_t key;
+    LiveEntry entry;
+    uint8_t state;  // 0 empty, 1 full, 2 erased
+  };
   struct Shard {
     mutable std::mutex lock;
-    std::unordered_map<uint64_t, LiveEntry> map;
+    std::vector<Slot> slots;  // power-of-two size
+    size_t used = 0;          // full + erased
+    size_t full = 0;
+    Slot *find(uint64_t key);
+    Slot *claim(uint64_t key);  // the slot for `key`, full or free to fill
+    void grow();
   };
   static uint64_t key(Space s, uint64_t address) { return address ^ (static_cast<uint64_t>(s) << 58); }
   Shard &shard(uint64_t k) { return shards_[(k >> 8 ^ k >> 20) % kShards]; }

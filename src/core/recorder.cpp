@@ -193,7 +193,8 @@ void end_free(const PendingFree &p, const CallFacts &f, Space space) {
     r.device = resolve_device(s, f.device);
     r.flags |= format::kFlagUnknownPointer;
   }
-  r.stack_id = capture_stack(s);
+  // No stack for frees: what keeps memory alive is where it was allocated, and unwinding here
+  // would double the cost of every pair.
   if (f.result == 0) s->frees.fetch_add(1, std::memory_order_relaxed);
   if (append_record(s, format::RecordType::kMemory, &r, sizeof r)) s->events.fetch_add(1, std::memory_order_relaxed);
 }

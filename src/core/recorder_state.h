@@ -47,6 +47,7 @@ struct State {
   int fd = -1;
   std::string path;
   uint64_t bytes_written = 0;
+  std::string batch;  // the drainer's scratch, reused (only the holder of `draining` touches it)
 
   // Counters (relaxed atomics: read for statistics only).
   std::atomic<uint64_t> events{0};

@@ -77,8 +77,9 @@ CUresult on_mem_alloc_from_pool(PFN_cuMemAllocFromPoolAsync_v11020 real, ApiId a
 CUresult on_mem_free_async(PFN_cuMemFreeAsync_v11020 real, ApiId api, CUdeviceptr dptr, CUstream stream) {
   Hook hook(api);
   if (!hook || dptr == 0) return real(dptr, stream);
-  uint16_t flags = capture_flags(stream, api);
   hook.freeing(Space::kDevicePtr, dptr);
+  // Only a pointer we never counted can be a graph reservation: ask the driver only then.
+  uint16_t flags = hook.known() ? 0 : capture_flags(stream, api);
   CUresult r = real(dptr, stream);
   hook.freed(r, Kind::kAsync, handle(stream), flags);
   return r;

@@ -1,14 +1,31 @@
 // Initialization, devices, contexts and error strings of the fake driver.
 #include "driver_internal.h"
 
+#include <dlfcn.h>
+
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 using namespace fake;
 
 extern "C" {
 
+// Like the real driver: the first cuInit loads CUDA_INJECTION64_PATH and calls its
+// InitializeInjection (how CUPTI-based tools attach).
+static void load_injection() {
+    const char* path = std::getenv("CUDA_INJECTION64_PATH");
+    if (!path || !*path) return;
+    void* lib = dlopen(path, RTLD_NOW);
+    if (!lib) return;
+    auto init = reinterpret_cast<int (*)()>(dlsym(lib, "InitializeInjection"));
+    if (init) init();
+}
+
 CUresult CUDAAPI cuInit(unsigned int Flags) {
     if (Flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    static std::once_flag injected;
+    std::call_once(injected, load_injection);
     // Like a machine without GPUs when FAKE_CUDA_DEVICES=0.
     return device_count() > 0 ? CUDA_SUCCESS : CUDA_ERROR_NO_DEVICE;
 }

@@ -5,9 +5,7 @@
 #include <cstdio>
 
 #include "cli.h"
-#ifdef GPULEAK_HAVE_DOCTOR
 #include "doctor.h"
-#endif
 
 #ifndef GPULEAK_VERSION
 #define GPULEAK_VERSION "0.0.0"
@@ -40,11 +38,9 @@ int main(int argc, char **argv) {
   auto *stats_cmd = app.add_subcommand("stats", "Print raw counts of captures as JSON (no analysis)");
   stats_cmd->add_option("captures", stats_inputs, "Capture files (.gpuleak)")->required();
 
-#ifdef GPULEAK_HAVE_DOCTOR
   DoctorInput doctor;
   auto *doctor_cmd = app.add_subcommand("doctor", "Say which capture paths work here and for a program");
   doctor_cmd->add_option("command", doctor.command, "The program to inspect (after --)");
-#endif
 
   try {
     app.parse(argc, argv);
@@ -57,12 +53,14 @@ int main(int argc, char **argv) {
     if (*run_cmd) return run_command(run);
     if (*report_cmd) return report_command(report);
     if (*stats_cmd) return stats_command(stats_inputs);
-#ifdef GPULEAK_HAVE_DOCTOR
     if (*doctor_cmd) {
-      doctor.shim_path = find_shim();
+      try {
+        doctor.shim_path = find_shim();
+      } catch (const UsageError &) {
+        // The doctor reports a missing shim as one of its findings.
+      }
       return run_doctor(doctor, stdout);
     }
-#endif
   } catch (const UsageError &e) {
     std::fprintf(stderr, "gpuleak: %s\n", e.message.c_str());
     return kExitUsage;

@@ -83,9 +83,27 @@ TEST(PeriodDetection, SiteRepeatedInsideThePeriodDoesNotCut) {
   Analysis a = analyze(b.capture);
   EXPECT_EQ(a.iteration_source, IterationSource::kAuto);
   ASSERT_EQ(a.iterations.size(), 10u);
-  EXPECT_EQ(a.iterations[0].start_ns, 3000u);  // at the site seen once per period
+  EXPECT_EQ(a.iterations[0].start_ns, 1000u);  // after the frees, not at the site seen once
   EXPECT_EQ(a.iterations[9].end_ns, 60000u);
   EXPECT_EQ(a.verdict, Verdict::kClean);
+}
+
+TEST(PeriodDetection, IterationsEndWhereTheTemporariesAreGone) {
+  CaptureBuilder b;
+  for (int i = 0; i < 12; ++i) {
+    uint64_t x = b.alloc(16 * kMiB, 1);  // site 1 twice per period: not an anchor
+    uint64_t y = b.alloc(16 * kMiB, 1);
+    b.alloc(1 * kMiB, 2);  // the only site seen once per period
+    b.free(x);
+    b.free(y);
+  }
+  Analysis a = analyze(b.capture);
+  ASSERT_EQ(a.iterations.size(), 12u);
+  EXPECT_EQ(a.iterations[0].start_ns, 1000u);
+  EXPECT_EQ(a.iterations[3].devices[0].live_end_bytes, 4 * kMiB);  // no temporary counted
+  EXPECT_EQ(a.iterations[3].devices[0].peak_bytes, 36 * kMiB);
+  ASSERT_EQ(a.leaks.size(), 1u);
+  EXPECT_EQ(a.leaks[0].site.stack_id, 2u);
 }
 
 TEST(PeriodDetection, TooFewRepetitionsIsNone) {

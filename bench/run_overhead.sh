@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Added cost per cudaMallocAsync+cudaFreeAsync pair: the same binary without the shim, with it and
+# no stacks, with it at the default stack depth, and (GPU only) with CUPTI callbacks too. Runs the
+# configurations alternately, ROUNDS times, and prints every median so the spread is visible.
+# usage: bench/run_overhead.sh BUILD_DIR [BINARY]   (BINARY defaults to the fake-CUDA build)
+set -euo pipefail
+build=$(cd "$1" && pwd)
+bin=${2:-$build/bench/alloc_pair_bench}
+shim=$build/lib/libgpuleak.so
+rounds=${ROUNDS:-5}
+out=$(mktemp -d)
+bytes=${BYTES:-1048576}  # the fake CUDA mallocs for real: BYTES=256 keeps its own cost small
+run() { env "$@" "$bin" 20000 15 "$bytes" | sed -n 's/.*median=\([0-9.]*\).*/\1/p'; }
+declare -A results
+configs=(plain nostack stack32)
+[ "${WITH_CUPTI:-0}" = 1 ] && configs+=(cupti)
+for ((r = 0; r < rounds; r++)); do
+  for c in "${configs[@]}"; do
+    case $c in
+      plain) v=$(run GPULEAK_OUT="$out") ;;
+      nostack) v=$(run LD_PRELOAD="$shim" GPULEAK_OUT="$out" GPULEAK_QUIET=1 GPULEAK_STACK_DEPTH=0) ;;
+      stack32) v=$(run LD_PRELOAD="$shim" GPULEAK_OUT="$out" GPULEAK_QUIET=1) ;;
+      cupti) v=$(run LD_PRELOAD="$shim" GPULEAK_OUT="$out" GPULEAK_QUIET=1 GPULEAK_CUPTI=1) ;;
+    esac
+    results[$c]+="$v "
+  done
+done
+median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+base=$(echo "${results[plain]}" | median)
+printf '%-10s %-12s %-10s %s\n' config median_ns added_ns "all medians (ns/pair)"
+for c in "${configs[@]}"; do
+  m=$(echo "${results[$c]}" | median)
+  printf '%-10s %-12s %-10s %s\n' "$c" "$m" "$(awk -v a="$m" -v b="$base" 'BEGIN{printf "%.1f", a-b}')" "${results[$c]}"
+done
+rm -rf "$out"
