@@ -113,7 +113,7 @@ struct DeviceSummary {
   uint64_t peak_live_bytes = 0;
   uint64_t live_at_exit_bytes = 0; // at the end of the capture
   uint64_t alloc_count = 0;        // successful device allocations over the run
-  uint64_t free_count = 0;
+  uint64_t free_count = 0;         // released: frees, context resets, addresses reused unfreed
   Verdict verdict = Verdict::kClean;
   // The device total's fit over the post-warm-up iterations (0 when there are too few).
   double growth_bytes_per_iteration = 0;
@@ -128,7 +128,10 @@ struct Leak {
   double bytes_per_iteration = 0;  // least-squares slope of the site's live bytes at iteration ends
   uint64_t live_bytes = 0;         // still live at the end of the capture
   uint64_t live_count = 0;
-  uint32_t first_iteration = 0;    // first primary iteration whose allocations from here survive
+  // The first post-warm-up primary iteration that left an allocation from here still live at the
+  // end of the last iteration, extended back over directly preceding iterations that did too (a
+  // leak from the first step says 0; a one-time workspace in step 0 does not count).
+  uint32_t first_iteration = 0;
   double confidence = 0;           // R^2 * m / (m + 2), m = post-warm-up iterations; 0..1
   double r2 = 0;
   uint32_t iterations_observed = 0;      // post-warm-up iterations fitted

@@ -84,6 +84,11 @@ Config read_config() {
   read(&c, "GPULEAK_CUPTI", [&](const char *v) { return parse_bool(v, &c.cupti); });
   read(&c, "GPULEAK_QUIET", [&](const char *v) { return parse_bool(v, &c.quiet); });
   read(&c, "GPULEAK_UNDER_RUN", [&](const char *v) { return parse_bool(v, &c.under_run); });
+  read(&c, "GPULEAK_CLI", [&](const char *v) {
+    c.cli_path = v;
+    return true;
+  });
+  read(&c, "GPULEAK_REPORT_TIMEOUT", [&](const char *v) { return parse_unsigned(v, 0, 86400, &c.report_timeout_s); });
   read(&c, "GPULEAK_BUFFER_KB", [&](const char *v) { return parse_unsigned(v, 16, 65536, &c.buffer_kib); });
   read(&c, "GPULEAK_MAX_CAPTURE_MB", [&](const char *v) {
     unsigned mb = 0;

@@ -1,8 +1,15 @@
 // The end of a capture: drain, close, and one short summary on stderr.
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cinttypes>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
 
 #include "core/recorder_state.h"
 
@@ -18,6 +25,46 @@ std::string human_bytes(uint64_t b) {
   char buf[32];
   std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", v, units[u]);
   return buf;
+}
+
+extern "C" char **environ;
+
+// Under plain LD_PRELOAD, analysis runs in the installed CLI, never in this process (DESIGN.md):
+// `gpuleak report CAPTURE`, bounded in time, without our preload in its environment.
+void spawn_report(const State *s) {
+  const Config &c = s->config;
+  if (c.under_run || c.report_timeout_s == 0) return;
+  if (c.cli_path.empty() || access(c.cli_path.c_str(), X_OK) != 0) {
+    std::fprintf(stderr, "gpuleak: analyze it with: gpuleak report %s\n", s->path.c_str());
+    return;
+  }
+  std::vector<std::string> env_strings;
+  for (char **e = environ; e && *e; ++e)
+    if (std::strncmp(*e, "LD_PRELOAD=", 11) != 0) env_strings.emplace_back(*e);
+  std::vector<char *> envp;
+  for (auto &e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = {c.cli_path, "report"};
+  if (c.quiet) args.push_back("--quiet");
+  args.push_back(s->path);
+  std::vector<char *> argv;
+  for (auto &a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid;
+  if (posix_spawn(&pid, c.cli_path.c_str(), nullptr, nullptr, argv.data(), envp.data()) != 0) return;
+  for (unsigned waited_ms = 0;; waited_ms += 10) {
+    int status;
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid || (r < 0 && errno != EINTR)) return;
+    if (waited_ms >= c.report_timeout_s * 1000u) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      std::fprintf(stderr, "gpuleak: analysis took over %us; run: gpuleak report %s\n", c.report_timeout_s,
+                   s->path.c_str());
+      return;
+    }
+    usleep(10000);
+  }
 }
 
 }  // namespace
@@ -46,6 +93,7 @@ void recorder_shutdown(const char *why) {
                s->allocations.load(), s->frees.load(), t.live_count(), human_bytes(t.total_device_live()).c_str(),
                human_bytes(t.total_device_peak()).c_str(), s->dropped.load() ? "; events dropped: " : "",
                s->dropped.load() ? std::to_string(s->dropped.load()).c_str() : "", s->path.c_str());
+  spawn_report(s);
 }
 
 void recorder_flush_from_signal() {

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "core/config.h"
 #include "core/module_map.h"
@@ -66,8 +67,18 @@ void claim_cuda_injection() {
     setenv("CUDA_INJECTION64_PATH", info.dli_fname, 0);
 }
 
+// The installed CLI sits in ../bin next to lib/libgpuleak.so (the build tree has the same shape).
+std::string default_cli_path() {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void *>(&default_cli_path), &info) || !info.dli_fname) return {};
+  std::string lib = info.dli_fname;
+  size_t slash = lib.find_last_of('/');
+  return (slash == std::string::npos ? std::string(".") : lib.substr(0, slash)) + "/../bin/gpuleak";
+}
+
 __attribute__((constructor)) void gpuleak_preload_init() {
   core::Config config = core::read_config();
+  if (config.cli_path.empty()) config.cli_path = default_cli_path();
   g_own_range = core::ModuleMap::range_of(reinterpret_cast<void *>(&gpuleak_preload_init));
   core::recorder_init(config, g_own_range.first, g_own_range.second);
   if (!config.error.empty())

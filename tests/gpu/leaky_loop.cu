@@ -9,7 +9,7 @@
 //   allocs: N x 4 MiB temp (cuMemAlloc_v2)  +  N x 1 MiB from cache_activation  = 2N = 100
 //   frees:  N x cudaFree(tmp)                                                   =  N =  50
 //   by kind: device = 100.  cudaFree(0) is not called; the cache is never freed (the leak).
-//   The report: a leak of 1 MiB per iteration whose stack holds cache_activation.
+//   The report: a leak of 1 MiB per iteration whose innermost frame is cache_activation.
 #include <vector>
 
 #include "gpu_common.h"
@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
 #ifdef GPU_TEST_SHARED_CUDART
     std::printf("EXPECT_LABEL cudaMalloc=%ld cudaFree=%ld\n", 2 * n, n);
 #endif
-    std::printf("EXPECT_LEAK function=cache_activation bytes_per_iteration=%d\n", 1 << 20);
+    // frame=0: the leak's innermost frame is the code that called cudaMalloc (CUDA's frames dropped).
+    std::printf("EXPECT_LEAK function=cache_activation bytes_per_iteration=%d frame=0\n", 1 << 20);
     return 0;  // the cache is never freed
 }

@@ -69,5 +69,6 @@ int main() {
                 "cudaHostAlloc=1 cudaHostRegister=1 cudaHostUnregister=1 cudaMallocArray=1 cudaMalloc3DArray=1 "
                 "cudaFree=3 cudaFreeArray=2 cudaFreeHost=2\n");
 #endif
+    std::printf("EXPECT_VERDICT clean|inconclusive\n");  // everything was freed: no leak
     return 0;
 }

@@ -75,16 +75,24 @@ gpu_mem=$(smi_query memory.total)
 cuda_driver=$(nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9.]*\).*/\1/p' | head -1)
 cuda_toolkit=$( (/usr/local/cuda/bin/nvcc --version 2>/dev/null || true) | sed -n 's/.*release \([0-9.]*\),.*/\1/p')
 py_version=$("$python" --version 2>&1)
-pkg_version() {
-  timeout 120 "$python" -c "import importlib, sys
+pkg_version() {  # pkg_version MODULE: its version, or "not installed (why)"
+  timeout 120 "$python" - "$1" 2>/dev/null <<'PY' | tail -1
+import importlib, sys
+name = sys.argv[1]
 try:
-    m = importlib.import_module('$1'); print(getattr(m, '__version__', '?') + '$2'.format(m=m))
-except Exception as e:
-    print('not installed (%s)' % type(e).__name__)" 2>/dev/null | tail -1
+    m = importlib.import_module(name)
+except Exception as e:  # ImportError, or a broken install
+    print("not installed (%s: %s)" % (type(e).__name__, str(e)[:80]))
+    sys.exit(0)
+v = str(getattr(m, "__version__", "?"))
+if name == "torch":
+    v += " (CUDA %s, GPU available: %s)" % (m.version.cuda, m.cuda.is_available())
+print(v)
+PY
 }
-torch_version=$(pkg_version torch ' (CUDA {m.version.cuda}, GPU available: {m.cuda.is_available()})')
-cupy_version=$(pkg_version cupy '')
-jax_version=$(pkg_version jax '')
+torch_version=$(pkg_version torch)
+cupy_version=$(pkg_version cupy)
+jax_version=$(pkg_version jax)
 shim_version=$("$gpuleak" --version 2>/dev/null | head -1)
 
 facts=(

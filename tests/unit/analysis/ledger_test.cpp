@@ -1,6 +1,8 @@
 // The ledger: which records change live memory, in which address space, in which order.
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "analysis/analysis.h"
 #include "analysis/capture_builder.h"
 
@@ -200,6 +202,47 @@ TEST(Ledger, IterationNumbers) {
   EXPECT_EQ(d.free_count, 2u);
   EXPECT_EQ(a.iterations[0].start_ns, 2000u);  // second record after the start
   EXPECT_EQ(a.iterations[0].end_ns, 8000u);
+}
+
+// Untrusted input: any field may hold anything. The analysis must neither crash nor break its
+// own invariants (run under the sanitizers in CI).
+TEST(Ledger, RandomRecordsNeverBreakTheAnalysis) {
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 20; ++round) {
+    CaptureBuilder b;
+    auto pick = [&](uint64_t n) { return rng() % n; };
+    for (int i = 0; i < 3000; ++i) {
+      format::MemoryRecord &r = b.op(static_cast<Op>(pick(12)), static_cast<Kind>(pick(14)),
+                                     static_cast<int16_t>(pick(5) == 0 ? pick(65536) : pick(3)));
+      r.address = 0x1000 * pick(64);
+      r.aux = 0x1000 * pick(64);
+      r.size = pick(4) == 0 ? ~0ull - pick(3) : pick(1 << 24);
+      r.stack_id = static_cast<uint32_t>(pick(8));
+      r.py_stack_id = static_cast<uint32_t>(pick(3));
+      r.result = pick(10) == 0 ? 2 : 0;
+      r.flags = static_cast<uint16_t>(pick(8));
+      if (pick(20) == 0) r.ts_ns -= pick(100000);  // threads out of order
+      if (pick(30) == 0) b.begin(pick(2) ? "train" : "eval", static_cast<uint32_t>(pick(3)));
+      if (pick(30) == 0) b.end(pick(3) ? "" : "train", static_cast<uint32_t>(pick(3)));
+      if (pick(40) == 0) b.push(pick(2) ? "step" : "x", static_cast<uint32_t>(pick(3)));
+      if (pick(40) == 0) b.pop(static_cast<uint32_t>(pick(3)));
+      if (pick(200) == 0) b.oom(pick(1 << 30), 0, 0, 1, static_cast<int16_t>(pick(3)));
+    }
+    b.device(static_cast<int>(pick(4)) - 2, "d", pick(1ull << 40));
+    b.device(1 << 30, "huge index", 1);
+    Analysis a = analyze(b.capture);
+    for (size_t d = 1; d < a.devices.size(); ++d) EXPECT_LT(a.devices[d - 1].index, a.devices[d].index);
+    for (const auto &it : a.iterations) {
+      EXPECT_LE(it.start_ns, it.end_ns);
+      EXPECT_EQ(it.devices.size(), a.devices.size());
+    }
+    EXPECT_LE(a.live_at_exit.size(), 100u);
+    EXPECT_LE(a.ooms.size(), 16u);
+    for (const auto &l : a.leaks) {
+      EXPECT_GE(l.confidence, 0.0);
+      EXPECT_LE(l.confidence, 1.0);
+    }
+  }
 }
 
 }  // namespace
