@@ -28,12 +28,13 @@ std::string basename_of(const std::string &path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// Whole numbers print as integers ("1048576", not "1048576.0"); others keep 3 decimals.
-json number(double v) {
+// Whole numbers print as integers ("1048576", not "1048576.0"); others keep `decimals` places.
+json number(double v, int decimals = 3) {
   if (!std::isfinite(v)) return nullptr;
   double r = std::round(v);
   if (std::fabs(v - r) < 1e-6 && std::fabs(r) < 9e15) return static_cast<int64_t>(r);
-  return std::round(v * 1000.0) / 1000.0;
+  double scale = std::pow(10.0, decimals);
+  return std::round(v * scale) / scale;
 }
 
 json frame_json(const Frame &f) {
@@ -142,7 +143,7 @@ json devices_json(const analysis::Analysis &a, const ReportContext &ctx) {
     j["growth_r2"] = number(d.growth_r2);
     if (d.forecast) {
       j["forecast"] = {{"iterations_left", d.forecast->iterations_left},
-                       {"seconds_left", number(d.forecast->seconds_left)},
+                       {"seconds_left", number(d.forecast->seconds_left, 6)},
                        {"bytes_per_iteration", number(d.forecast->bytes_per_iteration)}};
     } else {
       j["forecast"] = nullptr;

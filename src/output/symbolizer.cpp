@@ -296,7 +296,8 @@ bool is_gpuleak_or_cuda_frame(const Frame &frame) {
   const std::string &fn = frame.function;
   auto upper_after = [&](size_t n) { return fn.size() > n && std::isupper(static_cast<unsigned char>(fn[n])); };
   return (fn.compare(0, 4, "cuda") == 0 && upper_after(4)) || (fn.compare(0, 2, "cu") == 0 && upper_after(2)) ||
-         fn.compare(0, 8, "cudart::") == 0 || fn.compare(0, 8, "__cudart") == 0;
+         fn.compare(0, 8, "cudart::") == 0 || fn.compare(0, 8, "__cudart") == 0 ||
+         fn.compare(0, 16, "libcudart_static") == 0;  // its local symbols: libcudart_static_<hash>
 }
 
 Stack trim_to_caller(Stack stack) {

@@ -7,11 +7,26 @@ namespace gpuleak::output {
 
 namespace {
 
+// Report fields may be null (a frame without symbols): read them without throwing.
+std::string text(const nlohmann::json &j, const char *key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+int64_t integer(const nlohmann::json &j, const char *key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<int64_t>() : 0;
+}
+double number(const nlohmann::json &j, const char *key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
 std::string where(const nlohmann::json &stack) {
+  if (!stack.is_array()) return "an unknown site";
   for (const auto &f : stack) {
-    std::string fn = f.value("function", "");
-    std::string file = f.value("file", "");
-    int line = f.value("line", 0);
+    std::string fn = text(f, "function");
+    std::string file = text(f, "file");
+    int64_t line = integer(f, "line");
     if (fn.empty() && file.empty()) continue;
     size_t slash = file.find_last_of('/');
     std::string base = slash == std::string::npos ? file : file.substr(slash + 1);
@@ -36,42 +51,50 @@ std::string human_bytes(double bytes) {
 
 std::string text_summary(const nlohmann::json &r, const std::string &report_path) {
   std::string out;
-  const auto &run = r["run"];
-  std::string verdict = r.value("verdict", "?");
-  std::string source = r.value("iteration_source", "none");
-  size_t iterations = r.contains("iterations") ? r["iterations"].size() : 0;
-  out += "gpuleak: " + run.value("program", std::string("?")) + " (pid " + std::to_string(run.value("pid", 0)) +
-         "): verdict " + verdict;
+  static const nlohmann::json empty = nlohmann::json::object();
+  static const nlohmann::json none = nlohmann::json::array();
+  auto field = [&](const nlohmann::json &j, const char *key, const nlohmann::json &fallback) -> const nlohmann::json & {
+    auto it = j.find(key);
+    return it != j.end() && it->type() == fallback.type() ? *it : fallback;
+  };
+  const auto &run = field(r, "run", empty);
+  std::string verdict = text(r, "verdict");
+  std::string source = text(r, "iteration_source");
+  if (source.empty()) source = "none";
+  size_t iterations = field(r, "iterations", none).size();
+  out += "gpuleak: " + text(run, "program") + " (pid " + std::to_string(integer(run, "pid")) + "): verdict " + verdict;
   out += source == "none" ? ", no iterations found" : ", " + std::to_string(iterations) + " iterations (" + source + ")";
   out += "\n";
-  for (const auto &leak : r["leaks"]) {
+  for (const auto &leak : field(r, "leaks", none)) {
     char line[512];
-    std::snprintf(line, sizeof line, "  leak: %s per iteration at %s, %" PRIu64 " allocations live (%s), first seen at iteration %d, confidence %.2f\n",
-                  human_bytes(leak.value("bytes_per_iteration", 0.0)).c_str(), where(leak["stack"]).c_str(),
-                  leak.value("live_count", uint64_t{0}), human_bytes(leak.value("live_bytes", 0.0)).c_str(),
-                  leak.value("first_iteration", 0), leak.value("confidence", 0.0));
+    std::snprintf(line, sizeof line,
+                  "  leak: %s per iteration at %s, %" PRId64 " allocations live (%s), first seen at iteration %" PRId64
+                  ", confidence %.2f\n",
+                  human_bytes(number(leak, "bytes_per_iteration")).c_str(), where(field(leak, "stack", none)).c_str(),
+                  integer(leak, "live_count"), human_bytes(number(leak, "live_bytes")).c_str(),
+                  integer(leak, "first_iteration"), number(leak, "confidence"));
     out += line;
   }
-  for (const auto &d : r["devices"]) {
-    out += "  device " + std::to_string(d.value("index", 0)) + ": peak " +
-           human_bytes(d.value("peak_live_bytes", 0.0)) + ", live at exit " +
-           human_bytes(d.value("live_at_exit_bytes", 0.0)) + ", " + d.value("verdict", std::string("?"));
-    if (d.contains("forecast") && d["forecast"].is_object()) {
-      out += "; out of memory in ~" + std::to_string(d["forecast"].value("iterations_left", uint64_t{0})) +
-             " iterations at this rate";
-    }
+  for (const auto &d : field(r, "devices", none)) {
+    out += "  device " + std::to_string(integer(d, "index")) + ": peak " + human_bytes(number(d, "peak_live_bytes")) +
+           ", live at exit " + human_bytes(number(d, "live_at_exit_bytes")) + ", " + text(d, "verdict");
+    const auto &forecast = field(d, "forecast", empty);
+    if (forecast.contains("iterations_left"))
+      out += "; out of memory in ~" + std::to_string(integer(forecast, "iterations_left")) + " iterations at this rate";
     out += "\n";
   }
-  if (verdict == "inconclusive" && r.contains("live_at_exit")) {
+  if (verdict == "inconclusive") {
     size_t shown = 0;
-    for (const auto &site : r["live_at_exit"]) {
+    for (const auto &site : field(r, "live_at_exit", none)) {
       if (shown++ == 3) break;
-      out += "  live at exit: " + human_bytes(site.value("live_bytes", 0.0)) + " in " +
-             std::to_string(site.value("live_count", uint64_t{0})) + " allocations at " + where(site["stack"]) + "\n";
+      out += "  live at exit: " + human_bytes(number(site, "live_bytes")) + " in " +
+             std::to_string(integer(site, "live_count")) + " allocations at " + where(field(site, "stack", none)) + "\n";
     }
   }
-  if (r.contains("oom") && r["oom"].is_object()) {
-    out += "  out of memory: " + std::to_string(r["oom"]["events"].size()) + " failed allocation(s); see the report\n";
+  const auto &oom = field(r, "oom", empty);
+  if (oom.contains("events")) {
+    out += "  out of memory: " + std::to_string(field(oom, "events", none).size()) +
+           " failed allocation(s); see the report\n";
   }
   if (!report_path.empty()) out += "  report: " + report_path + "\n";
   return out;

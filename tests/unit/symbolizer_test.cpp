@@ -399,6 +399,7 @@ TEST(TrimToCaller, DropsLeadingGpuleakAndCudaFrames) {
   EXPECT_TRUE(is_gpuleak_or_cuda_frame(frame("/home/u/a.out", "cudart::cudaApiMalloc(void**, unsigned long)")));
   EXPECT_TRUE(is_gpuleak_or_cuda_frame(frame("/home/u/a.out", "__cudart1234")));
   EXPECT_TRUE(is_gpuleak_or_cuda_frame(frame("/home/u/a.out", "cuMemAlloc_v2")));
+  EXPECT_TRUE(is_gpuleak_or_cuda_frame(frame("/home/u/a.out", "libcudart_static_4d8b33a106dceb3c07a1c5a1ee1a3e5b5a2b5b80")));
   EXPECT_FALSE(is_gpuleak_or_cuda_frame(frame("/home/u/a.out", "cuda_helper")));
   EXPECT_FALSE(is_gpuleak_or_cuda_frame(frame("/home/u/a.out", "curl_easy_init")));
 

@@ -3,8 +3,13 @@
 // program's own status.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
+
+namespace CLI {
+class App;
+}
 
 namespace gpuleak::cli {
 
@@ -14,6 +19,16 @@ inline constexpr int kExitUsage = 2;
 struct UsageError {
   std::string message;
 };
+
+// What main() runs once the command line parsed: set by the chosen subcommand's callback.
+using Action = std::function<int()>;
+
+// One registration function per subcommand (cmd_*.cpp): adds the subcommand, its options and
+// help to `app`, and sets *action from its parse callback. main.cpp lists them all.
+void register_run(CLI::App &app, Action *action);
+void register_report(CLI::App &app, Action *action);
+void register_stats(CLI::App &app, Action *action);
+void register_doctor(CLI::App &app, Action *action);
 
 // libgpuleak.so next to this executable ($GPULEAK_LIB first, then ../lib, then the same folder).
 std::string find_shim();

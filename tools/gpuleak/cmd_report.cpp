@@ -7,6 +7,10 @@
 #include <cstdio>
 #include <cstring>
 
+#include <CLI/CLI.hpp>
+
+#include <memory>
+
 #include "analysis/analysis.h"
 #include "cli.h"
 #include "format/capture_reader.h"
@@ -90,6 +94,16 @@ int report_command(const ReportOptions &o) {
     if (!o.quiet) std::fputs(output::text_summary(report, path).c_str(), stderr);
   }
   return 0;
+}
+
+void register_report(CLI::App &app, Action *action) {
+  auto o = std::make_shared<ReportOptions>();
+  auto *cmd = app.add_subcommand("report", "Analyze captures: write <stem>.report.json and print a summary");
+  cmd->add_option("captures", o->inputs, "Capture files (.gpuleak)")->required();
+  cmd->add_option("-o,--output", o->output, "Report path (default: next to the capture)");
+  cmd->add_flag("--json", o->json_to_stdout, "Print the report JSON to stdout instead");
+  cmd->add_flag("--quiet", o->quiet, "No summary on stderr");
+  cmd->callback([o, action] { *action = [o] { return report_command(*o); }; });
 }
 
 }  // namespace gpuleak::cli

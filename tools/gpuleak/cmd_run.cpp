@@ -10,7 +10,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <set>
+
+#include <CLI/CLI.hpp>
 
 #include "cli.h"
 
@@ -107,6 +110,19 @@ int run_command(const RunOptions &o) {
     }
   }
   return code;
+}
+
+void register_run(CLI::App &app, Action *action) {
+  auto o = std::make_shared<RunOptions>();
+  auto *cmd = app.add_subcommand("run", "Run a program under gpuleak; exits with the program's status");
+  cmd->add_option("--out", o->out_dir, "Folder for captures, reports and traces")->capture_default_str();
+  cmd->add_option("--stack-depth", o->stack_depth, "Native frames per stack (0-128, default 32)")
+      ->check(CLI::Range(0, 128));
+  cmd->add_flag("--cupti", o->cupti, "Use CUPTI too (cross-check, GPU activity); off by default");
+  cmd->add_flag("--quiet", o->quiet, "No summary on stderr");
+  cmd->add_flag("--no-report", o->no_report, "Only capture; analyze later with gpuleak report");
+  cmd->add_option("command", o->command, "The program and its arguments (after --)")->required();
+  cmd->callback([o, action] { *action = [o] { return run_command(*o); }; });
 }
 
 }  // namespace gpuleak::cli

@@ -1,6 +1,9 @@
 // `gpuleak stats CAPTURE...`: raw counts of what a capture holds, as JSON on stdout, before any
 // analysis. For conformance checks (tests/gpu/run_matrix.sh) and for looking inside a capture.
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
+#include <memory>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -75,6 +78,13 @@ int stats_command(const std::vector<std::string> &inputs) {
   std::string text = all.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
   std::printf("%s\n", text.c_str());
   return 0;
+}
+
+void register_stats(CLI::App &app, Action *action) {
+  auto inputs = std::make_shared<std::vector<std::string>>();
+  auto *cmd = app.add_subcommand("stats", "Print raw counts of captures as JSON (no analysis)");
+  cmd->add_option("captures", *inputs, "Capture files (.gpuleak)")->required();
+  cmd->callback([inputs, action] { *action = [inputs] { return stats_command(*inputs); }; });
 }
 
 }  // namespace gpuleak::cli

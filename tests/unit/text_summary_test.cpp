@@ -1,0 +1,41 @@
+// The terminal summary must survive any report: null fields (unsymbolized frames), missing keys.
+#include <gtest/gtest.h>
+
+#include "output/text_summary.h"
+
+namespace gpuleak::output {
+namespace {
+
+TEST(TextSummary, NamesTheLeakingFunctionAndItsLine) {
+  auto r = nlohmann::json::parse(R"({"run": {"program": "train", "pid": 7}, "verdict": "leak",
+    "iteration_source": "nvtx", "iterations": [{}, {}, {}],
+    "leaks": [{"bytes_per_iteration": 1048576, "live_count": 3, "live_bytes": 3145728, "first_iteration": 1,
+               "confidence": 0.9, "stack": [{"function": null, "file": null, "line": null},
+                                            {"function": "cache_activation", "file": "/src/train.cu", "line": 88}]}],
+    "devices": [{"index": 0, "peak_live_bytes": 4194304, "live_at_exit_bytes": 3145728, "verdict": "leak",
+                 "forecast": {"iterations_left": 4100, "seconds_left": 1.5}}], "oom": null})");
+  std::string s = text_summary(r, "out/train.7.report.json");
+  EXPECT_EQ(s,
+            "gpuleak: train (pid 7): verdict leak, 3 iterations (nvtx)\n"
+            "  leak: 1.0 MiB per iteration at cache_activation (train.cu:88), 3 allocations live (3.0 MiB), first seen "
+            "at iteration 1, confidence 0.90\n"
+            "  device 0: peak 4.0 MiB, live at exit 3.0 MiB, leak; out of memory in ~4100 iterations at this rate\n"
+            "  report: out/train.7.report.json\n");
+}
+
+TEST(TextSummary, NullsAndMissingKeysDoNotThrow) {
+  for (const char *text : {"{}", "null", "[]", R"({"run": null, "leaks": null, "devices": [null]})",
+                           R"({"leaks": [{"stack": [null, 3, {"line": "x"}]}], "verdict": 5})"}) {
+    auto r = nlohmann::json::parse(text);
+    EXPECT_NO_THROW(text_summary(r, "")) << text;
+  }
+}
+
+TEST(TextSummary, HumanBytes) {
+  EXPECT_EQ(human_bytes(512), "512 B");
+  EXPECT_EQ(human_bytes(1536), "1.5 KiB");
+  EXPECT_EQ(human_bytes(3.0 * (1ull << 30)), "3.0 GiB");
+}
+
+}  // namespace
+}  // namespace gpuleak::output
