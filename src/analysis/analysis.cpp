@@ -58,7 +58,7 @@ std::vector<Span> find_iterations(const Capture &capture, const Timeline &timeli
   if (!spans.empty()) {
     place_spans(timeline, &spans);
   } else {
-    spans = spans_from_period(timeline, sites, o.min_auto_repetitions);
+    spans = spans_from_period(timeline, sites, o.min_auto_repetitions, o.min_auto_coverage);
     if (!spans.empty()) out->iteration_source = IterationSource::kAuto;
   }
   std::stable_sort(spans.begin(), spans.end(), [](const Span &a, const Span &b) {

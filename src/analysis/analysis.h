@@ -51,6 +51,8 @@ struct AnalysisOptions {
   int min_post_warmup_iterations = 3;
   // Automatic period detection: repetitions of the allocation pattern needed to trust it.
   int min_auto_repetitions = 4;
+  // ... and the iterations found must span at least this share of all allocations.
+  double min_auto_coverage = 0.5;
 
   // A fitted rate below this many bytes per iteration is no growth at all.
   double min_bytes_per_iteration = 1.0;

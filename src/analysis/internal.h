@@ -76,7 +76,8 @@ void place_spans(const Timeline &timeline, std::vector<Span> *spans);
 // The loop with the most iterations (ties: the one that started first).
 std::string primary_loop(const std::vector<Span> &spans);
 // Spans come back with begin/end set, loop "auto"; empty when no period repeats often enough.
-std::vector<Span> spans_from_period(const Timeline &timeline, const SiteTable &sites, int min_repetitions);
+std::vector<Span> spans_from_period(const Timeline &timeline, const SiteTable &sites, int min_repetitions,
+                                    double min_coverage);
 
 // One allocation's life. birth/death are event positions; death == kNone: alive at the end.
 struct Alloc {

@@ -11,7 +11,8 @@
 // 2. Verification. For a candidate p, the longest run of positions i where site[i] == site[i+p]
 //    is a stretch of the sequence that is exactly p-periodic. The stretch that covers the most
 //    allocations wins; among stretches within 10% of it, the smallest period (p rather than 2p).
-//    It must hold min_repetitions periods.
+//    It must hold min_repetitions periods, and the iterations cut from it must cover at least
+//    min_auto_coverage of all allocations (a set-up burst is not the program's loop).
 // 3. Cutting. Iterations start at the allocation of the period that most often follows a burst
 //    of other events (the frees at the end of an iteration): there the previous iteration's
 //    temporaries are gone. Inside the stretch, one iteration every p allocations; when that
@@ -75,7 +76,8 @@ Stretch longest_periodic(const std::vector<uint32_t> &seq, uint32_t p) {
 
 }  // namespace
 
-std::vector<Span> spans_from_period(const Timeline &timeline, const SiteTable &sites, int min_repetitions) {
+std::vector<Span> spans_from_period(const Timeline &timeline, const SiteTable &sites, int min_repetitions,
+                                    double min_coverage) {
   const auto &alloc = sites.alloc_sequence;
   uint32_t reps = static_cast<uint32_t>(std::max(2, min_repetitions));
   if (alloc.size() < 2 * static_cast<size_t>(reps)) return {};
@@ -131,6 +133,9 @@ std::vector<Span> spans_from_period(const Timeline &timeline, const SiteTable &s
     cuts.insert(cuts.begin(), before.rbegin(), before.rend());
   }
   if (cuts.size() < reps) return {};
+  // A short burst (a few buffers allocated in a loop during set-up) repeats too, but it is not the
+  // program's loop: the iterations must span a good part of all allocations.
+  if (static_cast<double>(std::min<uint64_t>(n, uint64_t{cuts.back()} + p) - cuts.front()) < min_coverage * n) return {};
 
   // Each iteration runs to the next one's first allocation. The last one has no successor: it
   // gets the median length in events of the others, and never more than one period.

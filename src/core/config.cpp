@@ -89,6 +89,7 @@ Config read_config() {
     return true;
   });
   read(&c, "GPULEAK_REPORT_TIMEOUT", [&](const char *v) { return parse_unsigned(v, 0, 86400, &c.report_timeout_s); });
+  read(&c, "GPULEAK_EXITCODE", [&](const char *v) { return parse_unsigned(v, 0, 255, &c.exit_code); });
   read(&c, "GPULEAK_BUFFER_KB", [&](const char *v) { return parse_unsigned(v, 16, 65536, &c.buffer_kib); });
   read(&c, "GPULEAK_MAX_CAPTURE_MB", [&](const char *v) {
     unsigned mb = 0;

@@ -18,6 +18,7 @@ struct Config {
   uint64_t max_capture_bytes = 0; // GPULEAK_MAX_CAPTURE_MB: 0 = unlimited; past it records are dropped and counted
   bool under_run = false;         // GPULEAK_UNDER_RUN=1: `gpuleak run` analyzes, the shim does not
   std::string cli_path;           // GPULEAK_CLI, else set by the preload: ../bin/gpuleak next to the shim
+  unsigned exit_code = 0;         // GPULEAK_EXITCODE: exit with this when a leak was found (0 = off)
   unsigned report_timeout_s = 60; // GPULEAK_REPORT_TIMEOUT: bound on the at-exit analysis (0 = skip it)
   std::string error;              // non-empty: the first bad value, tracking is off
 };

@@ -83,8 +83,10 @@ void record_nvtx(format::NvtxOp op, const char *message, size_t length, const ch
 void record_marker(format::MarkerOp op, const char *label);
 bool recorder_active();
 
-// Drains and closes the capture and prints the one-line summary. Safe to call more than once.
-void recorder_shutdown(const char *why);
+// Drains and closes the capture, prints the one-line summary and (under plain LD_PRELOAD) runs
+// `gpuleak report` on it. Returns the exit status the process should end with instead of its
+// own when GPULEAK_EXITCODE is set and the report found a leak, else -1. Safe to call twice.
+int recorder_shutdown(const char *why);
 // From a fatal signal handler: drain what is buffered with write(2) only, no locks, no malloc.
 void recorder_flush_from_signal();
 // In the child after fork(): forget the parent's capture; start afresh if the child uses CUDA.

@@ -31,12 +31,13 @@ extern "C" char **environ;
 
 // Under plain LD_PRELOAD, analysis runs in the installed CLI, never in this process (DESIGN.md):
 // `gpuleak report CAPTURE`, bounded in time, without our preload in its environment.
-void spawn_report(const State *s) {
+// Returns the CLI's exit status (1: a leak was found, asked for with --fail-on-leak), or -1.
+int spawn_report(const State *s) {
   const Config &c = s->config;
-  if (c.under_run || c.report_timeout_s == 0) return;
+  if (c.under_run || c.report_timeout_s == 0) return -1;
   if (c.cli_path.empty() || access(c.cli_path.c_str(), X_OK) != 0) {
     std::fprintf(stderr, "gpuleak: analyze it with: gpuleak report %s\n", s->path.c_str());
-    return;
+    return -1;
   }
   std::vector<std::string> env_strings;
   for (char **e = environ; e && *e; ++e)
@@ -46,22 +47,24 @@ void spawn_report(const State *s) {
   envp.push_back(nullptr);
   std::vector<std::string> args = {c.cli_path, "report"};
   if (c.quiet) args.push_back("--quiet");
+  if (c.exit_code) args.push_back("--fail-on-leak");
   args.push_back(s->path);
   std::vector<char *> argv;
   for (auto &a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid;
-  if (posix_spawn(&pid, c.cli_path.c_str(), nullptr, nullptr, argv.data(), envp.data()) != 0) return;
+  if (posix_spawn(&pid, c.cli_path.c_str(), nullptr, nullptr, argv.data(), envp.data()) != 0) return -1;
   for (unsigned waited_ms = 0;; waited_ms += 10) {
     int status;
     pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid || (r < 0 && errno != EINTR)) return;
+    if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (r < 0 && errno != EINTR) return -1;
     if (waited_ms >= c.report_timeout_s * 1000u) {
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
       std::fprintf(stderr, "gpuleak: analysis took over %us; run: gpuleak report %s\n", c.report_timeout_s,
                    s->path.c_str());
-      return;
+      return -1;
     }
     usleep(10000);
   }
@@ -69,15 +72,15 @@ void spawn_report(const State *s) {
 
 }  // namespace
 
-void recorder_shutdown(const char *why) {
+int recorder_shutdown(const char *why) {
   State *s = state();
   // A vfork child (posix_spawn) shares our memory but is not us; a fork child has its own State.
-  if (!s || s->pid != getpid()) return;
+  if (!s || s->pid != getpid()) return -1;
   int running = static_cast<int>(Phase::kRunning);
   if (!s->phase.compare_exchange_strong(running, static_cast<int>(Phase::kStopped))) {
     int idle = static_cast<int>(Phase::kIdle);
     s->phase.compare_exchange_strong(idle, static_cast<int>(Phase::kStopped));
-    return;  // nothing was captured: no file, no output
+    return -1;  // nothing was captured: no file, no output
   }
   (void)why;
   writer_stop(s);
@@ -85,7 +88,8 @@ void recorder_shutdown(const char *why) {
   if (uint64_t missed = s->uncaptured.load())  // always said: it means a capture path is missing
     std::fprintf(stderr, "gpuleak: CUPTI saw %" PRIu64 " allocation calls that no hook saw (first: %s)\n", missed,
                  s->first_uncaptured.load() ? s->first_uncaptured.load() : "?");
-  if (s->config.quiet || s->config.under_run || s->summary_printed.exchange(true)) return;
+  if (s->config.under_run || s->summary_printed.exchange(true)) return -1;
+  if (!s->config.quiet) {
   const LiveTable &t = s->live;
   std::fprintf(stderr,
                "gpuleak: %" PRIu64 " allocations, %" PRIu64 " frees; live at exit: %" PRIu64
@@ -93,7 +97,9 @@ void recorder_shutdown(const char *why) {
                s->allocations.load(), s->frees.load(), t.live_count(), human_bytes(t.total_device_live()).c_str(),
                human_bytes(t.total_device_peak()).c_str(), s->dropped.load() ? "; events dropped: " : "",
                s->dropped.load() ? std::to_string(s->dropped.load()).c_str() : "", s->path.c_str());
-  spawn_report(s);
+  }
+  int report = spawn_report(s);
+  return report == 1 && s->config.exit_code ? static_cast<int>(s->config.exit_code) : -1;
 }
 
 void recorder_flush_from_signal() {

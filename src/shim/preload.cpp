@@ -49,7 +49,15 @@ void install_signal_handlers() {
   }
 }
 
-void on_exit() { core::recorder_shutdown("exit"); }
+// on_exit (not atexit): the handler sees the program's exit status, which GPULEAK_EXITCODE may
+// replace only when it is 0 (the program's own failure always wins).
+void on_process_exit(int status, void *) {
+  int code = core::recorder_shutdown("exit");
+  if (code >= 0 && status == 0) {
+    std::fflush(nullptr);  // _exit skips stdio's flush, which exit() would do after us
+    syscall(SYS_exit_group, code);
+  }
+}
 void on_fork_child() { core::recorder_after_fork_child(); }
 
 // Point NVTX at ourselves, so that NVTX ranges reach nvtx_injection.cpp (unless the user already
@@ -88,7 +96,7 @@ __attribute__((constructor)) void gpuleak_preload_init() {
   claim_nvtx_injection();
   if (config.cupti) claim_cuda_injection();
   pthread_atfork(nullptr, nullptr, on_fork_child);
-  std::atexit(on_exit);
+  on_exit(on_process_exit, nullptr);
   install_signal_handlers();
   g_wrapping = true;
 }
@@ -102,12 +110,12 @@ bool wrapping_enabled() { return g_wrapping; }
 
 // _exit and _Exit skip atexit handlers: flush here, then leave exactly as the program asked.
 extern "C" __attribute__((visibility("default"), noreturn)) void _exit(int status) {
-  gpuleak::core::recorder_shutdown("_exit");
-  syscall(SYS_exit_group, status);
+  int code = gpuleak::core::recorder_shutdown("_exit");
+  syscall(SYS_exit_group, code >= 0 && status == 0 ? code : status);
   __builtin_unreachable();
 }
 extern "C" __attribute__((visibility("default"), noreturn)) void _Exit(int status) {
-  gpuleak::core::recorder_shutdown("_Exit");
-  syscall(SYS_exit_group, status);
+  int code = gpuleak::core::recorder_shutdown("_Exit");
+  syscall(SYS_exit_group, code >= 0 && status == 0 ? code : status);
   __builtin_unreachable();
 }

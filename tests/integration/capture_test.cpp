@@ -253,3 +253,24 @@ TEST(Capture, CuptiThatCannotSubscribeChangesNothing) {
 
 }  // namespace
 }  // namespace gpuleak::test
+
+namespace gpuleak::test {
+namespace {
+
+// GPULEAK_EXITCODE (LeakSanitizer style): the program itself fails when the at-exit report finds
+// a leak; a clean program and a program that failed on its own keep their status.
+TEST(Capture, ExitCodeOnLeakOnlyWhenAskedAndOnlyOverSuccess) {
+  std::string out = make_temp_dir("exitcode");
+  auto env = shim_env(out);
+  env["GPULEAK_CLI"] = GPULEAK_CLI_PATH;
+  env["GPULEAK_QUIET"] = "1";
+  EXPECT_EQ(run({program("prog_leaky_static"), "20"}, env).exit_code, 0) << "off by default";
+  env["GPULEAK_EXITCODE"] = "42";
+  Result leaky = run({program("prog_leaky_static"), "20"}, env);
+  EXPECT_EQ(leaky.exit_code, 42) << leaky.err;
+  EXPECT_EQ(run({program("prog_all_paths_static")}, env).exit_code, 0);
+  EXPECT_EQ(run({program("prog_exit_status")}, env).exit_code, 7);
+}
+
+}  // namespace
+}  // namespace gpuleak::test

@@ -48,6 +48,7 @@ struct ReportOptions {
   std::string output;               // report path ("" = next to the capture)
   bool json_to_stdout = false;
   bool quiet = false;
+  bool fail_on_leak = false;        // exit 1 when any report's verdict is leak (GPULEAK_EXITCODE)
 };
 int report_command(const ReportOptions &options);
 

@@ -73,6 +73,7 @@ std::string report_path_for(const std::string &capture) {
 int report_command(const ReportOptions &o) {
   if (o.inputs.empty()) throw UsageError{"report: no capture given"};
   if (!o.output.empty() && o.inputs.size() > 1) throw UsageError{"report: -o takes a single capture"};
+  bool leak = false;
   for (const std::string &input : o.inputs) {
     format::Capture capture;
     std::string error;
@@ -83,6 +84,7 @@ int report_command(const ReportOptions &o) {
     output::ReportContext ctx;
     ctx.gpuleak_version = GPULEAK_VERSION;
     nlohmann::json report = output::make_report(capture, result, symbolize, ctx);
+    leak = leak || result.verdict == analysis::Verdict::kLeak;
     std::string text = output::dump_report(report);
     if (o.json_to_stdout) {
       std::fwrite(text.data(), 1, text.size(), stdout);
@@ -93,7 +95,7 @@ int report_command(const ReportOptions &o) {
     write_file_atomically(path, text + "\n", true);
     if (!o.quiet) std::fputs(output::text_summary(report, path).c_str(), stderr);
   }
-  return 0;
+  return o.fail_on_leak && leak ? 1 : 0;
 }
 
 void register_report(CLI::App &app, Action *action) {
@@ -103,6 +105,7 @@ void register_report(CLI::App &app, Action *action) {
   cmd->add_option("-o,--output", o->output, "Report path (default: next to the capture)");
   cmd->add_flag("--json", o->json_to_stdout, "Print the report JSON to stdout instead");
   cmd->add_flag("--quiet", o->quiet, "No summary on stderr");
+  cmd->add_flag("--fail-on-leak", o->fail_on_leak, "Exit 1 when a leak was found (what GPULEAK_EXITCODE uses)");
   cmd->callback([o, action] { *action = [o] { return report_command(*o); }; });
 }
 

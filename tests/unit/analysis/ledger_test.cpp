@@ -1,6 +1,7 @@
 // The ledger: which records change live memory, in which address space, in which order.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <random>
 
 #include "analysis/analysis.h"
@@ -243,6 +244,31 @@ TEST(Ledger, RandomRecordsNeverBreakTheAnalysis) {
       EXPECT_LE(l.confidence, 1.0);
     }
   }
+}
+
+// Catches anything worse than O(n log n) in the hot loops: a million events (interleaved
+// threads, so the sort runs) take well under a second; a quadratic step would take hours.
+TEST(Ledger, AMillionEventsInSeconds) {
+  CaptureBuilder b(1000, 10);
+  b.capture.memory.reserve(1'100'000);
+  while (b.capture.memory.size() < 1'000'000) {  // 201 records per iteration: 4976 iterations
+    b.begin("train");
+    std::vector<uint64_t> tmp;
+    for (int k = 0; k < 100; ++k) tmp.push_back(b.alloc(4096 * (1 + k % 7), 100 + k % 40, Kind::kAsync));
+    b.alloc(1 * kMiB, 7);
+    for (uint64_t p : tmp) b.free(p, Kind::kAsync);
+    b.end();
+  }
+  auto &m = b.capture.memory;
+  for (size_t i = 0; i + 1 < m.size(); i += 2) std::swap(m[i], m[i + 1]);  // two threads' order
+  auto start = std::chrono::steady_clock::now();
+  Analysis a = analyze(b.capture);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 10.0);
+  EXPECT_EQ(a.primary_iterations, 4976u);
+  ASSERT_EQ(a.leaks.size(), 1u);
+  EXPECT_EQ(a.leaks[0].live_count, 4976u);
+  EXPECT_EQ(a.accounting.unmatched_frees, 0u);
 }
 
 }  // namespace
