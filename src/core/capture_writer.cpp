@@ -60,8 +60,8 @@ bool write_all(int fd, const void *data, size_t n) {
   return true;
 }
 
-void append(std::string *out, format::RecordType type, const void *payload, size_t n,
-            const void *tail = nullptr, size_t tail_n = 0) {
+void append(std::string *out, format::RecordType type, const void *payload, size_t n, const void *tail = nullptr,
+            size_t tail_n = 0) {
   format::RecordHeader h{static_cast<uint32_t>(n + tail_n), static_cast<uint16_t>(type), 0};
   out->append(reinterpret_cast<const char *>(&h), sizeof h);
   out->append(static_cast<const char *>(payload), n);
@@ -74,8 +74,7 @@ std::string run_info_record(const RunFacts &f, const StackCapture &stacks, const
     if (i) command.push_back('\0');
     command += f.command[i];
   }
-  const std::string fields[] = {f.program, command, f.host, GPULEAK_VERSION, f.allocator_env,
-                                stacks.unwinder_name()};
+  const std::string fields[] = {f.program, command, f.host, GPULEAK_VERSION, f.allocator_env, stacks.unwinder_name()};
   format::RunInfoRecord r{};
   r.pid = static_cast<uint32_t>(getpid());
   r.ppid = static_cast<uint32_t>(getppid());
@@ -112,8 +111,10 @@ size_t cap_batch(State *s, std::string *batch) {
     format::RecordHeader h;
     std::memcpy(&h, batch->data() + pos, sizeof h);
     size_t next = pos + sizeof h + h.size;
-    if (s->bytes_written + next <= cap) keep = next;
-    else if (h.type == static_cast<uint16_t>(format::RecordType::kMemory)) s->dropped.fetch_add(1);
+    if (s->bytes_written + next <= cap)
+      keep = next;
+    else if (h.type == static_cast<uint16_t>(format::RecordType::kMemory))
+      s->dropped.fetch_add(1);
     pos = next;
   }
   return keep;

@@ -9,18 +9,18 @@
 namespace gpuleak::core {
 
 struct Config {
-  bool enabled = true;            // GPULEAK_DISABLE=1 turns everything off
+  bool enabled = true;                  // GPULEAK_DISABLE=1 turns everything off
   std::string out_dir = "gpuleak-out";  // GPULEAK_OUT
-  unsigned stack_depth = 32;      // GPULEAK_STACK_DEPTH (0 = no stacks, at most 128)
-  bool cupti = false;             // GPULEAK_CUPTI=1
-  bool quiet = false;             // GPULEAK_QUIET=1: no at-exit summary
-  unsigned buffer_kib = 256;      // GPULEAK_BUFFER_KB: per-thread event buffer (16..65536)
-  uint64_t max_capture_bytes = 0; // GPULEAK_MAX_CAPTURE_MB: 0 = unlimited; past it records are dropped and counted
-  bool under_run = false;         // GPULEAK_UNDER_RUN=1: `gpuleak run` analyzes, the shim does not
-  std::string cli_path;           // GPULEAK_CLI, else set by the preload: ../bin/gpuleak next to the shim
-  unsigned exit_code = 0;         // GPULEAK_EXITCODE: exit with this when a leak was found (0 = off)
-  unsigned report_timeout_s = 60; // GPULEAK_REPORT_TIMEOUT: bound on the at-exit analysis (0 = skip it)
-  std::string error;              // non-empty: the first bad value, tracking is off
+  unsigned stack_depth = 32;            // GPULEAK_STACK_DEPTH (0 = no stacks, at most 128)
+  bool cupti = false;                   // GPULEAK_CUPTI=1
+  bool quiet = false;                   // GPULEAK_QUIET=1: no at-exit summary
+  unsigned buffer_kib = 256;            // GPULEAK_BUFFER_KB: per-thread event buffer (16..65536)
+  uint64_t max_capture_bytes = 0;  // GPULEAK_MAX_CAPTURE_MB: 0 = unlimited; past it records are dropped and counted
+  bool under_run = false;          // GPULEAK_UNDER_RUN=1: `gpuleak run` analyzes, the shim does not
+  std::string cli_path;            // GPULEAK_CLI, else set by the preload: ../bin/gpuleak next to the shim
+  unsigned exit_code = 0;          // GPULEAK_EXITCODE: exit with this when a leak was found (0 = off)
+  unsigned report_timeout_s = 60;  // GPULEAK_REPORT_TIMEOUT: bound on the at-exit analysis (0 = skip it)
+  std::string error;               // non-empty: the first bad value, tracking is off
 };
 
 // Parses the environment. Never throws; a bad value sets `error` and `enabled = false`.

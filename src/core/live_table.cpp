@@ -26,11 +26,15 @@ void LiveTable::account(const LiveEntry &e, int64_t sign) {
     }
   }
   if (e.counts_on_host) {
-    if (sign > 0) host_live_.fetch_add(e.size, std::memory_order_relaxed);
-    else host_live_.fetch_sub(e.size, std::memory_order_relaxed);
+    if (sign > 0)
+      host_live_.fetch_add(e.size, std::memory_order_relaxed);
+    else
+      host_live_.fetch_sub(e.size, std::memory_order_relaxed);
   }
-  if (sign > 0) live_count_.fetch_add(1, std::memory_order_relaxed);
-  else live_count_.fetch_sub(1, std::memory_order_relaxed);
+  if (sign > 0)
+    live_count_.fetch_add(1, std::memory_order_relaxed);
+  else
+    live_count_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 namespace {

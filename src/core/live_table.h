@@ -17,7 +17,7 @@ enum class Space : uint8_t { kDevicePtr = 0, kVmmHandle = 1, kHost = 2, kArray =
 struct LiveEntry {
   uint64_t size = 0;
   uint32_t stack_id = 0;
-  uint8_t kind = 0;      // format::Kind
+  uint8_t kind = 0;  // format::Kind
   int16_t device = -1;
   bool counts_on_device = false;  // adds to the device's live bytes
   bool counts_on_host = false;    // adds to host pinned/registered bytes

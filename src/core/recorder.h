@@ -21,7 +21,7 @@ namespace gpuleak::core {
 // CUDA queries the recorder may make outside the hot path (the writer thread, an OOM), provided by
 // the shim, which knows where the real driver is. Any of them may be null.
 struct DriverProbe {
-  int (*current_device)() = nullptr;                       // -1 when unknown
+  int (*current_device)() = nullptr;  // -1 when unknown
   bool (*mem_info)(int device, uint64_t *free_bytes, uint64_t *total_bytes) = nullptr;
   int (*device_count)() = nullptr;
   bool (*device_info)(int device, char *name, size_t name_size, uint64_t *total_bytes) = nullptr;
@@ -40,7 +40,7 @@ struct CallFacts {
   int32_t result = 0;
   int16_t device = kQueryDevice;  // kQueryDevice: ask the driver probe for the current device
   uint16_t flags = 0;
-  uint64_t start_ns = 0;          // monotonic time the hook was entered
+  uint64_t start_ns = 0;  // monotonic time the hook was entered
 
   static constexpr int16_t kQueryDevice = -2;
 };
@@ -78,8 +78,7 @@ uint16_t runtime_label_swap(uint16_t api);
 
 // NVTX ranges and the gpuleak_* C API. Buffered even before the first allocation (iteration
 // marks come first), written only if the process turns out to use CUDA.
-void record_nvtx(format::NvtxOp op, const char *message, size_t length, const char *domain,
-                 uint64_t range_id);
+void record_nvtx(format::NvtxOp op, const char *message, size_t length, const char *domain, uint64_t range_id);
 void record_marker(format::MarkerOp op, const char *label);
 bool recorder_active();
 

@@ -1,12 +1,12 @@
 #include "core/run_facts.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace gpuleak::core {
 
@@ -88,8 +88,7 @@ RunFacts read_run_facts() {
   return f;
 }
 
-int create_capture_file(const std::string &dir, const std::string &stem, std::string *path,
-                        std::string *error) {
+int create_capture_file(const std::string &dir, const std::string &stem, std::string *path, std::string *error) {
   if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     *error = "cannot create " + dir + ": " + std::strerror(errno);
     return -1;

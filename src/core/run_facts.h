@@ -11,8 +11,8 @@ struct RunFacts {
   std::string program;               // executable basename, or the script for Python
   std::vector<std::string> command;  // argv
   std::string host;
-  int rank = -1;                     // RANK, else SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK
-  std::string allocator_env;         // PYTORCH_CUDA_ALLOC_CONF
+  int rank = -1;              // RANK, else SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK
+  std::string allocator_env;  // PYTORCH_CUDA_ALLOC_CONF
 };
 
 RunFacts read_run_facts();
@@ -23,7 +23,6 @@ std::string program_name(const std::string &exe, const std::vector<std::string> 
 // Creates `<dir>/<stem>.gpuleak` without following symlinks or replacing anything: when the name is
 // taken, ".1", ".2", ... are appended to the stem. Creates `dir` (one level, 0755) when missing.
 // Returns the open descriptor and sets *path, or -1 with *error set.
-int create_capture_file(const std::string &dir, const std::string &stem, std::string *path,
-                        std::string *error);
+int create_capture_file(const std::string &dir, const std::string &stem, std::string *path, std::string *error);
 
 }  // namespace gpuleak::core

@@ -4,8 +4,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cinttypes>
 #include <cerrno>
+#include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -90,13 +90,13 @@ int recorder_shutdown(const char *why) {
                  s->first_uncaptured.load() ? s->first_uncaptured.load() : "?");
   if (s->config.under_run || s->summary_printed.exchange(true)) return -1;
   if (!s->config.quiet) {
-  const LiveTable &t = s->live;
-  std::fprintf(stderr,
-               "gpuleak: %" PRIu64 " allocations, %" PRIu64 " frees; live at exit: %" PRIu64
-               " allocations, %s on device (peak %s)%s%s; capture: %s\n",
-               s->allocations.load(), s->frees.load(), t.live_count(), human_bytes(t.total_device_live()).c_str(),
-               human_bytes(t.total_device_peak()).c_str(), s->dropped.load() ? "; events dropped: " : "",
-               s->dropped.load() ? std::to_string(s->dropped.load()).c_str() : "", s->path.c_str());
+    const LiveTable &t = s->live;
+    std::fprintf(stderr,
+                 "gpuleak: %" PRIu64 " allocations, %" PRIu64 " frees; live at exit: %" PRIu64
+                 " allocations, %s on device (peak %s)%s%s; capture: %s\n",
+                 s->allocations.load(), s->frees.load(), t.live_count(), human_bytes(t.total_device_live()).c_str(),
+                 human_bytes(t.total_device_peak()).c_str(), s->dropped.load() ? "; events dropped: " : "",
+                 s->dropped.load() ? std::to_string(s->dropped.load()).c_str() : "", s->path.c_str());
   }
   int report = spawn_report(s);
   return report == 1 && s->config.exit_code ? static_cast<int>(s->config.exit_code) : -1;

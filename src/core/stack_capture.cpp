@@ -70,8 +70,6 @@ unsigned StackCapture::capture(uint64_t *out, unsigned max_frames) const {
   return count;
 }
 
-const char *StackCapture::unwinder_name() const {
-  return which_ == 1 ? "libunwind" : which_ == 2 ? "libgcc" : "none";
-}
+const char *StackCapture::unwinder_name() const { return which_ == 1 ? "libunwind" : which_ == 2 ? "libgcc" : "none"; }
 
 }  // namespace gpuleak::core

@@ -13,12 +13,12 @@
 namespace gpuleak::core {
 
 struct ThreadBuffer {
-  std::atomic<uint64_t> head{0};   // bytes ever written (producer)
-  std::atomic<uint64_t> tail{0};   // bytes ever drained (consumer)
+  std::atomic<uint64_t> head{0};      // bytes ever written (producer)
+  std::atomic<uint64_t> tail{0};      // bytes ever drained (consumer)
   std::atomic<bool> orphaned{false};  // its thread exited; free it once drained
-  uint32_t capacity = 0;           // power of two
+  uint32_t capacity = 0;              // power of two
   uint32_t tid = 0;
-  ThreadBuffer *next = nullptr;    // registry list, owned by BufferRegistry
+  ThreadBuffer *next = nullptr;  // registry list, owned by BufferRegistry
   uint8_t *data = nullptr;
 };
 

@@ -40,17 +40,17 @@ struct FileHeader {
 static_assert(sizeof(FileHeader) == 40);
 
 enum class RecordType : uint16_t {
-  kRunInfo = 1,   // RunInfoRecord + strings
-  kModule = 2,    // ModuleRecord + path + build id + segments
-  kStack = 3,     // StackRecord + frames
-  kString = 4,    // StringRecord + bytes (NVTX messages, loop names, marks)
-  kMemory = 5,    // MemoryRecord
-  kNvtx = 6,      // NvtxRecord
-  kMarker = 7,    // MarkerRecord (gpuleak_* C API)
-  kOom = 8,       // OomRecord
-  kDevice = 9,    // DeviceRecord + name
-  kStats = 10,    // StatsRecord; several may appear, the last one wins
-  kDisabled = 11, // DisabledRecord + reason: tracking was turned off here
+  kRunInfo = 1,    // RunInfoRecord + strings
+  kModule = 2,     // ModuleRecord + path + build id + segments
+  kStack = 3,      // StackRecord + frames
+  kString = 4,     // StringRecord + bytes (NVTX messages, loop names, marks)
+  kMemory = 5,     // MemoryRecord
+  kNvtx = 6,       // NvtxRecord
+  kMarker = 7,     // MarkerRecord (gpuleak_* C API)
+  kOom = 8,        // OomRecord
+  kDevice = 9,     // DeviceRecord + name
+  kStats = 10,     // StatsRecord; several may appear, the last one wins
+  kDisabled = 11,  // DisabledRecord + reason: tracking was turned off here
 };
 
 struct RecordHeader {
@@ -62,31 +62,31 @@ static_assert(sizeof(RecordHeader) == 8);
 
 // What the program asked for, and from where. Order fixed: new values only at the end.
 enum class Op : uint8_t {
-  kAlloc = 1,        // memory became the program's (device, pool, managed, pinned, array, VMM physical)
-  kFree = 2,         // memory released; size filled from the recorder's live table when known
-  kMap = 3,          // VMM: physical handle `aux` mapped at `address` (size bytes)
-  kUnmap = 4,        // VMM: range at `address` unmapped
-  kReserve = 5,      // VMM: virtual address range reserved (no memory)
-  kReleaseVa = 6,    // VMM: virtual address range given back
-  kPoolTrim = 7,     // stream-ordered pool trimmed (aux = pool, size = minBytesToKeep)
+  kAlloc = 1,      // memory became the program's (device, pool, managed, pinned, array, VMM physical)
+  kFree = 2,       // memory released; size filled from the recorder's live table when known
+  kMap = 3,        // VMM: physical handle `aux` mapped at `address` (size bytes)
+  kUnmap = 4,      // VMM: range at `address` unmapped
+  kReserve = 5,    // VMM: virtual address range reserved (no memory)
+  kReleaseVa = 6,  // VMM: virtual address range given back
+  kPoolTrim = 7,   // stream-ordered pool trimmed (aux = pool, size = minBytesToKeep)
   kPoolCreate = 8,
   kPoolDestroy = 9,
-  kContextReset = 10 // every allocation of the device is gone (cudaDeviceReset, cuCtxDestroy)
+  kContextReset = 10  // every allocation of the device is gone (cudaDeviceReset, cuCtxDestroy)
 };
 
 enum class Kind : uint8_t {
   kUnknown = 0,
-  kDevice = 1,        // cuMemAlloc
-  kAsync = 2,         // cuMemAllocAsync / FromPoolAsync (stream-ordered pool)
-  kVmm = 3,           // cuMemCreate physical memory (counted until cuMemRelease)
+  kDevice = 1,  // cuMemAlloc
+  kAsync = 2,   // cuMemAllocAsync / FromPoolAsync (stream-ordered pool)
+  kVmm = 3,     // cuMemCreate physical memory (counted until cuMemRelease)
   kManaged = 4,
   kPitched = 5,
-  kHostPinned = 6,    // cuMemHostAlloc / cuMemAllocHost: never in device live bytes
+  kHostPinned = 6,  // cuMemHostAlloc / cuMemAllocHost: never in device live bytes
   kHostRegistered = 7,
   kArray = 8,
   kMipmappedArray = 9,
-  kImported = 10,     // IPC / shareable handles: tagged, not owned
-  kVirtual = 11,      // VMM address range (cuMemAddressReserve)
+  kImported = 10,  // IPC / shareable handles: tagged, not owned
+  kVirtual = 11,   // VMM address range (cuMemAddressReserve)
 };
 
 enum MemoryFlags : uint16_t {
@@ -97,6 +97,7 @@ enum MemoryFlags : uint16_t {
 
 // The API actually called. Driver entries first; runtime names are labels for what the program
 // wrote. Order fixed: new values only at the end (docs/capture-format.md lists them).
+// clang-format off
 #define GPULEAK_API_LIST(X)                                                                        \
   X(kNone, "none")                                                                                 \
   X(cuMemAlloc_v2, "cuMemAlloc_v2")                                                                \
@@ -156,6 +157,7 @@ enum MemoryFlags : uint16_t {
   X(cuGetProcAddress, "cuGetProcAddress")                                                          \
   X(cuGetProcAddress_v2, "cuGetProcAddress_v2")
 
+// clang-format on
 enum class Api : uint16_t {
 #define GPULEAK_API_ENUM(id, name) id,
   GPULEAK_API_LIST(GPULEAK_API_ENUM)
@@ -203,8 +205,8 @@ struct StringRecord {
 
 // One loaded ELF object, written at start and whenever the set of loaded objects changes.
 struct ModuleRecord {
-  uint64_t load_bias;     // dlpi_addr
-  uint32_t path_length;   // followed by the path bytes
+  uint64_t load_bias;        // dlpi_addr
+  uint32_t path_length;      // followed by the path bytes
   uint16_t build_id_length;  // then the GNU build id bytes
   uint16_t segment_count;    // then segment_count {uint64_t vaddr, uint64_t memsz} of PT_LOAD
 };
@@ -237,7 +239,7 @@ static_assert(sizeof(MarkerRecord) == 24);
 struct OomRecord {
   uint64_t ts_ns;
   uint64_t requested;
-  uint64_t free_bytes;   // cuMemGetInfo at the failure; 0 when it could not be read
+  uint64_t free_bytes;  // cuMemGetInfo at the failure; 0 when it could not be read
   uint64_t total_bytes;
   uint32_t tid;
   uint32_t stack_id;
@@ -256,34 +258,34 @@ struct DeviceRecord {
 };
 
 struct StatsRecord {
-  uint64_t events;           // memory records written
-  uint64_t events_dropped;   // records lost because a buffer stayed full (never silent)
-  uint64_t stacks;           // distinct stacks interned
-  uint64_t uncaptured;       // allocations CUPTI saw that no interposer did (GPULEAK_CUPTI=1)
-  uint64_t live_bytes;       // device live bytes at the time of writing (recorder's own count)
-  uint64_t peak_bytes;       // device peak live bytes so far
-  uint32_t cupti_state;      // 0 off, 1 subscribed, 2 unavailable, 3 slot taken by another tool, 4 yielded
-  uint32_t final_record;     // 1 when written at a clean exit
+  uint64_t events;          // memory records written
+  uint64_t events_dropped;  // records lost because a buffer stayed full (never silent)
+  uint64_t stacks;          // distinct stacks interned
+  uint64_t uncaptured;      // allocations CUPTI saw that no interposer did (GPULEAK_CUPTI=1)
+  uint64_t live_bytes;      // device live bytes at the time of writing (recorder's own count)
+  uint64_t peak_bytes;      // device peak live bytes so far
+  uint32_t cupti_state;     // 0 off, 1 subscribed, 2 unavailable, 3 slot taken by another tool, 4 yielded
+  uint32_t final_record;    // 1 when written at a clean exit
 };
 static_assert(sizeof(StatsRecord) == 56);
 
 struct RunInfoRecord {
   uint32_t pid;
   uint32_t ppid;
-  int32_t rank;             // -1 when not launched as a rank
-  int32_t driver_version;   // cuDriverGetVersion, 0 unknown
-  uint16_t stack_depth;     // GPULEAK_STACK_DEPTH in force
-  uint16_t string_count;    // followed by string_count {uint32_t length, bytes} in RunInfoField order
+  int32_t rank;            // -1 when not launched as a rank
+  int32_t driver_version;  // cuDriverGetVersion, 0 unknown
+  uint16_t stack_depth;    // GPULEAK_STACK_DEPTH in force
+  uint16_t string_count;   // followed by string_count {uint32_t length, bytes} in RunInfoField order
 };
 
 // The strings that follow a RunInfoRecord, in this order (readers tolerate fewer or more).
 enum class RunInfoField : uint16_t {
-  kProgram = 0,      // executable basename, or the script for Python
-  kCommand = 1,      // argv joined with NUL bytes
+  kProgram = 0,  // executable basename, or the script for Python
+  kCommand = 1,  // argv joined with NUL bytes
   kHost = 2,
-  kVersion = 3,      // gpuleak version
-  kAllocatorEnv = 4, // PYTORCH_CUDA_ALLOC_CONF as seen at start ("" when unset)
-  kUnwinder = 5,     // "libunwind", "libgcc" or "none"
+  kVersion = 3,       // gpuleak version
+  kAllocatorEnv = 4,  // PYTORCH_CUDA_ALLOC_CONF as seen at start ("" when unset)
+  kUnwinder = 5,      // "libunwind", "libgcc" or "none"
   kCount
 };
 

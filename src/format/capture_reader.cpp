@@ -1,11 +1,11 @@
 #include "format/capture_reader.h"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 
 namespace gpuleak::format {
 namespace {
@@ -60,7 +60,9 @@ bool decode_run_info(Cursor c, RunInfo *run) {
     std::string s;
     if (!c.read(&len) || !c.bytes(len, &s)) return false;
     switch (static_cast<RunInfoField>(i)) {
-      case RunInfoField::kProgram: run->program = s; break;
+      case RunInfoField::kProgram:
+        run->program = s;
+        break;
       case RunInfoField::kCommand: {
         size_t start = 0;
         while (start <= s.size() && !s.empty()) {
@@ -71,11 +73,20 @@ bool decode_run_info(Cursor c, RunInfo *run) {
         }
         break;
       }
-      case RunInfoField::kHost: run->host = s; break;
-      case RunInfoField::kVersion: run->version = s; break;
-      case RunInfoField::kAllocatorEnv: run->allocator_env = s; break;
-      case RunInfoField::kUnwinder: run->unwinder = s; break;
-      default: break;  // a newer writer's field
+      case RunInfoField::kHost:
+        run->host = s;
+        break;
+      case RunInfoField::kVersion:
+        run->version = s;
+        break;
+      case RunInfoField::kAllocatorEnv:
+        run->allocator_env = s;
+        break;
+      case RunInfoField::kUnwinder:
+        run->unwinder = s;
+        break;
+      default:
+        break;  // a newer writer's field
     }
   }
   return true;
@@ -84,8 +95,7 @@ bool decode_run_info(Cursor c, RunInfo *run) {
 bool decode_module(Cursor c, Module *m) {
   ModuleRecord r;
   std::string build_id;
-  if (!c.read(&r) || !c.bytes(r.path_length, &m->path) || !c.bytes(r.build_id_length, &build_id))
-    return false;
+  if (!c.read(&r) || !c.bytes(r.path_length, &m->path) || !c.bytes(r.build_id_length, &build_id)) return false;
   m->load_bias = r.load_bias;
   m->build_id = hex(build_id);
   for (uint16_t i = 0; i < r.segment_count; ++i) {
@@ -123,7 +133,8 @@ bool decode_record(uint16_t type, const uint8_t *p, size_t n, Capture *out) {
       out->modules.push_back(std::move(m));
       return true;
     }
-    case RecordType::kStack: return decode_stack(c, out);
+    case RecordType::kStack:
+      return decode_stack(c, out);
     case RecordType::kString: {
       StringRecord r;
       std::string s;
@@ -131,10 +142,14 @@ bool decode_record(uint16_t type, const uint8_t *p, size_t n, Capture *out) {
       out->strings[r.id] = std::move(s);
       return true;
     }
-    case RecordType::kMemory: return fixed(p, n, &out->memory.emplace_back());
-    case RecordType::kNvtx: return fixed(p, n, &out->nvtx.emplace_back());
-    case RecordType::kMarker: return fixed(p, n, &out->markers.emplace_back());
-    case RecordType::kOom: return fixed(p, n, &out->ooms.emplace_back());
+    case RecordType::kMemory:
+      return fixed(p, n, &out->memory.emplace_back());
+    case RecordType::kNvtx:
+      return fixed(p, n, &out->nvtx.emplace_back());
+    case RecordType::kMarker:
+      return fixed(p, n, &out->markers.emplace_back());
+    case RecordType::kOom:
+      return fixed(p, n, &out->ooms.emplace_back());
     case RecordType::kDevice: {
       DeviceRecord r;
       Device d;
@@ -176,15 +191,13 @@ const std::string &Capture::string(uint32_t id) const {
 bool parse_capture(const uint8_t *data, size_t size, Capture *out, std::string *error) {
   *out = Capture{};
   if (size < sizeof(FileHeader) || std::memcmp(data, kMagic, sizeof(kMagic)) != 0) {
-    *error = size < sizeof(kMagic) ? "not a gpuleak capture (file too short)"
-                                   : "not a gpuleak capture (bad magic)";
+    *error = size < sizeof(kMagic) ? "not a gpuleak capture (file too short)" : "not a gpuleak capture (bad magic)";
     return false;
   }
   std::memcpy(&out->header, data, sizeof(FileHeader));
   if (out->header.major != kMajorVersion) {
     *error = "unsupported capture format version " + std::to_string(out->header.major) + "." +
-             std::to_string(out->header.minor) + " (this gpuleak reads " +
-             std::to_string(kMajorVersion) + ".x)";
+             std::to_string(out->header.minor) + " (this gpuleak reads " + std::to_string(kMajorVersion) + ".x)";
     return false;
   }
   if (out->header.header_size < sizeof(FileHeader) || out->header.header_size > size) {
@@ -200,8 +213,8 @@ bool parse_capture(const uint8_t *data, size_t size, Capture *out, std::string *
     }
     std::memcpy(&h, data + pos, sizeof h);
     if (h.size > kMaxRecordSize) {
-      *error = "corrupt capture: record at offset " + std::to_string(pos) + " claims " +
-               std::to_string(h.size) + " bytes";
+      *error =
+          "corrupt capture: record at offset " + std::to_string(pos) + " claims " + std::to_string(h.size) + " bytes";
       return false;
     }
     if (size - pos - sizeof h < h.size) {
@@ -209,8 +222,8 @@ bool parse_capture(const uint8_t *data, size_t size, Capture *out, std::string *
       break;
     }
     if (!decode_record(h.type, data + pos + sizeof h, h.size, out)) {
-      *error = "corrupt capture: malformed record of type " + std::to_string(h.type) +
-               " at offset " + std::to_string(pos);
+      *error =
+          "corrupt capture: malformed record of type " + std::to_string(h.type) + " at offset " + std::to_string(pos);
       return false;
     }
     pos += sizeof h + h.size;

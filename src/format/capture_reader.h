@@ -18,7 +18,7 @@ namespace gpuleak::format {
 struct Module {
   uint64_t load_bias = 0;
   std::string path;
-  std::string build_id;  // lowercase hex, "" when the object has none
+  std::string build_id;                                 // lowercase hex, "" when the object has none
   std::vector<std::pair<uint64_t, uint64_t>> segments;  // absolute [start, end) of each PT_LOAD
 };
 
@@ -54,11 +54,11 @@ struct Capture {
   std::vector<MarkerRecord> markers;
   std::vector<OomRecord> ooms;
   std::vector<Device> devices;
-  std::optional<StatsRecord> stats;       // the last one in the file
-  std::vector<std::string> disabled;      // reasons tracking was turned off, in order
-  bool truncated = false;                 // the file ends inside a record (killed mid-write)
-  uint64_t bytes_read = 0;                // bytes of whole records decoded, header included
-  uint64_t unknown_records = 0;           // records of types this reader does not know (skipped)
+  std::optional<StatsRecord> stats;   // the last one in the file
+  std::vector<std::string> disabled;  // reasons tracking was turned off, in order
+  bool truncated = false;             // the file ends inside a record (killed mid-write)
+  uint64_t bytes_read = 0;            // bytes of whole records decoded, header included
+  uint64_t unknown_records = 0;       // records of types this reader does not know (skipped)
 
   // The string behind an id, or "" when the id is 0 or unknown.
   const std::string &string(uint32_t id) const;

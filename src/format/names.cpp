@@ -13,15 +13,15 @@ const char *api_name(uint16_t api) {
 }
 
 const char *kind_name(uint8_t kind) {
-  static const char *const names[] = {"unknown", "device",   "async",          "vmm",
-                                      "managed", "pitched",  "host_pinned",    "host_registered",
-                                      "array",   "mipmapped_array", "imported", "virtual"};
+  static const char *const names[] = {"unknown", "device",          "async",       "vmm",
+                                      "managed", "pitched",         "host_pinned", "host_registered",
+                                      "array",   "mipmapped_array", "imported",    "virtual"};
   return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "unknown";
 }
 
 const char *op_name(uint8_t op) {
-  static const char *const names[] = {"unknown",  "alloc",       "free",        "map",
-                                      "unmap",    "reserve",     "release_va",  "pool_trim",
+  static const char *const names[] = {"unknown",     "alloc",        "free",         "map",
+                                      "unmap",       "reserve",      "release_va",   "pool_trim",
                                       "pool_create", "pool_destroy", "context_reset"};
   return op < sizeof(names) / sizeof(names[0]) ? names[op] : "unknown";
 }

@@ -26,8 +26,8 @@ CUresult on_mem_alloc(PFN_cuMemAlloc_v3020 real, ApiId api, CUdeviceptr *dptr, s
   return r;
 }
 
-CUresult on_mem_alloc_pitch(PFN_cuMemAllocPitch_v3020 real, ApiId api, CUdeviceptr *dptr, size_t *pitch,
-                            size_t width, size_t height, unsigned int element_size) {
+CUresult on_mem_alloc_pitch(PFN_cuMemAllocPitch_v3020 real, ApiId api, CUdeviceptr *dptr, size_t *pitch, size_t width,
+                            size_t height, unsigned int element_size) {
   Hook hook(api);
   if (!hook) return real(dptr, pitch, width, height, element_size);
   CUresult r = real(dptr, pitch, width, height, element_size);
@@ -64,8 +64,8 @@ CUresult on_mem_alloc_async(PFN_cuMemAllocAsync_v11020 real, ApiId api, CUdevice
   return r;
 }
 
-CUresult on_mem_alloc_from_pool(PFN_cuMemAllocFromPoolAsync_v11020 real, ApiId api, CUdeviceptr *dptr,
-                                size_t bytes, CUmemoryPool pool, CUstream stream) {
+CUresult on_mem_alloc_from_pool(PFN_cuMemAllocFromPoolAsync_v11020 real, ApiId api, CUdeviceptr *dptr, size_t bytes,
+                                CUmemoryPool pool, CUstream stream) {
   Hook hook(api);
   if (!hook) return real(dptr, bytes, pool, stream);
   CUresult r = real(dptr, bytes, pool, stream);

@@ -8,6 +8,7 @@
 
 using namespace gpuleak::shim;
 
+// clang-format off
 GPULEAK_API CUresult cuGetProcAddress_v2(const char *s, void **p, int v, cuuint64_t f, CUdriverProcAddressQueryResult *st) { return GPULEAK_EXPORTED(cuGetProcAddress_v2)(s, p, v, f, st); }
 GPULEAK_API CUresult cuGetProcAddress(const char *s, void **p, int v, cuuint64_t f) { return GPULEAK_EXPORTED(cuGetProcAddress)(s, p, v, f); }
 GPULEAK_API CUresult cuMemAlloc_v2(CUdeviceptr *d, size_t n) { return GPULEAK_EXPORTED(cuMemAlloc_v2)(d, n); }
@@ -45,3 +46,4 @@ GPULEAK_API CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *d, CUipcMemHandle h, uns
 GPULEAK_API CUresult cuIpcCloseMemHandle(CUdeviceptr d) { return GPULEAK_EXPORTED(cuIpcCloseMemHandle)(d); }
 GPULEAK_API CUresult cuCtxDestroy_v2(CUcontext c) { return GPULEAK_EXPORTED(cuCtxDestroy_v2)(c); }
 GPULEAK_API CUresult cuDevicePrimaryCtxReset_v2(CUdevice d) { return GPULEAK_EXPORTED(cuDevicePrimaryCtxReset_v2)(d); }
+// clang-format on

@@ -10,22 +10,21 @@ namespace gpuleak::shim {
 
 using ApiId = format::Api;
 
-CUresult on_get_proc_address_v2(PFN_cuGetProcAddress_v12000 real, ApiId, const char *symbol, void **pfn,
-                                int version, cuuint64_t flags, CUdriverProcAddressQueryResult *status);
-CUresult on_get_proc_address_v1(PFN_cuGetProcAddress_v11030 real, ApiId, const char *symbol, void **pfn,
-                                int version, cuuint64_t flags);
+CUresult on_get_proc_address_v2(PFN_cuGetProcAddress_v12000 real, ApiId, const char *symbol, void **pfn, int version,
+                                cuuint64_t flags, CUdriverProcAddressQueryResult *status);
+CUresult on_get_proc_address_v1(PFN_cuGetProcAddress_v11030 real, ApiId, const char *symbol, void **pfn, int version,
+                                cuuint64_t flags);
 
 // Device memory (driver_alloc_handlers.cpp).
 CUresult on_mem_alloc(PFN_cuMemAlloc_v3020 real, ApiId, CUdeviceptr *dptr, size_t bytes);
-CUresult on_mem_alloc_pitch(PFN_cuMemAllocPitch_v3020 real, ApiId, CUdeviceptr *dptr, size_t *pitch,
-                            size_t width, size_t height, unsigned int element_size);
+CUresult on_mem_alloc_pitch(PFN_cuMemAllocPitch_v3020 real, ApiId, CUdeviceptr *dptr, size_t *pitch, size_t width,
+                            size_t height, unsigned int element_size);
 CUresult on_mem_alloc_managed(PFN_cuMemAllocManaged_v6000 real, ApiId, CUdeviceptr *dptr, size_t bytes,
                               unsigned int flags);
 CUresult on_mem_free(PFN_cuMemFree_v3020 real, ApiId, CUdeviceptr dptr);
-CUresult on_mem_alloc_async(PFN_cuMemAllocAsync_v11020 real, ApiId, CUdeviceptr *dptr, size_t bytes,
-                            CUstream stream);
-CUresult on_mem_alloc_from_pool(PFN_cuMemAllocFromPoolAsync_v11020 real, ApiId, CUdeviceptr *dptr,
-                                size_t bytes, CUmemoryPool pool, CUstream stream);
+CUresult on_mem_alloc_async(PFN_cuMemAllocAsync_v11020 real, ApiId, CUdeviceptr *dptr, size_t bytes, CUstream stream);
+CUresult on_mem_alloc_from_pool(PFN_cuMemAllocFromPoolAsync_v11020 real, ApiId, CUdeviceptr *dptr, size_t bytes,
+                                CUmemoryPool pool, CUstream stream);
 CUresult on_mem_free_async(PFN_cuMemFreeAsync_v11020 real, ApiId, CUdeviceptr dptr, CUstream stream);
 
 // Virtual memory management (driver_vmm_handlers.cpp).
@@ -39,8 +38,7 @@ CUresult on_mem_address_reserve(PFN_cuMemAddressReserve_v10020 real, ApiId, CUde
                                 size_t alignment, CUdeviceptr addr, unsigned long long flags);
 CUresult on_mem_address_free(PFN_cuMemAddressFree_v10020 real, ApiId, CUdeviceptr ptr, size_t size);
 CUresult on_mem_import_shareable(PFN_cuMemImportFromShareableHandle_v10020 real, ApiId,
-                                 CUmemGenericAllocationHandle *handle, void *os_handle,
-                                 CUmemAllocationHandleType type);
+                                 CUmemGenericAllocationHandle *handle, void *os_handle, CUmemAllocationHandleType type);
 
 // Host memory, arrays, pools, IPC, contexts (driver_other_handlers.cpp).
 CUresult on_mem_host_alloc(PFN_cuMemHostAlloc_v2020 real, ApiId, void **pp, size_t bytes, unsigned int flags);
@@ -49,8 +47,7 @@ CUresult on_mem_free_host(PFN_cuMemFreeHost_v2000 real, ApiId, void *p);
 CUresult on_mem_host_register(PFN_cuMemHostRegister_v6050 real, ApiId, void *p, size_t bytes, unsigned int flags);
 CUresult on_mem_host_unregister(PFN_cuMemHostUnregister_v4000 real, ApiId, void *p);
 CUresult on_array_create(PFN_cuArrayCreate_v3020 real, ApiId, CUarray *array, const CUDA_ARRAY_DESCRIPTOR *desc);
-CUresult on_array_3d_create(PFN_cuArray3DCreate_v3020 real, ApiId, CUarray *array,
-                            const CUDA_ARRAY3D_DESCRIPTOR *desc);
+CUresult on_array_3d_create(PFN_cuArray3DCreate_v3020 real, ApiId, CUarray *array, const CUDA_ARRAY3D_DESCRIPTOR *desc);
 CUresult on_array_destroy(PFN_cuArrayDestroy_v2000 real, ApiId, CUarray array);
 CUresult on_mipmapped_array_create(PFN_cuMipmappedArrayCreate_v5000 real, ApiId, CUmipmappedArray *array,
                                    const CUDA_ARRAY3D_DESCRIPTOR *desc, unsigned int levels);
@@ -58,8 +55,8 @@ CUresult on_mipmapped_array_destroy(PFN_cuMipmappedArrayDestroy_v5000 real, ApiI
 CUresult on_mem_pool_create(PFN_cuMemPoolCreate_v11020 real, ApiId, CUmemoryPool *pool, const CUmemPoolProps *props);
 CUresult on_mem_pool_destroy(PFN_cuMemPoolDestroy_v11020 real, ApiId, CUmemoryPool pool);
 CUresult on_mem_pool_trim(PFN_cuMemPoolTrimTo_v11020 real, ApiId, CUmemoryPool pool, size_t keep);
-CUresult on_mem_pool_import_pointer(PFN_cuMemPoolImportPointer_v11020 real, ApiId, CUdeviceptr *dptr,
-                                    CUmemoryPool pool, CUmemPoolPtrExportData *data);
+CUresult on_mem_pool_import_pointer(PFN_cuMemPoolImportPointer_v11020 real, ApiId, CUdeviceptr *dptr, CUmemoryPool pool,
+                                    CUmemPoolPtrExportData *data);
 CUresult on_ipc_open(PFN_cuIpcOpenMemHandle_v11000 real, ApiId, CUdeviceptr *dptr, CUipcMemHandle handle,
                      unsigned int flags);
 CUresult on_ipc_close(PFN_cuIpcCloseMemHandle_v4010 real, ApiId, CUdeviceptr dptr);

@@ -9,9 +9,16 @@ constexpr int16_t kHostDevice = -1;  // pinned host memory belongs to no device
 
 uint64_t element_bytes(CUarray_format f) {
   switch (f) {
-    case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF: return 2;
-    case CU_AD_FORMAT_UNSIGNED_INT32: case CU_AD_FORMAT_SIGNED_INT32: case CU_AD_FORMAT_FLOAT: return 4;
-    default: return 1;  // 8-bit and block-compressed formats: a lower bound
+    case CU_AD_FORMAT_UNSIGNED_INT16:
+    case CU_AD_FORMAT_SIGNED_INT16:
+    case CU_AD_FORMAT_HALF:
+      return 2;
+    case CU_AD_FORMAT_UNSIGNED_INT32:
+    case CU_AD_FORMAT_SIGNED_INT32:
+    case CU_AD_FORMAT_FLOAT:
+      return 4;
+    default:
+      return 1;  // 8-bit and block-compressed formats: a lower bound
   }
 }
 uint64_t array_bytes(size_t w, size_t h, size_t d, unsigned channels, CUarray_format f) {
@@ -23,8 +30,8 @@ CUresult on_mem_host_alloc(PFN_cuMemHostAlloc_v2020 real, ApiId api, void **pp, 
   Hook hook(api);
   if (!hook) return real(pp, bytes, flags);
   CUresult r = real(pp, bytes, flags);
-  hook.alloc(r, Op::kAlloc, Kind::kHostPinned, Space::kHost, r == CUDA_SUCCESS && pp ? addr(*pp) : 0, bytes, 0,
-             flags, kHostDevice);
+  hook.alloc(r, Op::kAlloc, Kind::kHostPinned, Space::kHost, r == CUDA_SUCCESS && pp ? addr(*pp) : 0, bytes, 0, flags,
+             kHostDevice);
   return r;
 }
 
@@ -113,7 +120,8 @@ CUresult on_mipmapped_array_destroy(PFN_cuMipmappedArrayDestroy_v5000 real, ApiI
   return r;
 }
 
-CUresult on_mem_pool_create(PFN_cuMemPoolCreate_v11020 real, ApiId api, CUmemoryPool *pool, const CUmemPoolProps *props) {
+CUresult on_mem_pool_create(PFN_cuMemPoolCreate_v11020 real, ApiId api, CUmemoryPool *pool,
+                            const CUmemPoolProps *props) {
   Hook hook(api);
   if (!hook) return real(pool, props);
   CUresult r = real(pool, props);

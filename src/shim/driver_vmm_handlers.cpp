@@ -11,9 +11,8 @@ CUresult on_mem_create(PFN_cuMemCreate_v10020 real, ApiId api, CUmemGenericAlloc
   Hook hook(api);
   if (!hook) return real(h, size, prop, flags);
   CUresult r = real(h, size, prop, flags);
-  int16_t device = prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE
-                       ? static_cast<int16_t>(prop->location.id)
-                       : core::CallFacts::kQueryDevice;
+  int16_t device = prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? static_cast<int16_t>(prop->location.id)
+                                                                              : core::CallFacts::kQueryDevice;
   Kind kind = prop && prop->type == CU_MEM_ALLOCATION_TYPE_MANAGED ? Kind::kManaged : Kind::kVmm;
   hook.alloc(r, Op::kAlloc, kind, Space::kVmmHandle, r == CUDA_SUCCESS && h ? *h : 0, size, 0, 0, device);
   return r;

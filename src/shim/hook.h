@@ -81,8 +81,10 @@ inline uint64_t addr(CUdeviceptr p) { return static_cast<uint64_t>(p); }
 inline uint64_t addr(const void *p) { return reinterpret_cast<uintptr_t>(p); }
 template <typename T>
 inline uint64_t handle(T h) {  // opaque CUDA handles (pointers or integers) as capture addresses
-  if constexpr (std::is_pointer_v<T>) return reinterpret_cast<uintptr_t>(h);
-  else return static_cast<uint64_t>(h);
+  if constexpr (std::is_pointer_v<T>)
+    return reinterpret_cast<uintptr_t>(h);
+  else
+    return static_cast<uint64_t>(h);
 }
 
 }  // namespace gpuleak::shim

@@ -13,6 +13,7 @@
 #include "shim/cuda_headers.h"
 #include "shim/driver_handlers.h"
 
+// clang-format off
 #define GPULEAK_DRIVER_HOOKS(X)                                                                    \
   X(cuGetProcAddress_v2, "cuGetProcAddress", 12000, 0, false, PFN_cuGetProcAddress_v12000, on_get_proc_address_v2) \
   X(cuGetProcAddress, "cuGetProcAddress", 11030, 12000, false, PFN_cuGetProcAddress_v11030, on_get_proc_address_v1) \
@@ -51,3 +52,4 @@
   X(cuIpcCloseMemHandle, "cuIpcCloseMemHandle", 4010, 0, false, PFN_cuIpcCloseMemHandle_v4010, on_ipc_close) \
   X(cuCtxDestroy_v2, "cuCtxDestroy", 4000, 0, false, PFN_cuCtxDestroy_v4000, on_ctx_destroy)         \
   X(cuDevicePrimaryCtxReset_v2, "cuDevicePrimaryCtxReset", 11000, 0, false, PFN_cuDevicePrimaryCtxReset_v11000, on_primary_ctx_reset)
+// clang-format on

@@ -38,10 +38,15 @@ const char *copy(const char *s) { return s ? strdup(s) : nullptr; }
 const char *message_of(const nvtxEventAttributes_t *a, std::string *scratch) {
   if (!a) return nullptr;
   switch (a->messageType) {
-    case NVTX_MESSAGE_TYPE_ASCII: return a->message.ascii;
-    case NVTX_MESSAGE_TYPE_REGISTERED: return reinterpret_cast<const char *>(a->message.registered);
-    case NVTX_MESSAGE_TYPE_UNICODE: *scratch = narrow(a->message.unicode); return scratch->c_str();
-    default: return nullptr;
+    case NVTX_MESSAGE_TYPE_ASCII:
+      return a->message.ascii;
+    case NVTX_MESSAGE_TYPE_REGISTERED:
+      return reinterpret_cast<const char *>(a->message.registered);
+    case NVTX_MESSAGE_TYPE_UNICODE:
+      *scratch = narrow(a->message.unicode);
+      return scratch->c_str();
+    default:
+      return nullptr;
   }
 }
 const char *domain_name(nvtxDomainHandle_t d) { return reinterpret_cast<const char *>(d); }
@@ -60,14 +65,23 @@ nvtxRangeId_t start(const char *message, const char *domain) {
   return id;
 }
 
-void NVTX_API mark_ex(const nvtxEventAttributes_t *a) { std::string s; record(NvtxOp::kMark, message_of(a, &s)); }
+void NVTX_API mark_ex(const nvtxEventAttributes_t *a) {
+  std::string s;
+  record(NvtxOp::kMark, message_of(a, &s));
+}
 void NVTX_API mark_a(const char *m) { record(NvtxOp::kMark, m); }
 void NVTX_API mark_w(const wchar_t *m) { record(NvtxOp::kMark, narrow(m).c_str()); }
-nvtxRangeId_t NVTX_API start_ex(const nvtxEventAttributes_t *a) { std::string s; return start(message_of(a, &s), nullptr); }
+nvtxRangeId_t NVTX_API start_ex(const nvtxEventAttributes_t *a) {
+  std::string s;
+  return start(message_of(a, &s), nullptr);
+}
 nvtxRangeId_t NVTX_API start_a(const char *m) { return start(m, nullptr); }
 nvtxRangeId_t NVTX_API start_w(const wchar_t *m) { return start(narrow(m).c_str(), nullptr); }
 void NVTX_API end(nvtxRangeId_t id) { record(NvtxOp::kEnd, nullptr, nullptr, id); }
-int NVTX_API push_ex(const nvtxEventAttributes_t *a) { std::string s; return push(message_of(a, &s), nullptr); }
+int NVTX_API push_ex(const nvtxEventAttributes_t *a) {
+  std::string s;
+  return push(message_of(a, &s), nullptr);
+}
 int NVTX_API push_a(const char *m) { return push(m, nullptr); }
 int NVTX_API push_w(const wchar_t *m) { return push(narrow(m).c_str(), nullptr); }
 int NVTX_API pop_default() { return pop(nullptr); }
@@ -126,11 +140,11 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(N
   auto *cb = static_cast<const NvtxExportTableCallbacks *>(get_table(NVTX_ETID_CALLBACKS));
   if (!cb || cb->struct_size < sizeof(NvtxExportTableCallbacks)) return 0;
   const Slot core[] = {
-      {NVTX_CBID_CORE_MarkEx, fp(mark_ex)},          {NVTX_CBID_CORE_MarkA, fp(mark_a)},
-      {NVTX_CBID_CORE_MarkW, fp(mark_w)},            {NVTX_CBID_CORE_RangeStartEx, fp(start_ex)},
-      {NVTX_CBID_CORE_RangeStartA, fp(start_a)},     {NVTX_CBID_CORE_RangeStartW, fp(start_w)},
-      {NVTX_CBID_CORE_RangeEnd, fp(end)},            {NVTX_CBID_CORE_RangePushEx, fp(push_ex)},
-      {NVTX_CBID_CORE_RangePushA, fp(push_a)},       {NVTX_CBID_CORE_RangePushW, fp(push_w)},
+      {NVTX_CBID_CORE_MarkEx, fp(mark_ex)},       {NVTX_CBID_CORE_MarkA, fp(mark_a)},
+      {NVTX_CBID_CORE_MarkW, fp(mark_w)},         {NVTX_CBID_CORE_RangeStartEx, fp(start_ex)},
+      {NVTX_CBID_CORE_RangeStartA, fp(start_a)},  {NVTX_CBID_CORE_RangeStartW, fp(start_w)},
+      {NVTX_CBID_CORE_RangeEnd, fp(end)},         {NVTX_CBID_CORE_RangePushEx, fp(push_ex)},
+      {NVTX_CBID_CORE_RangePushA, fp(push_a)},    {NVTX_CBID_CORE_RangePushW, fp(push_w)},
       {NVTX_CBID_CORE_RangePop, fp(pop_default)},
   };
   const Slot core2[] = {

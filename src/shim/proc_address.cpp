@@ -76,15 +76,15 @@ void *wrap_proc_address(const char *symbol, void *fn, int version, cuuint64_t fl
 uint64_t wrappers_bound() { return g_bound.load(); }
 uint64_t wrappers_exhausted() { return g_exhausted.load(); }
 
-CUresult on_get_proc_address_v2(PFN_cuGetProcAddress_v12000 real, ApiId, const char *symbol, void **pfn,
-                                int version, cuuint64_t flags, CUdriverProcAddressQueryResult *status) {
+CUresult on_get_proc_address_v2(PFN_cuGetProcAddress_v12000 real, ApiId, const char *symbol, void **pfn, int version,
+                                cuuint64_t flags, CUdriverProcAddressQueryResult *status) {
   CUresult r = real(symbol, pfn, version, flags, status);
   if (r == CUDA_SUCCESS && symbol && pfn && *pfn) *pfn = wrap_proc_address(symbol, *pfn, version, flags);
   return r;
 }
 
-CUresult on_get_proc_address_v1(PFN_cuGetProcAddress_v11030 real, ApiId, const char *symbol, void **pfn,
-                                int version, cuuint64_t flags) {
+CUresult on_get_proc_address_v1(PFN_cuGetProcAddress_v11030 real, ApiId, const char *symbol, void **pfn, int version,
+                                cuuint64_t flags) {
   CUresult r = real(symbol, pfn, version, flags);
   if (r == CUDA_SUCCESS && symbol && pfn && *pfn) *pfn = wrap_proc_address(symbol, *pfn, version, flags);
   return r;

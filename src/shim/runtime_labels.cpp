@@ -40,6 +40,7 @@ struct Runtime<A, cudaError_t (*)(Args...)> {
 
 }  // namespace
 
+// clang-format off
 GPULEAK_API cudaError_t cudaMalloc(void **p, size_t n) { return LABEL(cudaMalloc, cudaMalloc), p, n); }
 GPULEAK_API cudaError_t cudaFree(void *p) { return LABEL(cudaFree, cudaFree), p); }
 GPULEAK_API cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t s) { return LABEL(cudaMallocAsync, cudaMallocAsync), p, n, s); }
@@ -62,3 +63,4 @@ GPULEAK_API cudaError_t cudaFreeHost(void *p) { return LABEL(cudaFreeHost, cudaF
 GPULEAK_API cudaError_t cudaHostRegister(void *p, size_t n, unsigned int f) { return LABEL(cudaHostRegister, cudaHostRegister), p, n, f); }
 GPULEAK_API cudaError_t cudaHostUnregister(void *p) { return LABEL(cudaHostUnregister, cudaHostUnregister), p); }
 GPULEAK_API cudaError_t cudaDeviceReset(void) { return LABEL(cudaDeviceReset, cudaDeviceReset)); }
+// clang-format on
