@@ -88,6 +88,8 @@ build gpu_memory_kinds_shared "$here/memory_kinds.cu" -- "${shared_rt[@]}"
 build gpu_graph_mem_nodes "$here/graph_mem_nodes.cu"
 build gpu_oom "$here/oom.cu"
 build gpu_threads "$here/threads.cu" -- -Xcompiler -pthread
+# The overhead benchmark (bench/run_overhead.sh), against the real static runtime.
+build alloc_pair "$repo/bench/alloc_pair.cpp" -- -x cu
 
 # The CLI's own shared libraries that a stock Ubuntu may lack (elfutils): copied, used by
 # run_matrix.sh only when `gpuleak` cannot start without them.
