@@ -39,6 +39,44 @@ TEST(Cli, LeakyStaticProgramGetsALeakVerdictAtTheLeakingFunction) {
   EXPECT_NE(r.err.find("leak: 1.0 MiB per iteration at cache_activation"), std::string::npos) << r.err;
 }
 
+nlohmann::json run_and_load_report(const std::string &name, const std::vector<std::string> &args) {
+  std::string out = make_temp_dir(name);
+  std::vector<std::string> argv = {GPULEAK_CLI_PATH, "run", "--out", out, "--"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  Result r = run(argv, cli_env());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  auto reports = files_with_suffix(out, ".report.json");
+  if (reports.size() != 1u) {
+    ADD_FAILURE() << "no report: " << r.err;
+    return {};
+  }
+  std::ifstream in(reports[0]);
+  return nlohmann::json::parse(in);
+}
+
+// Iterations from NVTX ranges: "step <i>" matches the default pattern, the nested "forward" does
+// not, and the irregular temporaries leave no period for the automatic source to find.
+TEST(Cli, NvtxRangesAreIterations) {
+  nlohmann::json report = run_and_load_report("cli-nvtx", {program("prog_marked_loop"), "nvtx", "20"});
+  EXPECT_EQ(report["iteration_source"], "nvtx");
+  EXPECT_EQ(report["iterations"].size(), 20u);
+  EXPECT_EQ(report["verdict"], "leak");
+  ASSERT_FALSE(report["leaks"].empty());
+  EXPECT_EQ(report["leaks"][0]["stack"][0]["function"], "cache_activation");
+  EXPECT_NEAR(report["leaks"][0]["bytes_per_iteration"].get<double>(), 1 << 20, 1);
+}
+
+// Iterations from the C API, header-only: the program has no link-time dependency on gpuleak.
+TEST(Cli, CApiMarksAreIterations) {
+  nlohmann::json report = run_and_load_report("cli-api", {program("prog_marked_loop"), "api", "20"});
+  EXPECT_EQ(report["iteration_source"], "api");
+  EXPECT_EQ(report["iterations"].size(), 20u);
+  EXPECT_EQ(report["iterations"][0]["loop"], "train");
+  EXPECT_EQ(report["verdict"], "leak");
+  Result plain = run({program("prog_marked_loop"), "api", "3"}, {{"LD_LIBRARY_PATH", GPULEAK_FAKE_CUDA_DIR}});
+  EXPECT_EQ(plain.exit_code, 0) << "runs unchanged without the shim: " << plain.err;
+}
+
 TEST(Cli, CorruptOrMissingCaptureIsOneLineAndExitTwo) {
   std::string dir = make_temp_dir("cli-bad");
   std::string garbage = dir + "/garbage.gpuleak";

@@ -49,6 +49,8 @@ struct ReportOptions {
   bool json_to_stdout = false;
   bool quiet = false;
   bool fail_on_leak = false;        // exit 1 when any report's verdict is leak (GPULEAK_EXITCODE)
+  std::string iteration_range;      // NVTX iteration pattern ("" = the default)
+  int warmup = -1;                  // warm-up iterations (-1 = the default rule)
 };
 int report_command(const ReportOptions &options);
 

@@ -78,7 +78,11 @@ int report_command(const ReportOptions &o) {
     format::Capture capture;
     std::string error;
     if (!format::read_capture_file(input, &capture, &error)) throw UsageError{error};
-    analysis::Analysis result = analysis::analyze(capture);
+    analysis::AnalysisOptions options;
+    if (!o.iteration_range.empty()) options.iteration_range_regex = o.iteration_range;
+    if (o.warmup >= 0) options.warmup_iterations = o.warmup;
+    analysis::Analysis result = analysis::analyze(capture, options);
+    for (const std::string &w : result.warnings) std::fprintf(stderr, "gpuleak: %s\n", w.c_str());
     output::Symbolizer symbolizer(capture);
     auto symbolize = [&](uint32_t id) { return output::trim_to_caller(symbolizer.symbolize(id)); };
     output::ReportContext ctx;
@@ -105,6 +109,11 @@ void register_report(CLI::App &app, Action *action) {
   cmd->add_option("-o,--output", o->output, "Report path (default: next to the capture)");
   cmd->add_flag("--json", o->json_to_stdout, "Print the report JSON to stdout instead");
   cmd->add_flag("--quiet", o->quiet, "No summary on stderr");
+  cmd->add_option("--iteration-range", o->iteration_range,
+                  "NVTX ranges whose whole name matches this regex are iterations (GPULEAK_ITERATION_RANGE)")
+      ->envname("GPULEAK_ITERATION_RANGE");
+  cmd->add_option("--warmup", o->warmup, "Iterations ignored at the start (default: 10%, 1 to 5)")
+      ->check(CLI::Range(0, 1000000));
   cmd->add_flag("--fail-on-leak", o->fail_on_leak, "Exit 1 when a leak was found (what GPULEAK_EXITCODE uses)");
   cmd->callback([o, action] { *action = [o] { return report_command(*o); }; });
 }
