@@ -5,17 +5,29 @@
 set -euo pipefail
 packages=(cmake g++ make pkg-config binutils python3
   nlohmann-json3-dev libspdlog-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libunwind-dev libdw-dev libelf-dev clang-14)
+  libunwind-dev libdw-dev libelf-dev zlib1g-dev clang-14 python3-pytest protobuf-compiler)
+# For the viewer's browser test only (tests/browser): it reports itself skipped without them.
+optional=(chromium)
+sudo_cmd=""
+[ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+cd "$(dirname "$0")/.."
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "gpuleak: installing ${missing[*]}"
-  sudo_cmd=""
-  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+for p in "${optional[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 && continue
+  DEBIAN_FRONTEND=noninteractive ${sudo_cmd:-} apt-get install -y -qq --no-install-recommends "$p" >/dev/null 2>&1 ||
+    echo "gpuleak: optional package $p not installed (the browser test will be skipped)"
+done
+if command -v npm >/dev/null && [ -f viewer/package-lock.json ] && [ ! -d viewer/node_modules ]; then
+  (cd viewer && npm ci --no-audit --no-fund >/dev/null 2>&1) ||
+    echo "gpuleak: npm ci in viewer/ failed (the browser test will be skipped; the viewer template is prebuilt)"
 fi
 cuda_root=${GPULEAK_CUDA_ROOT:-/usr/local/cuda}
 if [ ! -f "$cuda_root/include/cuda.h" ]; then

@@ -49,10 +49,13 @@ bool ensure_running(State *s, int32_t result) {
   return phase(s) == Phase::kRunning;
 }
 
-uint32_t capture_stack(State *s) {
+// `has_python`: the thread's Python frames were captured, so the native stack stops where the
+// interpreter's own frames begin (they would only split one Python call site into several).
+uint32_t capture_stack(State *s, bool has_python = false) {
   if (s->config.stack_depth == 0) return 0;
   uint64_t frames[128];
   unsigned n = s->stacks.capture(frames, s->config.stack_depth);
+  if (has_python) n = PythonStacks::frames_before_interpreter(frames, n);
   if (n == 0) return 0;
   bool is_new = false;
   uint32_t id = s->stack_ids.intern(frames, n, &is_new);
@@ -99,6 +102,7 @@ void write_oom(State *s, const format::MemoryRecord &r) {
   o.requested = r.size;
   o.tid = r.tid;
   o.stack_id = r.stack_id;
+  o.py_stack_id = r.py_stack_id;
   o.result = r.result;
   o.api = r.api;
   o.device = r.device;
@@ -120,6 +124,12 @@ void recorder_init(const Config &config, uintptr_t own_begin, uintptr_t own_end)
   g_state->pid = getpid();
   if (!config.enabled) {
     g_state->phase.store(static_cast<int>(Phase::kDisabled));
+    return;
+  }
+  // A bad GPULEAK_PY_* value is a bad setting like any other: tracking off, one line.
+  std::string py_error = python_stacks_configure();
+  if (!py_error.empty()) {
+    recorder_disable(py_error);
     return;
   }
   g_state->stacks.init(own_begin, own_end);
@@ -152,7 +162,9 @@ void record_alloc(const CallFacts &f, Space space) {
   if (!ensure_running(s, f.result)) return;
   format::MemoryRecord r = make_record(f, end, end);
   r.device = resolve_device(s, f.device);
-  r.stack_id = capture_stack(s);
+  // The calling thread's own Python frames, read without the GIL (python_stack.h); 0 when none.
+  r.py_stack_id = s->py_stacks.capture(s);
+  r.stack_id = capture_stack(s, r.py_stack_id != 0);
   bool owned = f.result == 0 && f.op == format::Op::kAlloc && !(f.flags & format::kFlagGraphReservation) &&
                f.kind != format::Kind::kImported;
   if (f.result == 0 && (owned || f.op == format::Op::kReserve || f.op == format::Op::kPoolCreate ||

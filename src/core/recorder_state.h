@@ -14,6 +14,7 @@
 #include "core/interner.h"
 #include "core/live_table.h"
 #include "core/module_map.h"
+#include "core/python_stack.h"
 #include "core/recorder.h"
 #include "core/stack_capture.h"
 #include "core/thread_buffer.h"
@@ -26,6 +27,7 @@ struct State {
   Config config;
   DriverProbe probe;
   StackCapture stacks;
+  PythonStacks py_stacks;  // Python call sites (python_stack.h), interned in stack_ids and strings
   StackInterner stack_ids;
   StringInterner strings;
   LiveTable live;

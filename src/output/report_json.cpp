@@ -3,6 +3,7 @@
 // gpuleak.report/1.
 #include "output/report_json.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -62,11 +63,41 @@ class Sites {
     if (it == stacks_.end()) it = stacks_.emplace(id, id && symbolize_ ? symbolize_(id) : Stack{}).first;
     return it->second;
   }
+  // A call site's frames, innermost first: the native frames down to the code that called CUDA,
+  // then the thread's Python frames, so that the Python file:line reads right after the native
+  // CUDA-calling frames. When there are Python frames, the native frames from the first
+  // interpreter frame outwards (eval loop, call machinery, the interpreter's main) are dropped:
+  // the Python frames say where that code was. A thread without Python frames of its own that is
+  // a PyTorch autograd worker gets a marker frame instead (never another thread's frames).
   Stack frames(const analysis::Site &site) {
-    Stack s = stack(site.stack_id);
+    const Stack &native = stack(site.stack_id);
     const Stack &py = stack(site.py_stack_id);
-    s.insert(s.end(), py.begin(), py.end());
+    Stack s;
+    if (!py.empty()) {
+      s.assign(native.begin(), std::find_if(native.begin(), native.end(), is_interpreter_frame));
+      s.insert(s.end(), py.begin(), py.end());
+      return s;
+    }
+    s = native;
+    auto worker = std::find_if(s.begin(), s.end(), [](const Frame &f) {
+      return f.kind == Frame::Kind::kNative && f.function.find("torch::autograd::Engine::thread_main") != std::string::npos;
+    });
+    if (worker != s.end()) {
+      Frame marker;
+      marker.kind = Frame::Kind::kPython;
+      marker.function = "[autograd backward]";
+      s.insert(worker + 1, std::move(marker));
+    }
     return s;
+  }
+  // CPython itself: libpython, a statically linked `python3.x` executable, the standard library's
+  // extension modules (lib-dynload: _ctypes, _asyncio...), or the eval loop found by name.
+  static bool is_interpreter_frame(const Frame &f) {
+    if (f.kind != Frame::Kind::kNative) return false;
+    std::string base = basename_of(f.module);
+    if (base.compare(0, 9, "libpython") == 0) return true;
+    if (base.compare(0, 6, "python") == 0 && base.find(".so") == std::string::npos) return true;
+    return f.module.find("/lib-dynload/") != std::string::npos || f.function.compare(0, 17, "_PyEval_EvalFrame") == 0;
   }
   // Adds "site_id" and, unless brief, "stack" to j.
   void describe(const analysis::Site &site, json &j, bool brief = false) {

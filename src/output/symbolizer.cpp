@@ -280,8 +280,27 @@ Stack Symbolizer::symbolize(uint32_t stack_id) {
   if (it != impl_->capture.stacks.end() && it->second.kind == 0) {
     out.reserve(it->second.frames.size());
     for (uint64_t address : it->second.frames) out.push_back(frame(address));
+  } else if (it != impl_->capture.stacks.end() && it->second.kind == 1) {
+    out = python_frames(impl_->capture, it->second);
   }
   return impl_->stacks.emplace(stack_id, std::move(out)).first->second;
+}
+
+Stack python_frames(const format::Capture &capture, const format::Stack &stack) {
+  // docs/capture-format.md: pairs {(file string id << 32) | function string id, line}. A string
+  // the capture lacks (cut short) reads as "", a line of 0 as unknown.
+  Stack out;
+  const std::vector<uint64_t> &words = stack.frames;
+  out.reserve(words.size() / 2);
+  for (size_t i = 0; i + 1 < words.size(); i += 2) {
+    Frame f;
+    f.kind = Frame::Kind::kPython;
+    f.file = capture.string(static_cast<uint32_t>(words[i] >> 32));
+    f.function = capture.string(static_cast<uint32_t>(words[i]));
+    f.line = words[i + 1] <= 0x7fffffff ? static_cast<int>(words[i + 1]) : 0;
+    out.push_back(std::move(f));
+  }
+  return out;
 }
 
 const std::vector<std::string> &Symbolizer::problems() const { return impl_->problems; }
@@ -301,8 +320,9 @@ bool is_gpuleak_or_cuda_frame(const Frame &frame) {
 }
 
 Stack trim_to_caller(Stack stack) {
-  auto first = std::find_if_not(stack.begin(), stack.end(),
-                                [](const Frame &f) { return is_gpuleak_or_cuda_frame(f); });
+  auto first = std::find_if_not(stack.begin(), stack.end(), [](const Frame &f) {
+    return f.kind == Frame::Kind::kNative && is_gpuleak_or_cuda_frame(f);
+  });
   stack.erase(stack.begin(), first);
   return stack;
 }

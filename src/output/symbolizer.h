@@ -40,8 +40,9 @@ class Symbolizer {
 
   // The frames of a captured native stack, innermost first, one Frame per captured address (an
   // address inside inlined code reports the machine function that holds it, and the line table's
-  // file:line, which may be in the inlined callee). Unknown ids and Python stacks (kind 1) give
-  // an empty Stack. Results are cached per stack id and per address.
+  // file:line, which may be in the inlined callee). A Python stack (kind 1) gives Frames of kind
+  // kPython (python_frames below); an unknown id an empty Stack. Results are cached per stack id
+  // and per address.
   Stack symbolize(uint32_t stack_id);
 
   // One captured return address. Every captured address is a return address (it points after the
@@ -58,13 +59,18 @@ class Symbolizer {
   std::unique_ptr<Impl> impl_;
 };
 
+// The frames of a Python stack record (kind 1), innermost first: function, file and line from the
+// capture's strings, nothing else set. Needs no ELF file.
+Stack python_frames(const format::Capture &capture, const format::Stack &stack);
+
 // True for frames of gpuleak itself or of the CUDA libraries: the module's basename starts with
 // libgpuleak, libcuda.so, libcudart or libcupti.
 bool is_gpuleak_or_cuda_frame(const Frame &frame);
 
-// Drops the leading (innermost) frames for which is_gpuleak_or_cuda_frame holds, so that frame 0
-// is the program's code that called the CUDA API. Frames further out are kept even when they are
-// CUDA's (a callback from libcudart into the program, then back, stays whole).
+// Drops the leading (innermost) native frames for which is_gpuleak_or_cuda_frame holds, so that
+// frame 0 is the program's code that called the CUDA API. Frames further out are kept even when
+// they are CUDA's (a callback from libcudart into the program, then back, stays whole); Python
+// frames are never dropped.
 Stack trim_to_caller(Stack stack);
 
 }  // namespace gpuleak::output

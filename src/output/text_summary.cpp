@@ -23,6 +23,16 @@ double number(const nlohmann::json &j, const char *key) {
 
 std::string where(const nlohmann::json &stack) {
   if (!stack.is_array()) return "an unknown site";
+  // For a Python program the line that matters is the innermost Python frame, not the native
+  // frames that called into CUDA for it.
+  for (const auto &f : stack)
+    if (f.is_object() && text(f, "kind") == "python" && !text(f, "file").empty()) {
+      std::string file = text(f, "file");
+      size_t slash = file.find_last_of('/');
+      int64_t line = integer(f, "line");
+      return text(f, "function") + " (" + (slash == std::string::npos ? file : file.substr(slash + 1)) +
+             (line ? ":" + std::to_string(line) : "") + ")";
+    }
   for (const auto &f : stack) {
     std::string fn = text(f, "function");
     std::string file = text(f, "file");

@@ -2,7 +2,10 @@
 // is a driver entry point we track (proc_address.cpp decides which).
 #include <dlfcn.h>
 
+#include <link.h>
+
 #include <atomic>
+#include <cstring>
 
 #include "shim/proc_address.h"
 #include "shim/real_symbols.h"
@@ -38,6 +41,45 @@ void *real_dlsym(void *handle, const char *name) {
   return real ? real(handle, name) : nullptr;
 }
 
-void *next_symbol(const char *name) { return real_dlsym(RTLD_NEXT, name); }
+namespace {
+
+struct Search {
+  const char *prefix;  // basename prefix of the library family: "libcuda.so", "libcudart.so" ...
+  const char *name;
+  void *found = nullptr;
+};
+
+int search_loaded(dl_phdr_info *info, size_t, void *arg) {
+  auto *s = static_cast<Search *>(arg);
+  const char *path = info->dlpi_name;
+  if (!path || !*path) return 0;
+  const char *base = std::strrchr(path, '/');
+  base = base ? base + 1 : path;
+  if (std::strncmp(base, s->prefix, std::strlen(s->prefix)) != 0) return 0;
+  // RTLD_NOLOAD: only a library that is already there, never a new load.
+  void *handle = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+  if (!handle) return 0;
+  s->found = real_dlsym(handle, s->name);
+  dlclose(handle);
+  return s->found ? 1 : 0;
+}
+
+const char *family_of(const char *name) {
+  if (std::strncmp(name, "cupti", 5) == 0) return "libcupti.so";
+  if (std::strncmp(name, "cuda", 4) == 0) return "libcudart.so";
+  return "libcuda.so";
+}
+
+}  // namespace
+
+void *next_symbol(const char *name) {
+  if (void *fn = real_dlsym(RTLD_NEXT, name)) return fn;
+  // The library may be loaded without RTLD_GLOBAL (a dlopen'ed extension that depends on it, or
+  // ctypes): then RTLD_NEXT cannot see it, yet its users' calls reach our export through the
+  // global scope. Find the loaded copy itself.
+  Search s{family_of(name), name};
+  dl_iterate_phdr(search_loaded, &s);
+  return s.found;
+}
 
 }  // namespace gpuleak::shim

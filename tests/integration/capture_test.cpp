@@ -274,3 +274,22 @@ TEST(Capture, ExitCodeOnLeakOnlyWhenAskedAndOnlyOverSuccess) {
 
 }  // namespace
 }  // namespace gpuleak::test
+
+namespace gpuleak::test {
+namespace {
+
+// libcudart loaded RTLD_LOCAL (not in the global scope): the program's cudaMalloc still reaches
+// the real runtime through the shim's export, and is captured with its label.
+TEST(Capture, RuntimeLoadedLocallyStillWorksAndIsLabelled) {
+  std::string out = make_temp_dir("local");
+  Result r = run({program("prog_local_loader"), program("libprog_local_cudart_user.so")}, shim_env(out));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  format::Capture c = read_only_capture(out);
+  EXPECT_EQ(count(c).allocs, 1);
+  EXPECT_EQ(count(c).frees, 1);
+  for (const auto &m : c.memory)
+    if (m.op == static_cast<uint8_t>(Op::kAlloc)) EXPECT_EQ(m.runtime_api, static_cast<uint16_t>(format::Api::cudaMalloc));
+}
+
+}  // namespace
+}  // namespace gpuleak::test

@@ -198,11 +198,17 @@ TEST(Symbolizer, AddressOutsideEveryModule) {
   EXPECT_EQ(stack[3].address, ~0ull);
 }
 
-TEST(Symbolizer, UnknownAndPythonStacksAreEmpty) {
+TEST(Symbolizer, UnknownStacksAreEmptyAndPythonStacksDecode) {
   format::Capture capture;
-  capture.stacks[3] = format::Stack{1, {5, 6}};
+  capture.strings = {{1, "train.py"}, {2, "step"}};
+  capture.stacks[3] = format::Stack{1, {(uint64_t{1} << 32) | 2, 42}};
   Symbolizer symbolizer(capture);
-  EXPECT_TRUE(symbolizer.symbolize(3).empty());
+  Stack s = symbolizer.symbolize(3);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].kind, Frame::Kind::kPython);
+  EXPECT_EQ(s[0].function, "step");
+  EXPECT_EQ(s[0].file, "train.py");
+  EXPECT_EQ(s[0].line, 42);
   EXPECT_TRUE(symbolizer.symbolize(12345).empty());
 }
 

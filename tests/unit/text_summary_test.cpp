@@ -23,6 +23,14 @@ TEST(TextSummary, NamesTheLeakingFunctionAndItsLine) {
             "  report: out/train.7.report.json\n");
 }
 
+TEST(TextSummary, PythonProgramsAreNamedByTheirPythonLine) {
+  auto r = nlohmann::json::parse(R"({"leaks": [{"bytes_per_iteration": 1024, "stack": [
+    {"kind": "native", "function": "ffi_call", "file": "ffi.c", "line": 1},
+    {"kind": "python", "function": "train_step", "file": "/home/u/train.py", "line": 42},
+    {"kind": "python", "function": "main", "file": "/home/u/train.py", "line": 90}]}]})");
+  EXPECT_NE(text_summary(r, "").find("at train_step (train.py:42)"), std::string::npos) << text_summary(r, "");
+}
+
 TEST(TextSummary, NullsAndMissingKeysDoNotThrow) {
   for (const char *text : {"{}", "null", "[]", R"({"run": null, "leaks": null, "devices": [null]})",
                            R"({"leaks": [{"stack": [null, 3, {"line": "x"}]}], "verdict": 5})"}) {

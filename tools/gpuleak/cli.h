@@ -29,6 +29,12 @@ void register_run(CLI::App &app, Action *action);
 void register_report(CLI::App &app, Action *action);
 void register_stats(CLI::App &app, Action *action);
 void register_doctor(CLI::App &app, Action *action);
+void register_check(CLI::App &app, Action *action);
+void register_diff(CLI::App &app, Action *action);
+void register_view(CLI::App &app, Action *action);
+void register_trace(CLI::App &app, Action *action);
+void register_merge(CLI::App &app, Action *action);
+void register_export(CLI::App &app, Action *action);
 
 // libgpuleak.so next to this executable ($GPULEAK_LIB first, then ../lib, then the same folder).
 std::string find_shim();

@@ -21,6 +21,12 @@ int main(int argc, char **argv) {
   register_report(app, &action);
   register_stats(app, &action);
   register_doctor(app, &action);
+  register_check(app, &action);
+  register_diff(app, &action);
+  register_view(app, &action);
+  register_trace(app, &action);
+  register_merge(app, &action);
+  register_export(app, &action);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,65 @@
+// What the gate allows: budgets, the warm-up, the baseline tolerance and suppressions, from a
+// checked-in JSON config file and the command line (flags win). docs/ci.md documents the keys:
+//
+//   {
+//     "max_leak_per_iteration": "0",            every leaking site (default 0: any leak fails)
+//     "sites": [ {"match": "leak:cache_*", "max_leak_per_iteration": "2 MiB", "reason": "..."} ],
+//     "max_growth": "1 MiB",                    per iteration, devices whose verdict is growth
+//     "max_peak": "70 GiB" | {"0": "70 GiB", "1": "20 GiB"},
+//     "min_oom_horizon": 1000,                  iterations
+//     "warmup": 2,                              iterations
+//     "fail_on_inconclusive": false,
+//     "baseline": "ci/base.report.json",        relative to the config file
+//     "tolerance": "5%",
+//     "suppressions": "ci/gpuleak.supp" | [ {"leak": "pattern", "reason": "..."} ]
+//   }
+//
+// Unknown keys are an error, so a typo never silently loosens the gate.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gate/suppressions.h"
+
+namespace gpuleak::gate {
+
+// A per-site leak budget: the first rule whose matcher matches a site gives its budget.
+struct SiteBudget {
+  Suppression match;  // type and pattern (reason optional here)
+  uint64_t max_leak_per_iteration = 0;
+};
+
+struct Budgets {
+  uint64_t max_leak_per_iteration = 0;  // bytes per iteration, each leaking site
+  std::vector<SiteBudget> sites;
+  uint64_t max_growth = 0;           // bytes per iteration, a device whose verdict is growth
+  std::optional<uint64_t> max_peak;  // every device
+  std::map<int, uint64_t> max_peak_by_device;
+  std::optional<uint64_t> min_oom_horizon;  // iterations
+  int64_t warmup = 0;                       // iterations
+  double tolerance = 0.05;                  // baseline regressions
+  bool fail_on_inconclusive = false;
+
+  uint64_t leak_budget_for(const Stack &stack, const std::string &site_id, const SiteBudget **rule) const;
+  std::optional<uint64_t> peak_budget_for(int device) const;
+};
+
+// Everything `gpuleak check` weighs a report against.
+struct GateConfig {
+  Budgets budgets;
+  Suppressions suppressions;
+  std::vector<std::string> baselines;  // report paths
+};
+
+// Applies a JSON config file to `config` (keys it does not set keep their values). Paths in it
+// are relative to the file's folder. Throws GateError for a bad file, key or value.
+void load_config_file(const std::string &path, GateConfig *config);
+
+// "2GiB" (every device) or "DEVICE=SIZE" ("1=4GiB"), as --max-peak takes them.
+void apply_max_peak(const std::string &value, const std::string &what, Budgets *budgets);
+
+}  // namespace gpuleak::gate

@@ -1,0 +1,132 @@
+// Side-by-side comparison of two reports (diff.h).
+#include "gate/diff.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+#include "gate/sizes.h"
+
+namespace gpuleak::gate {
+
+namespace {
+
+const Leak *find_leak(const Report &r, const Leak &like) {
+  for (const Leak &l : r.leaks)
+    if (l.site_id == like.site_id && l.device == like.device) return &l;
+  return nullptr;
+}
+
+std::string change(double before, double after) {
+  if (before == after) return "";
+  char buf[48];
+  if (before == 0) return "new";
+  std::snprintf(buf, sizeof buf, "%+.1f%%", (after / before - 1.0) * 100.0);
+  return buf;
+}
+
+struct Row {
+  std::string label, a, b, note;
+};
+
+// Columns as wide as their widest cell, so long program names never push the others out of line.
+std::string table(const std::vector<Row> &rows) {
+  size_t wl = 0, wa = 0, wb = 0;
+  for (const Row &r : rows)
+    wl = std::max(wl, r.label.size()), wa = std::max(wa, r.a.size()), wb = std::max(wb, r.b.size());
+  auto pad = [](const std::string &s, size_t w) { return s + std::string(w - s.size() + 2, ' '); };
+  std::string out;
+  for (const Row &r : rows) {
+    std::string line = "  " + pad(r.label, wl) + pad(r.a, wa) + pad(r.b, wb) + r.note;
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string size_or_dash(const Device *d, uint64_t Device::*field) {
+  return d ? format_size(static_cast<double>(d->*field)) : "-";
+}
+
+}  // namespace
+
+std::vector<LeakChange> diff_leaks(const Report &a, const Report &b, double tolerance) {
+  std::vector<LeakChange> added, removed, changed;
+  for (const Leak &l : b.leaks) {
+    const Leak *old = find_leak(a, l);
+    if (!old) {
+      added.push_back({LeakChange::What::kAdded, nullptr, &l});
+    } else if (std::fabs(l.bytes_per_iteration - old->bytes_per_iteration) >
+               tolerance * std::fabs(old->bytes_per_iteration)) {
+      changed.push_back({LeakChange::What::kChanged, old, &l});
+    }
+  }
+  for (const Leak &l : a.leaks)
+    if (!find_leak(b, l)) removed.push_back({LeakChange::What::kRemoved, &l, nullptr});
+  auto rate = [](const LeakChange &c) { return (c.after ? c.after : c.before)->bytes_per_iteration; };
+  auto by_rate = [&](const LeakChange &x, const LeakChange &y) { return rate(x) > rate(y); };
+  std::stable_sort(added.begin(), added.end(), by_rate);
+  std::stable_sort(removed.begin(), removed.end(), by_rate);
+  std::stable_sort(changed.begin(), changed.end(), by_rate);
+  std::vector<LeakChange> all = added;
+  all.insert(all.end(), removed.begin(), removed.end());
+  all.insert(all.end(), changed.begin(), changed.end());
+  return all;
+}
+
+std::string write_diff(const Report &a, const Report &b, double tolerance) {
+  std::string out = "gpuleak diff\n  A: " + a.path + "\n  B: " + b.path + "\n\n";
+  std::vector<Row> rows;
+  rows.push_back({"", "A", "B", ""});
+  rows.push_back({"program", a.display_name(), b.display_name(), ""});
+  rows.push_back({"verdict", a.verdict, b.verdict, a.verdict == b.verdict ? "" : "changed"});
+  rows.push_back({"iteration source", a.iteration_source, b.iteration_source, ""});
+  std::set<int> devices;
+  for (const Device &d : a.devices) devices.insert(d.index);
+  for (const Device &d : b.devices) devices.insert(d.index);
+  for (int index : devices) {
+    const Device *da = a.device(index), *db = b.device(index);
+    const std::string dev = "device " + std::to_string(index) + " ";
+    rows.push_back({dev + "verdict", da ? da->verdict : "-", db ? db->verdict : "-", ""});
+    rows.push_back(
+        {dev + "peak", size_or_dash(da, &Device::peak_live_bytes), size_or_dash(db, &Device::peak_live_bytes),
+         da && db ? change(static_cast<double>(da->peak_live_bytes), static_cast<double>(db->peak_live_bytes)) : ""});
+    rows.push_back(
+        {dev + "live at exit", size_or_dash(da, &Device::live_at_exit_bytes),
+         size_or_dash(db, &Device::live_at_exit_bytes),
+         da && db ? change(static_cast<double>(da->live_at_exit_bytes), static_cast<double>(db->live_at_exit_bytes))
+                  : ""});
+    rows.push_back({dev + "growth", da ? format_size(da->growth_bytes_per_iteration) + "/iteration" : "-",
+                    db ? format_size(db->growth_bytes_per_iteration) + "/iteration" : "-", ""});
+  }
+  rows.push_back({"leaks", std::to_string(a.leaks.size()), std::to_string(b.leaks.size()), ""});
+  out += table(rows);
+
+  std::vector<LeakChange> changes = diff_leaks(a, b, tolerance);
+  size_t n_added = 0, n_removed = 0, n_changed = 0;
+  for (const LeakChange &c : changes) {
+    n_added += c.what == LeakChange::What::kAdded;
+    n_removed += c.what == LeakChange::What::kRemoved;
+    n_changed += c.what == LeakChange::What::kChanged;
+  }
+  out += "\nleaks added " + std::to_string(n_added) + ", removed " + std::to_string(n_removed) + ", changed " +
+         std::to_string(n_changed) + "\n";
+  for (const LeakChange &c : changes) {
+    const Leak &l = c.after ? *c.after : *c.before;
+    std::string line = "  ";
+    if (c.what == LeakChange::What::kAdded) {
+      line += "+ " + l.stack.describe() + ": " + format_size(l.bytes_per_iteration) + "/iteration";
+    } else if (c.what == LeakChange::What::kRemoved) {
+      line += "- " + l.stack.describe() + ": was " + format_size(l.bytes_per_iteration) + "/iteration";
+    } else {
+      line += "~ " + l.stack.describe() + ": " + format_size(c.before->bytes_per_iteration) + "/iteration -> " +
+              format_size(c.after->bytes_per_iteration) + "/iteration (" +
+              change(c.before->bytes_per_iteration, c.after->bytes_per_iteration) + ")";
+    }
+    out += line + " on device " + std::to_string(l.device) + " [site " + l.site_id + "]\n";
+  }
+  return out;
+}
+
+}  // namespace gpuleak::gate

@@ -1,0 +1,32 @@
+// Escaping of untrusted text (function names, file paths, loop names, report paths) for each
+// format the gate writes. Every function accepts any bytes: invalid UTF-8 becomes U+FFFD.
+#pragma once
+
+#include <string>
+
+namespace gpuleak::gate {
+
+// Valid UTF-8: invalid sequences replaced by U+FFFD.
+std::string valid_utf8(const std::string &text);
+
+// One line for a terminal or a CI log: valid UTF-8, and every control character (line breaks,
+// escape sequences that could repaint a terminal) replaced by U+FFFD.
+std::string printable(const std::string &text);
+
+// XML 1.0 text and attribute values: & < > " ' as entities; control characters XML 1.0 cannot
+// carry (all below U+0020 but tab, LF and CR) become U+FFFD; with `attribute`, tab, LF and CR are
+// written as character references so that attribute-value normalization keeps them.
+std::string xml_escape(const std::string &text, bool attribute = false);
+
+// GitHub Actions workflow commands (`::error file=F,line=L::MESSAGE`): the message escapes
+// % CR LF as %25 %0D %0A; a property value (file, title) also escapes : and , as %3A %2C. Other
+// control characters become U+FFFD (a raw escape sequence has no business in a CI log).
+std::string github_escape_data(const std::string &text);
+std::string github_escape_property(const std::string &text);
+
+// Markdown inline text for a step summary or a table cell: HTML-sensitive characters as entities
+// (GitHub renders HTML inside Markdown), Markdown punctuation backslash-escaped, | escaped for
+// tables, and line breaks turned into spaces.
+std::string markdown_escape(const std::string &text);
+
+}  // namespace gpuleak::gate

@@ -1,0 +1,62 @@
+// The gate's decision for one report: every finding (a leak, growth, a peak over budget, an
+// out-of-memory, a short OOM forecast, a regression against the baseline, an inconclusive run,
+// a damaged capture) with its status. Pure code over report_view.h: the writers (plain, JUnit,
+// GitHub, Markdown) only render these findings.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gate/budgets.h"
+#include "gate/report_view.h"
+
+namespace gpuleak::gate {
+
+enum class Status {
+  kFail,        // fails the gate (exit 1)
+  kWarn,        // printed, passes
+  kSuppressed,  // matched a suppression: listed with its reason, passes
+  kIgnored,     // outside the gate's scope (--warmup), listed, passes
+  kPass,        // within budget, listed for the record
+};
+const char *status_name(Status s);  // "FAIL", "warning", "suppressed", "ignored", "ok"
+
+enum class Kind { kLeak, kGrowth, kPeak, kOom, kOomHorizon, kPeakRegression, kLiveRegression, kInconclusive, kCapture };
+const char *kind_name(Kind k);  // "leak", "growth", "peak", "oom", "oom forecast", ...
+
+struct Finding {
+  Kind kind = Kind::kLeak;
+  Status status = Status::kFail;
+  std::string message;  // one line: what, the rate or size, the budget, where
+  std::string site_id;  // "" when not about a site
+  int device = -1;      // -1 when not about a device
+  // Where to send a person (the site's user frame), when known.
+  std::optional<std::string> file, function;
+  std::optional<int64_t> line;
+  std::string note;  // suppression reason and rule, or why ignored
+};
+
+struct ReportOutcome {
+  Report report;
+  std::string baseline_path;  // "" when none applied
+  std::vector<Finding> findings;
+
+  bool failed() const;
+  size_t count(Status s) const;
+};
+
+// Weighs `report` against the budgets and, when given, a baseline report. Suppressions record
+// their uses (for the "unused suppression" note).
+ReportOutcome evaluate(Report report, const Budgets &budgets, Suppressions &suppressions, const Report *baseline);
+
+// Least-squares slope of `ys` against 0..n-1 (0 when n < 2).
+double slope(const std::vector<uint64_t> &ys);
+// A device's steady-state live bytes: the median of its live bytes at the ends of the
+// post-warm-up primary iterations, else its live bytes at exit.
+uint64_t steady_state_live(const Report &report, int device);
+// "120 iterations (about 5 min)".
+std::string describe_horizon(uint64_t iterations, double seconds);
+
+}  // namespace gpuleak::gate

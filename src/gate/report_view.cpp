@@ -1,0 +1,331 @@
+// Reading a report into the gate's typed view (report_view.h). Every error names the file and,
+// for a malformed field, the field's JSON path, in one line.
+#include "gate/report_view.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace gpuleak::gate {
+
+namespace {
+
+using nlohmann::json;
+
+std::string basename_of(const std::string &path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Field readers: `where` is the JSON path used in the error ("devices[0].peak_live_bytes").
+class Reader {
+ public:
+  explicit Reader(std::string path) : path_(std::move(path)) {}
+
+  [[noreturn]] void fail(const std::string &where, const char *expected) const {
+    throw GateError(path_ + ": malformed report: " + where + " is not " + expected);
+  }
+  const json *field(const json &obj, const char *key) const {
+    auto it = obj.find(key);
+    return it == obj.end() || it->is_null() ? nullptr : &*it;
+  }
+  std::optional<std::string> opt_string(const json &obj, const char *key, const std::string &where) const {
+    const json *v = field(obj, key);
+    if (!v) return std::nullopt;
+    if (!v->is_string()) fail(where + "." + key, "a string");
+    return v->get<std::string>();
+  }
+  std::string string_or(const json &obj, const char *key, const std::string &where, std::string dflt = "") const {
+    return opt_string(obj, key, where).value_or(std::move(dflt));
+  }
+  std::optional<int64_t> opt_int(const json &obj, const char *key, const std::string &where) const {
+    const json *v = field(obj, key);
+    if (!v) return std::nullopt;
+    if (!v->is_number_integer()) fail(where + "." + key, "an integer");
+    return v->is_number_unsigned() ? static_cast<int64_t>(v->get<uint64_t>()) : v->get<int64_t>();
+  }
+  std::optional<uint64_t> opt_size(const json &obj, const char *key, const std::string &where) const {
+    const json *v = field(obj, key);
+    if (!v) return std::nullopt;
+    if (!v->is_number_integer() || (v->is_number_integer() && !v->is_number_unsigned() && v->get<int64_t>() < 0))
+      fail(where + "." + key, "a byte count");
+    return v->get<uint64_t>();
+  }
+  uint64_t size_or_zero(const json &obj, const char *key, const std::string &where) const {
+    return opt_size(obj, key, where).value_or(0);
+  }
+  double number_or_zero(const json &obj, const char *key, const std::string &where) const {
+    const json *v = field(obj, key);
+    if (!v) return 0;
+    if (!v->is_number()) fail(where + "." + key, "a number");
+    return v->get<double>();
+  }
+  bool bool_or(const json &obj, const char *key, const std::string &where, bool dflt) const {
+    const json *v = field(obj, key);
+    if (!v) return dflt;
+    if (!v->is_boolean()) fail(where + "." + key, "a boolean");
+    return v->get<bool>();
+  }
+  // An array field (absent or null: empty); each element must be an object.
+  std::vector<const json *> objects(const json &obj, const char *key, const std::string &where) const {
+    std::vector<const json *> out;
+    const json *v = field(obj, key);
+    if (!v) return out;
+    if (!v->is_array()) fail(where + key, "an array");
+    for (size_t i = 0; i < v->size(); ++i) {
+      if (!(*v)[i].is_object()) fail(where + key + "[" + std::to_string(i) + "]", "an object");
+      out.push_back(&(*v)[i]);
+    }
+    return out;
+  }
+
+  Stack stack(const json &obj, const std::string &where) const {
+    Stack s;
+    auto frames = objects(obj, "stack", where + ".");
+    for (size_t i = 0; i < frames.size(); ++i) {
+      const json &f = *frames[i];
+      std::string w = where + ".stack[" + std::to_string(i) + "]";
+      Frame frame;
+      frame.kind = string_or(f, "kind", w, "native");
+      frame.function = opt_string(f, "function", w);
+      frame.file = opt_string(f, "file", w);
+      frame.module = opt_string(f, "module", w);
+      frame.line = opt_int(f, "line", w);
+      s.frames.push_back(std::move(frame));
+    }
+    return s;
+  }
+
+ private:
+  std::string path_;
+};
+
+void check_schema(const json &doc, const std::string &path) {
+  const std::string expected = "gpuleak.report/" + std::to_string(kSchemaMajor);
+  auto it = doc.is_object() ? doc.find("schema") : doc.end();
+  const std::string prefix = "gpuleak.report/";
+  if (!doc.is_object() || it == doc.end() || !it->is_string() || it->get<std::string>().rfind(prefix, 0) != 0)
+    throw GateError(path + ": not a gpuleak report (no \"schema\": \"" + expected + "\")");
+  std::string schema = it->get<std::string>();
+  std::string major_text = schema.substr(prefix.size());
+  size_t dot = major_text.find('.');
+  if (dot != std::string::npos) major_text = major_text.substr(0, dot);  // "2.1" reads as major 2
+  long major = 0;
+  bool numeric =
+      !major_text.empty() && major_text.size() < 9 && major_text.find_first_not_of("0123456789") == std::string::npos;
+  if (numeric) major = std::stol(major_text);
+  if (!numeric || major < 1)
+    throw GateError(path + ": unknown report schema \"" + schema + "\" (this gpuleak reads " + expected + ")");
+  if (major > kSchemaMajor)
+    throw GateError(path + ": report schema " + schema + " is newer than this gpuleak reads (" + expected +
+                    "); upgrade gpuleak");
+}
+
+}  // namespace
+
+const Frame *Stack::user_frame() const {
+  for (const Frame &f : frames)
+    if (f.kind == "python" && f.file && f.line) return &f;
+  for (const Frame &f : frames)
+    if (f.file && f.line) return &f;
+  return nullptr;
+}
+
+std::string Stack::describe() const {
+  if (const Frame *f = user_frame())
+    return f->function.value_or("?") + " (" + *f->file + ":" + std::to_string(*f->line) + ")";
+  for (const Frame &f : frames)
+    if (f.function) return *f.function + (f.module ? " in " + *f.module : "");
+  return "unknown site";
+}
+
+const Device *Report::device(int index) const {
+  for (const Device &d : devices)
+    if (d.index == index) return &d;
+  return nullptr;
+}
+
+std::string Report::display_name() const {
+  std::string s = program;
+  if (pid || rank) {
+    s += " (";
+    if (pid) s += "pid " + std::to_string(*pid);
+    if (rank) s += std::string(pid ? ", " : "") + "rank " + std::to_string(*rank);
+    s += ")";
+  }
+  return s;
+}
+
+std::vector<uint64_t> Report::steady_live(int device, int64_t warmup) const {
+  std::vector<uint64_t> out;
+  int64_t seen = 0;
+  for (const Iteration &it : iterations) {
+    if (!it.primary) continue;
+    if (seen++ < warmup) continue;
+    for (const IterationDevice &d : it.devices)
+      if (d.index == device) out.push_back(d.live_end_bytes);
+  }
+  return out;
+}
+
+Report parse_report(const nlohmann::json &doc, const std::string &path) {
+  check_schema(doc, path);
+  Reader r(path);
+  Report rep;
+  rep.path = path;
+
+  const json empty = json::object();
+  const json *run = r.field(doc, "run");
+  if (run && !run->is_object()) r.fail("run", "an object");
+  const json &runo = run ? *run : empty;
+  rep.program = r.string_or(runo, "program", "run", basename_of(path));
+  rep.pid = r.opt_int(runo, "pid", "run");
+  rep.rank = r.opt_int(runo, "rank", "run");
+  if (const json *cap = r.field(runo, "capture"); cap && cap->is_object()) {
+    rep.events_dropped = r.size_or_zero(*cap, "events_dropped", "run.capture");
+    rep.tracking_disabled = r.opt_string(*cap, "tracking_disabled", "run.capture");
+    rep.capture_truncated = r.bool_or(*cap, "truncated", "run.capture", false);
+  }
+
+  auto verdict = r.opt_string(doc, "verdict", "");
+  if (!verdict) r.fail("verdict", "a string");
+  rep.verdict = *verdict;
+  // A new verdict bumps the schema's major version (docs/report-format.md), so anything else is
+  // a damaged or hand-made file, not something to pass silently.
+  if (rep.verdict != "leak" && rep.verdict != "growth" && rep.verdict != "inconclusive" && rep.verdict != "clean")
+    throw GateError(path + ": malformed report: verdict \"" + rep.verdict +
+                    "\" is not leak, growth, inconclusive or clean");
+  rep.iteration_source = r.string_or(doc, "iteration_source", "", "none");
+  if (const json *a = r.field(doc, "analysis"); a && a->is_object())
+    rep.warmup_iterations = r.opt_int(*a, "warmup_iterations", "analysis").value_or(0);
+
+  if (!doc.contains("devices")) r.fail("devices", "an array");
+  auto devices = r.objects(doc, "devices", "");
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const json &d = *devices[i];
+    std::string w = "devices[" + std::to_string(i) + "]";
+    Device dev;
+    dev.index = static_cast<int>(r.opt_int(d, "index", w).value_or(static_cast<int64_t>(i)));
+    dev.name = r.opt_string(d, "name", w);
+    dev.total_bytes = r.opt_size(d, "total_bytes", w);
+    dev.peak_live_bytes = r.size_or_zero(d, "peak_live_bytes", w);
+    dev.live_at_exit_bytes = r.size_or_zero(d, "live_at_exit_bytes", w);
+    dev.verdict = r.string_or(d, "verdict", w, rep.verdict);
+    dev.growth_bytes_per_iteration = r.number_or_zero(d, "growth_bytes_per_iteration", w);
+    if (const json *f = r.field(d, "forecast")) {
+      if (!f->is_object()) r.fail(w + ".forecast", "an object");
+      Forecast fc;
+      fc.iterations_left = r.size_or_zero(*f, "iterations_left", w + ".forecast");
+      fc.seconds_left = r.number_or_zero(*f, "seconds_left", w + ".forecast");
+      dev.forecast = fc;
+    }
+    rep.devices.push_back(std::move(dev));
+  }
+
+  auto iterations = r.objects(doc, "iterations", "");
+  for (size_t i = 0; i < iterations.size(); ++i) {
+    const json &it = *iterations[i];
+    std::string w = "iterations[" + std::to_string(i) + "]";
+    Iteration iter;
+    iter.index = r.opt_int(it, "index", w).value_or(static_cast<int64_t>(i));
+    iter.loop = r.string_or(it, "loop", w);
+    iter.primary = r.bool_or(it, "primary", w, true);
+    auto devs = r.objects(it, "devices", w + ".");
+    for (size_t k = 0; k < devs.size(); ++k) {
+      std::string wd = w + ".devices[" + std::to_string(k) + "]";
+      IterationDevice d;
+      d.index = static_cast<int>(r.opt_int(*devs[k], "index", wd).value_or(static_cast<int64_t>(k)));
+      d.live_end_bytes = r.size_or_zero(*devs[k], "live_end_bytes", wd);
+      d.peak_bytes = r.size_or_zero(*devs[k], "peak_bytes", wd);
+      iter.devices.push_back(d);
+    }
+    rep.iterations.push_back(std::move(iter));
+  }
+
+  auto leaks = r.objects(doc, "leaks", "");
+  for (size_t i = 0; i < leaks.size(); ++i) {
+    const json &l = *leaks[i];
+    std::string w = "leaks[" + std::to_string(i) + "]";
+    Leak leak;
+    leak.site_id = r.string_or(l, "site_id", w);
+    leak.device = static_cast<int>(r.opt_int(l, "device", w).value_or(0));
+    leak.bytes_per_iteration = r.number_or_zero(l, "bytes_per_iteration", w);
+    leak.live_bytes = r.size_or_zero(l, "live_bytes", w);
+    leak.live_count = r.size_or_zero(l, "live_count", w);
+    leak.first_iteration = r.opt_int(l, "first_iteration", w).value_or(0);
+    leak.confidence = r.number_or_zero(l, "confidence", w);
+    if (const json *lbi = r.field(l, "live_by_iteration")) {
+      if (!lbi->is_array()) r.fail(w + ".live_by_iteration", "an array");
+      for (const json &v : *lbi) {
+        if (!v.is_number_unsigned()) r.fail(w + ".live_by_iteration", "an array of byte counts");
+        leak.live_by_iteration.push_back(v.get<uint64_t>());
+      }
+    }
+    leak.stack = r.stack(l, w);
+    rep.leaks.push_back(std::move(leak));
+  }
+
+  if (const json *oom = r.field(doc, "oom")) {
+    if (!oom->is_object()) r.fail("oom", "an object");
+    auto events = r.objects(*oom, "events", "oom.");
+    for (size_t i = 0; i < events.size(); ++i) {
+      const json &e = *events[i];
+      std::string w = "oom.events[" + std::to_string(i) + "]";
+      OomEvent ev;
+      ev.device = static_cast<int>(r.opt_int(e, "device", w).value_or(0));
+      ev.requested_bytes = r.size_or_zero(e, "requested_bytes", w);
+      ev.free_bytes = r.size_or_zero(e, "free_bytes", w);
+      ev.total_bytes = r.size_or_zero(e, "total_bytes", w);
+      ev.live_bytes = r.size_or_zero(e, "live_bytes", w);
+      ev.recovered = r.bool_or(e, "recovered", w, false);
+      ev.api = r.string_or(e, "api", w);
+      ev.site_id = r.string_or(e, "site_id", w);
+      ev.stack = r.stack(e, w);
+      rep.ooms.push_back(std::move(ev));
+    }
+  }
+  return rep;
+}
+
+std::string read_text_file(const std::string &path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw GateError("cannot read " + path + ": " + std::strerror(errno));
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int e = errno;
+      close(fd);
+      throw GateError("cannot read " + path + ": " + std::strerror(e));
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return text;
+}
+
+nlohmann::json parse_json_text(const std::string &text, const std::string &path) {
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) throw GateError(path + ": empty file, not JSON");
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error &e) {
+    // An error past the last non-blank byte means the text stopped inside the document: the file
+    // was cut short (a killed writer, a partial upload), which deserves its own words.
+    size_t end = text.find_last_not_of(" \t\r\n") + 1;
+    if (e.byte > end || std::strstr(e.what(), "unexpected end of input") != nullptr)
+      throw GateError(path + ": truncated JSON (the document ends early, at byte " + std::to_string(text.size()) + ")");
+    throw GateError(path + ": not valid JSON (syntax error at byte " + std::to_string(e.byte) + ")");
+  }
+}
+
+Report load_report(const std::string &path) {
+  std::string text = read_text_file(path);
+  return parse_report(parse_json_text(text, path), path);
+}
+
+}  // namespace gpuleak::gate

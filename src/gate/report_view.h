@@ -1,0 +1,135 @@
+// The CI gate's view of a report ("schema": "gpuleak.report/1", docs/report-format.md): the few
+// fields the gate, the diff and the writers read, typed and checked once, so that the rest of
+// src/gate never touches raw JSON. The gate never re-decides a verdict: it reads the verdicts,
+// rates and forecasts the analysis wrote and weighs them against budgets.
+//
+// Reading is strict about what makes a file unusable (not JSON, cut short, not a gpuleak report,
+// a newer major version, a known field of the wrong type) and lenient about what a reader must
+// ignore (unknown fields) or may miss (optional fields absent: null / empty).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace gpuleak::gate {
+
+inline constexpr int kSchemaMajor = 1;
+
+// Bad input (unreadable, truncated, foreign, newer, malformed file or option): one line, no
+// trailing period, meant to be printed after "gpuleak: " with exit status 2.
+struct GateError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Frame {
+  std::string kind;  // "native" or "python"
+  std::optional<std::string> function, file, module;
+  std::optional<int64_t> line;
+};
+
+// A call site's stack, innermost first (native frames, then Python frames).
+struct Stack {
+  std::vector<Frame> frames;
+
+  // The frame a person should be sent to: the innermost Python frame with a file and line when
+  // there is one (under PyTorch the native frames are the framework's), else the innermost
+  // native frame with a file and line. nullptr when no frame has both.
+  const Frame *user_frame() const;
+  // "function (file:line)" of user_frame(), else the innermost function, else "unknown site".
+  std::string describe() const;
+};
+
+struct Forecast {
+  uint64_t iterations_left = 0;
+  double seconds_left = 0;
+};
+
+struct Device {
+  int index = 0;
+  std::optional<std::string> name;
+  std::optional<uint64_t> total_bytes;
+  uint64_t peak_live_bytes = 0;
+  uint64_t live_at_exit_bytes = 0;
+  std::string verdict;
+  double growth_bytes_per_iteration = 0;
+  std::optional<Forecast> forecast;
+};
+
+// One device's numbers at the end of one iteration.
+struct IterationDevice {
+  int index = 0;
+  uint64_t live_end_bytes = 0;
+  uint64_t peak_bytes = 0;
+};
+
+struct Iteration {
+  int64_t index = 0;
+  std::string loop;
+  bool primary = false;
+  std::vector<IterationDevice> devices;
+};
+
+struct Leak {
+  std::string site_id;
+  int device = 0;
+  double bytes_per_iteration = 0;
+  uint64_t live_bytes = 0;
+  uint64_t live_count = 0;
+  int64_t first_iteration = 0;
+  double confidence = 0;
+  std::vector<uint64_t> live_by_iteration;  // per primary iteration; may be empty
+  Stack stack;
+};
+
+struct OomEvent {
+  int device = 0;
+  uint64_t requested_bytes = 0;
+  uint64_t free_bytes = 0, total_bytes = 0;
+  uint64_t live_bytes = 0;
+  bool recovered = false;
+  std::string api;
+  std::string site_id;
+  Stack stack;
+};
+
+struct Report {
+  std::string path;     // where it was read from ("" when parsed from memory)
+  std::string program;  // run.program, else the file's basename
+  std::optional<int64_t> pid, rank;
+  std::string verdict;  // leak, growth, inconclusive, clean (others kept as they are)
+  std::string iteration_source;
+  int64_t warmup_iterations = 0;  // analysis.warmup_iterations (0 when absent)
+  uint64_t events_dropped = 0;
+  std::optional<std::string> tracking_disabled;
+  bool capture_truncated = false;
+  std::vector<Device> devices;
+  std::vector<Iteration> iterations;
+  std::vector<Leak> leaks;
+  std::vector<OomEvent> ooms;  // newest first
+
+  const Device *device(int index) const;
+  // A short name for messages and JUnit: "program (pid N[, rank R])".
+  std::string display_name() const;
+  // Live bytes of `device` at the end of each post-warm-up primary iteration, in order.
+  std::vector<uint64_t> steady_live(int device, int64_t warmup) const;
+};
+
+// Parses and checks a report document. `path` only names the source in error messages.
+// Throws GateError.
+Report parse_report(const nlohmann::json &doc, const std::string &path);
+
+// Reads `path` and parses it: a missing or unreadable file, text that is not JSON or is cut
+// short, JSON that is not a gpuleak report, a newer major schema, or a malformed field each give
+// a GateError of one line naming the file.
+Report load_report(const std::string &path);
+
+// Parses JSON text with the same one-line errors as load_report (used for config files too).
+nlohmann::json parse_json_text(const std::string &text, const std::string &path);
+std::string read_text_file(const std::string &path);
+
+}  // namespace gpuleak::gate

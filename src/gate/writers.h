@@ -1,0 +1,39 @@
+// What `gpuleak check` writes: plain text for a terminal or a CI log, JUnit XML (one testcase per
+// report), GitHub Actions annotations and a Markdown step summary. Each renders the findings
+// evaluate() made and decides nothing; untrusted text is escaped for its format (escape.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gate/evaluate.h"
+#include "gate/suppressions.h"
+
+namespace gpuleak::gate {
+
+struct WriteOptions {
+  size_t max_findings_per_report = 8;  // plain text: keep the verdict within one screenful
+  std::string workspace;               // GitHub: file paths under it are made relative to it
+};
+
+// Plain text: one line per report, its failures and warnings (suppressed and ignored findings
+// too, marked), a total line, and suppression rules that matched nothing.
+std::string write_plain(const std::vector<ReportOutcome> &outcomes, const Suppressions &suppressions,
+                        const WriteOptions &options);
+
+// JUnit XML: a testsuite "gpuleak check" with one testcase per report; a failing report has a
+// <failure> whose message is its first failure and whose text lists all of them; warnings,
+// suppressed and ignored findings go to <system-out>.
+std::string write_junit(const std::vector<ReportOutcome> &outcomes);
+
+// GitHub Actions workflow commands: ::error for failures, ::warning for warnings, each with
+// file= and line= when the finding has a source location.
+std::string write_github_annotations(const std::vector<ReportOutcome> &outcomes, const WriteOptions &options);
+
+// A Markdown summary (for $GITHUB_STEP_SUMMARY or a merge-request comment).
+std::string write_markdown(const std::vector<ReportOutcome> &outcomes);
+
+// The one-line headline of a finding: "leak: <message>" (plus " -- <note>" when it has one).
+std::string finding_line(const Finding &f);
+
+}  // namespace gpuleak::gate

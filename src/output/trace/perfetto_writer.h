@@ -1,0 +1,57 @@
+// Perfetto's native protobuf trace, written by hand (research/FORMATS-AND-VIEWER.md A8): a
+// concatenation of `Trace.packet` records, each a TracePacket holding a TrackDescriptor (the
+// process, its threads, the counter, iteration, leak and NVTX tracks, the global OOM track) or a
+// TrackEvent (slice begin/end, instant, counter). Every packet boundary is a valid truncation
+// point, and traces of several processes can be concatenated (`cat a b > both`): track uuids are
+// derived from the pid.
+//
+// It is smaller than the JSON and much cheaper for trace_processor to load: the format for very
+// long runs. Timestamps: TracePacket.timestamp is the capture's CLOCK_MONOTONIC in ns (the
+// header's monotonic anchor + ns since the start; no clock snapshot is written, so Perfetto takes
+// it as its trace clock). Arguments become debug annotations (nested objects as
+// dict entries). Untrusted strings are repaired to valid UTF-8. No interning.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "output/trace/file_io.h"
+#include "output/trace/protobuf_encoder.h"
+#include "output/trace/trace_sink.h"
+
+namespace gpuleak::output::trace {
+
+class PerfettoWriter : public TraceSink {
+ public:
+  explicit PerfettoWriter(ByteStream *out) : out_(out) {}
+
+  void begin(const TraceInfo &info, const std::vector<Track> &tracks) override;
+  void event(const Event &event) override;
+  bool end() override;
+
+  uint64_t packets_written() const { return packets_; }
+  uint64_t process_uuid() const { return process_uuid_; }
+  uint64_t track_uuid(uint32_t track) const { return process_uuid_ + 1 + track; }
+
+ private:
+  // Appends `packet` (a TracePacket's fields) as one Trace.packet record.
+  void emit(const ProtoEncoder &packet);
+  void track_event(int64_t ts_ns, uint32_t type, uint64_t track_uuid, const Event *event);
+  void write_about(int64_t before_ts);
+
+  ByteStream *out_;
+  int64_t pid_ = 0;
+  uint64_t anchor_ = 0;
+  uint64_t process_uuid_ = 0;
+  std::vector<Track> tracks_;
+  uint64_t packets_ = 0;
+  Event about_;  // the "gpuleak_trace" instant, written once events reach ts 0
+  bool about_pending_ = false;
+  ProtoEncoder packet_;
+  ProtoEncoder frame_;
+};
+
+// Writes a JSON value's members as TrackEvent/DebugAnnotation fields (used for event args).
+void write_debug_annotations(ProtoEncoder &message, uint32_t field, const nlohmann::json &args);
+
+}  // namespace gpuleak::output::trace

@@ -1,0 +1,52 @@
+// Every device allocation's life (born when, freed when, from which call site), as the analysis
+// replayed it. The viewer's timeline, flame graphs and temporal view are drawn from these lives, so
+// that their numbers are the report's numbers: the same events, in the same order, matched by the
+// same rules (src/analysis/ledger.cpp), never a second interpretation of the capture.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "analysis/analysis.h"
+#include "format/capture_reader.h"
+
+namespace gpuleak::output::view {
+
+inline constexpr uint32_t kAlive = std::numeric_limits<uint32_t>::max();
+
+// One device allocation (host pinned/registered memory is not device memory and is left out).
+// Positions count memory events in effective-time order: position k is "the k-th event".
+struct Life {
+  int device = 0;
+  uint64_t size = 0;
+  uint32_t birth = 0;       // position of the allocation
+  uint32_t death = kAlive;  // position of its release (free, context reset, address reused)
+  uint64_t birth_ns = 0;    // since the run's start
+  uint64_t death_ns = 0;    // since the run's start; meaningless while death == kAlive
+  analysis::Site site;
+};
+
+class AllocationLives {
+ public:
+  // Replays `capture`, which must outlive this object. Never throws for any capture content.
+  explicit AllocationLives(const format::Capture &capture);
+  ~AllocationLives();
+  AllocationLives(const AllocationLives &) = delete;
+  AllocationLives &operator=(const AllocationLives &) = delete;
+
+  // Device allocations in birth order.
+  const std::vector<Life> &lives() const { return lives_; }
+  // The first position whose time (since the run's start) is >= t_ns; the event count when none.
+  uint32_t position_at(uint64_t t_ns) const;
+  // Time of an event position, since the run's start.
+  uint64_t time_of(uint32_t position) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::vector<Life> lives_;
+};
+
+}  // namespace gpuleak::output::view

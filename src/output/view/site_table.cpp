@@ -1,0 +1,80 @@
+#include "output/view/site_table.h"
+
+#include <cinttypes>
+#include <cstdio>
+
+#include "output/report_json.h"
+
+namespace gpuleak::output::view {
+
+using nlohmann::json;
+
+namespace {
+
+std::string basename_of(const std::string &path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+json text_or_null(const std::string &s) { return s.empty() ? json(nullptr) : json(s); }
+
+std::string hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
+  return buf;
+}
+
+}  // namespace
+
+const Stack &SiteTable::stack(uint32_t id) {
+  auto it = stacks_.find(id);
+  if (it == stacks_.end()) it = stacks_.emplace(id, id && symbolize_ ? symbolize_(id) : Stack{}).first;
+  return it->second;
+}
+
+// Frames are shown, not matched by address: one source line is one frame whatever its address
+// (an unknown function keeps its address, the only thing that tells such frames apart).
+uint32_t SiteTable::frame_index(const Frame &f) {
+  Frame shown = f;
+  shown.module = basename_of(f.module);
+  if (!shown.function.empty()) shown.address = 0;
+  FrameKey key{f.kind == Frame::Kind::kNative, shown.function, shown.file, shown.module, shown.line, shown.address};
+  auto [it, fresh] = by_frame_.try_emplace(key, static_cast<uint32_t>(frames_.size()));
+  if (fresh) frames_.push_back(std::move(shown));
+  return it->second;
+}
+
+uint32_t SiteTable::index(const analysis::Site &site) {
+  uint64_t key = static_cast<uint64_t>(site.stack_id) << 32 | site.py_stack_id;
+  auto [it, fresh] = by_site_.try_emplace(key, static_cast<uint32_t>(site_ids_.size()));
+  if (!fresh) return it->second;
+  // The report's concatenation: native frames, then Python frames, each innermost first.
+  Stack frames = stack(site.stack_id);
+  const Stack &py = stack(site.py_stack_id);
+  frames.insert(frames.end(), py.begin(), py.end());
+  std::vector<uint32_t> indices;
+  indices.reserve(frames.size());
+  for (const Frame &f : frames) indices.push_back(frame_index(f));
+  site_ids_.push_back(site_id(frames));
+  site_frames_.push_back(std::move(indices));
+  return it->second;
+}
+
+json SiteTable::sites_json() const { return {{"site_id", site_ids_}, {"frames", site_frames_}}; }
+
+json SiteTable::frames_json() const {
+  json function = json::array(), file = json::array(), line = json::array(), module = json::array(),
+       kind = json::array(), address = json::array();
+  for (const Frame &f : frames_) {
+    function.push_back(text_or_null(f.function));
+    file.push_back(text_or_null(f.file));
+    line.push_back(f.line > 0 ? json(f.line) : json(nullptr));
+    module.push_back(text_or_null(f.module));
+    kind.push_back(f.kind == Frame::Kind::kNative ? "native" : "python");
+    address.push_back(f.address ? json(hex(f.address)) : json(nullptr));
+  }
+  return {{"function", std::move(function)}, {"file", std::move(file)}, {"line", std::move(line)},
+          {"module", std::move(module)},     {"kind", std::move(kind)}, {"address", std::move(address)}};
+}
+
+}  // namespace gpuleak::output::view

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# browser.viewer: CLI GPULEAK_SO PROGRAM FAKE_CUDA_DIR OUT_DIR
+# Exit 77 (skipped) when Chromium or the viewer's node_modules are missing.
+set -euo pipefail
+cli=$1 shim=$2 program=$3 fake_cuda=$4 out=$5
+here=$(cd "$(dirname "$0")" && pwd)
+viewer="$here/../../viewer"
+chromium=${GPULEAK_CHROMIUM:-/usr/bin/chromium}
+
+if [[ ! -x "$chromium" ]]; then
+  echo "SKIPPED: no Chromium at $chromium (apt-get install -y chromium)"
+  exit 77
+fi
+if [[ ! -d "$viewer/node_modules/playwright-core" ]] || ! command -v node >/dev/null; then
+  echo "SKIPPED: viewer/node_modules missing (cd viewer && npm ci)"
+  exit 77
+fi
+
+rm -rf "$out"
+mkdir -p "$out/capture"
+LD_LIBRARY_PATH="$fake_cuda" LD_PRELOAD="$shim" GPULEAK_OUT="$out/capture" GPULEAK_REPORT_TIMEOUT=0 \
+  GPULEAK_QUIET=1 "$program" 40
+capture=$(ls "$out"/capture/*.gpuleak | head -n 1)
+"$cli" view "$capture" -o "$out/report.html"
+# The same page from the report alone must load too.
+"$cli" report "$capture" -o "$out/report.json" --quiet
+"$cli" view "$out/report.json" -o "$out/from-report.html" --quiet
+exec node "$here/viewer_test.mjs" "$out/report.html" "$out/from-report.html" "$out/screenshot.png"

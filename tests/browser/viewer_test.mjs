@@ -1,0 +1,109 @@
+// Opens gpuleak's HTML report in headless Chromium from file://, with every non-file request
+// refused, and checks what a user sees: the verdict in words, the leak table's rows, the stack on
+// Enter, a zoomable timeline, the flame graph, and no console errors. Saves a screenshot.
+// Usage: node viewer_test.mjs REPORT_HTML FROM_REPORT_HTML SCREENSHOT_PNG
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const require = createRequire(join(here, '../../viewer/package.json'));
+const { chromium } = require('playwright-core');
+
+const [reportHtml, fromReportHtml, screenshot] = process.argv.slice(2);
+const failures = [];
+const check = (ok, what) => {
+  console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`);
+  if (!ok) failures.push(what);
+};
+
+const profile = mkdtempSync(join(tmpdir(), 'gpuleak-chromium-'));
+// --user-data-dir is given the Playwright way: a persistent context on a fresh profile.
+const browser = await chromium.launchPersistentContext(profile, {
+  executablePath: process.env.GPULEAK_CHROMIUM || '/usr/bin/chromium',
+  headless: true,
+  viewport: { width: 1280, height: 800 },
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync'],
+});
+
+async function open(file) {
+  const page = await browser.newPage();
+  const errors = [];
+  const outside = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+  await page.route('**/*', (r) => {
+    if (r.request().url().startsWith('file:')) return r.continue();
+    outside.push(r.request().url());
+    return r.abort();
+  });
+  await page.goto(pathToFileURL(file).href);
+  await page.waitForFunction(() => window.__gpuleak?.ready === true, null, { timeout: 30000 });
+  return { page, errors, outside };
+}
+
+try {
+  const { page, errors, outside } = await open(reportHtml);
+  const state = await page.evaluate(() => ({ error: window.__gpuleak.error ?? null, totalMs: window.__gpuleak.totalMs }));
+  check(state.error === null, `the app started (${state.error ?? `${state.totalMs?.toFixed(0)} ms`})`);
+  const verdict = await page.textContent('#verdict');
+  check(/LEAK/.test(verdict) && /Leak found/.test(verdict), 'the verdict says "Leak found"');
+  check(/cache_activation/.test(verdict), 'the verdict names the leaking function');
+  check(/per iteration|per "/.test(verdict), 'the verdict gives a rate per iteration');
+
+  const rows = page.locator('#leak-table tr.site-row');
+  check((await rows.count()) >= 1, `the leak table has rows (${await rows.count()})`);
+  const first = (await rows.first().textContent()) ?? '';
+  check(/cache_activation/.test(first), 'the first leak row is cache_activation');
+  check(/MiB/.test(first), 'sizes are in binary units (MiB)');
+  await rows.first().focus();
+  await page.keyboard.press('Enter');
+  check((await rows.first().getAttribute('aria-expanded')) === 'true', 'Enter opens the stack');
+  const stack = (await page.locator('#leaks tr.stack-row:not([hidden])').first().textContent()) ?? '';
+  check(/main/.test(stack), 'the stack shows the frames out to main');
+
+  check((await page.locator('#memory .uplot').count()) >= 2, 'the timeline and the iteration bars are drawn');
+  const zoom = await page.evaluate(async () => {
+    const u = window.__gpuleak.plots[0];
+    const before = u.scales.x.max - u.scales.x.min;
+    u.setScale('x', { min: u.scales.x.min, max: u.scales.x.min + before / 4 });
+    await new Promise((r) => setTimeout(r, 50));
+    return { before, after: u.scales.x.max - u.scales.x.min, points: u.data[0].length };
+  });
+  check(zoom.after < zoom.before * 0.3, `the timeline zooms (${zoom.before} -> ${zoom.after} ns)`);
+  const reset = await page.evaluate(async () => {
+    document.querySelector('#memory .chart-controls button:nth-child(5)').click();
+    await new Promise((r) => setTimeout(r, 50));
+    const u = window.__gpuleak.plots[0];
+    return u.scales.x.max - u.scales.x.min;
+  });
+  check(Math.abs(reset - zoom.before) <= zoom.before * 0.01, 'Reset shows the whole run again');
+
+  check((await page.locator('#flame canvas.icicle').count()) === 1, 'the flame graph is drawn');
+  const flameText = (await page.textContent('#flame .icicle-details')) ?? '';
+  check(/MiB/.test(flameText), `the flame graph describes its root (${flameText.slice(0, 60)})`);
+  const temporal = (await page.textContent('#temporal')) ?? '';
+  check(/still alive at the end of the run/.test(temporal), 'the temporal view summarises a range');
+
+  check(errors.length === 0, `no console errors${errors.length ? `: ${errors.join(' | ')}` : ''}`);
+  check(outside.length === 0, `no request left file://${outside.length ? `: ${outside.join(' ')}` : ''}`);
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.screenshot({ path: screenshot, fullPage: false });
+  await page.screenshot({ path: screenshot.replace(/\.png$/, '-full.png'), fullPage: true });
+  console.log(`screenshot: ${screenshot}`);
+
+  const r = await open(fromReportHtml);
+  const v2 = await r.page.textContent('#verdict');
+  check(/Leak found/.test(v2), 'from a report alone: the same verdict');
+  check((await r.page.locator('#leak-table tr.site-row').count()) >= 1, 'from a report alone: the leak table');
+  check(r.errors.length === 0, `from a report alone: no console errors${r.errors.length ? `: ${r.errors.join(' | ')}` : ''}`);
+} finally {
+  await browser.close();
+  rmSync(profile, { recursive: true, force: true });
+}
+
+console.log(failures.length ? `${failures.length} checks failed` : 'all checks passed');
+process.exit(failures.length ? 1 : 0);

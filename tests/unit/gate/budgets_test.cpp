@@ -1,0 +1,208 @@
+// Budgets, warm-up, OOMs, forecasts and inconclusive runs weighed by evaluate(), and the JSON
+// config file that sets them.
+#include <gtest/gtest.h>
+
+#include "gate/budgets.h"
+#include "gate/evaluate.h"
+#include "gate/sizes.h"
+#include "report_fixture.h"
+
+namespace gpuleak::gate {
+namespace {
+
+using namespace testing;
+
+ReportOutcome run(const json &doc, const Budgets &b = {}) {
+  Suppressions none;
+  return evaluate(parse(doc), b, none, nullptr);
+}
+
+const Finding *first(const ReportOutcome &o, Kind kind) {
+  for (const Finding &f : o.findings)
+    if (f.kind == kind) return &f;
+  return nullptr;
+}
+
+json leaky(double rate, int first_iteration = 0, std::vector<uint64_t> lbi = {}) {
+  json doc = report("leak");
+  doc["leaks"] = json::array(
+      {leak("00000000000000aa", "cache_activation", "/src/leaky.cpp", 14, rate, 0, first_iteration, std::move(lbi))});
+  return doc;
+}
+
+TEST(GateBudgets, CleanReportPasses) {
+  ReportOutcome o = run(report("clean"));
+  EXPECT_FALSE(o.failed());
+  EXPECT_TRUE(o.findings.empty());
+}
+
+TEST(GateBudgets, AnyLeakFailsByDefaultAndTheMessageSaysWhereHowMuchAndTheBudget) {
+  ReportOutcome o = run(leaky(1048576));
+  ASSERT_TRUE(o.failed());
+  const Finding *f = first(o, Kind::kLeak);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->message,
+            "cache_activation (/src/leaky.cpp:14) leaks 1 MiB/iteration on device 0 (budget 0 B/iteration; 10 MiB live "
+            "in 10 allocations since iteration 0) [site 00000000000000aa]");
+  EXPECT_EQ(*f->file, "/src/leaky.cpp");
+  EXPECT_EQ(*f->line, 14);
+}
+
+TEST(GateBudgets, LeakWithinTheSiteBudgetPasses) {
+  Budgets b;
+  b.max_leak_per_iteration = 2 * kMiB;
+  EXPECT_FALSE(run(leaky(1048576), b).failed());
+  b.max_leak_per_iteration = kMiB - 1;
+  EXPECT_TRUE(run(leaky(1048576), b).failed());
+}
+
+TEST(GateBudgets, PerSiteBudgetsOverrideTheDefault) {
+  Budgets b;
+  b.sites.push_back({parse_rule("leak:cache_*", "t"), 4 * kMiB});
+  ReportOutcome o = run(leaky(2 * 1048576), b);
+  EXPECT_FALSE(o.failed());
+  EXPECT_NE(first(o, Kind::kLeak)->message.find("budget 4 MiB/iteration from leak:cache_*"), std::string::npos);
+}
+
+TEST(GateBudgets, WarmupIgnoresOnlyLeaksThatStoppedGrowing) {
+  Budgets b;
+  b.warmup = 3;
+  // Allocated in iterations 0-2, nothing after: warm-up.
+  ReportOutcome early = run(leaky(100, 0, {100, 200, 300, 300, 300, 300}), b);
+  EXPECT_FALSE(early.failed());
+  EXPECT_EQ(first(early, Kind::kLeak)->status, Status::kIgnored);
+  // Still growing after the warm-up: never ignored, whatever its first iteration.
+  EXPECT_TRUE(run(leaky(100, 0, {100, 200, 300, 400, 500, 600}), b).failed());
+  // First seen at or after the warm-up: counts.
+  EXPECT_TRUE(run(leaky(100, 3, {0, 0, 0, 100, 200, 300}), b).failed());
+}
+
+TEST(GateBudgets, GrowthUsesItsOwnBudgetAndTheWarmupRefit) {
+  json doc = report("growth");
+  doc["devices"][0]["verdict"] = "growth";
+  doc["devices"][0]["growth_bytes_per_iteration"] = 4096;
+  doc["iterations"] = iterations({0, 8192, 8192, 8192, 8192});
+  EXPECT_TRUE(run(doc).failed());
+  Budgets b;
+  b.max_growth = 8192;
+  EXPECT_FALSE(run(doc, b).failed());
+  Budgets w;
+  w.warmup = 1;  // after iteration 0 the device is flat
+  ReportOutcome o = run(doc, w);
+  EXPECT_FALSE(o.failed());
+  EXPECT_EQ(first(o, Kind::kGrowth)->status, Status::kIgnored);
+}
+
+TEST(GateBudgets, PeakPerDevice) {
+  json doc = report("clean");
+  doc["devices"].push_back(device(1, "clean", 3 * 1024 * kMiB));
+  Budgets b;
+  b.max_peak = 2 * 1024 * kMiB;
+  ReportOutcome o = run(doc, b);
+  ASSERT_TRUE(o.failed());
+  EXPECT_EQ(o.findings[0].message, "device 1 peaked at 3 GiB live (budget 2 GiB)");
+  b.max_peak_by_device[1] = 4 * 1024 * kMiB;
+  EXPECT_FALSE(run(doc, b).failed());
+  apply_max_peak("1=1GiB", "--max-peak", &b);
+  EXPECT_TRUE(run(doc, b).failed());
+  EXPECT_THROW(apply_max_peak("x=1GiB", "--max-peak", &b), GateError);
+}
+
+TEST(GateBudgets, OomHorizon) {
+  json doc = leaky(1048576);
+  doc["devices"][0]["forecast"] = {{"iterations_left", 120}, {"seconds_left", 300.0}, {"bytes_per_iteration", 1048576}};
+  Budgets b;
+  b.max_leak_per_iteration = kUnlimited;
+  EXPECT_FALSE(run(doc, b).failed());
+  b.min_oom_horizon = 1000;
+  ReportOutcome o = run(doc, b);
+  ASSERT_TRUE(o.failed());
+  EXPECT_EQ(
+      first(o, Kind::kOomHorizon)->message,
+      "device 0 is forecast to run out of memory in 120 iterations (about 5 min) (minimum horizon 1000 iterations)");
+  b.min_oom_horizon = 100;
+  EXPECT_FALSE(run(doc, b).failed());
+}
+
+TEST(GateBudgets, UnrecoveredOomFailsRecoveredWarns) {
+  json doc = report("clean");
+  json event = {{"device", 0},
+                {"requested_bytes", 4 * kMiB},
+                {"free_bytes", 0},
+                {"total_bytes", 64 * kMiB},
+                {"live_bytes", 64 * kMiB},
+                {"recovered", false},
+                {"api", "cuMemAlloc_v2"},
+                {"site_id", "cc"},
+                {"stack", json::array({frame("load_batch", "/src/data.cpp", 7)})}};
+  doc["oom"] = {{"events", json::array({event})}};
+  ReportOutcome o = run(doc);
+  ASSERT_TRUE(o.failed());
+  EXPECT_EQ(first(o, Kind::kOom)->message,
+            "unrecovered out-of-memory on device 0: cuMemAlloc_v2 of 4 MiB failed at load_batch (/src/data.cpp:7) with "
+            "64 MiB live (free 0 B of 64 MiB)");
+  doc["oom"]["events"][0]["recovered"] = true;
+  ReportOutcome r = run(doc);
+  EXPECT_FALSE(r.failed());
+  EXPECT_EQ(first(r, Kind::kOom)->status, Status::kWarn);
+}
+
+TEST(GateBudgets, InconclusiveWarnsUnlessAskedToFail) {
+  json doc = report("inconclusive");
+  doc["iteration_source"] = "none";
+  ReportOutcome o = run(doc);
+  EXPECT_FALSE(o.failed());
+  EXPECT_EQ(o.count(Status::kWarn), 1u);
+  Budgets b;
+  b.fail_on_inconclusive = true;
+  EXPECT_TRUE(run(doc, b).failed());
+}
+
+TEST(GateBudgets, DamagedCapturesWarn) {
+  json doc = report("clean");
+  doc["run"]["capture"]["events_dropped"] = 12;
+  doc["run"]["capture"]["truncated"] = true;
+  ReportOutcome o = run(doc);
+  EXPECT_FALSE(o.failed());
+  EXPECT_EQ(o.count(Status::kWarn), 2u);
+}
+
+TEST(GateConfigFile, SetsEveryBudgetAndResolvesPathsBesideIt) {
+  ScratchDir dir;
+  dir.write("known.supp", "leak:cache_*  # the activation cache, freed at shutdown\n");
+  std::string cfg = dir.write("gate.json", R"({
+    "max_leak_per_iteration": "1 MiB", "max_growth": 4096, "max_peak": {"all": "8 GiB", "1": "2GiB"},
+    "min_oom_horizon": 500, "warmup": 2, "fail_on_inconclusive": true, "tolerance": "10%",
+    "baseline": "base.report.json", "suppressions": "known.supp",
+    "sites": [{"match": "file:*/vendor/*", "max_leak_per_iteration": "unlimited", "reason": "vendored"}]})");
+  GateConfig c;
+  load_config_file(cfg, &c);
+  EXPECT_EQ(c.budgets.max_leak_per_iteration, kMiB);
+  EXPECT_EQ(c.budgets.max_growth, 4096u);
+  EXPECT_EQ(*c.budgets.max_peak, 8 * 1024 * kMiB);
+  EXPECT_EQ(*c.budgets.peak_budget_for(1), 2 * 1024 * kMiB);
+  EXPECT_EQ(*c.budgets.min_oom_horizon, 500u);
+  EXPECT_EQ(c.budgets.warmup, 2);
+  EXPECT_TRUE(c.budgets.fail_on_inconclusive);
+  EXPECT_DOUBLE_EQ(c.budgets.tolerance, 0.10);
+  ASSERT_EQ(c.baselines.size(), 1u);
+  EXPECT_EQ(c.baselines[0], dir.path() + "/base.report.json");
+  EXPECT_EQ(c.suppressions.rules().size(), 1u);
+  ASSERT_EQ(c.budgets.sites.size(), 1u);
+  EXPECT_EQ(c.budgets.sites[0].max_leak_per_iteration, kUnlimited);
+}
+
+TEST(GateConfigFile, TyposAndBadValuesAreErrors) {
+  ScratchDir dir;
+  GateConfig c;
+  EXPECT_THROW(load_config_file(dir.write("a.json", R"({"max_leak": "1 MiB"})"), &c), GateError);
+  EXPECT_THROW(load_config_file(dir.write("b.json", R"({"warmup": -1})"), &c), GateError);
+  EXPECT_THROW(load_config_file(dir.write("c.json", R"({"max_peak": "big"})"), &c), GateError);
+  EXPECT_THROW(load_config_file(dir.write("d.json", R"([1])"), &c), GateError);
+  EXPECT_THROW(load_config_file(dir.write("e.json", R"({"sites": [{"match": "leak:x"}]})"), &c), GateError);
+  EXPECT_THROW(load_config_file(dir.write("f.json", R"({"suppressions": [{"leak": "x"}]})"), &c), GateError);
+  EXPECT_THROW(load_config_file(dir.write("g.json", R"({"max_growth": )"), &c), GateError);
+}
+
+}  // namespace
+}  // namespace gpuleak::gate

@@ -1,0 +1,193 @@
+// `gpuleak check` and `gpuleak diff` as CI runs them: exit codes 0/1/2, the exact one-line errors
+// for files the gate cannot use, and the JUnit, GitHub and summary outputs.
+#include <sys/wait.h>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "report_fixture.h"
+
+namespace gpuleak::gate {
+namespace {
+
+using namespace testing;
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string quote(const std::string &s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string slurp(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs the gpuleak CLI with `args` (and `env`, "NAME=value ..." prefixes) in a clean environment
+// as far as the GitHub variables go.
+Result gpuleak(const ScratchDir &dir, const std::vector<std::string> &args, const std::string &env = "") {
+  std::string cmd =
+      "env -u GITHUB_ACTIONS -u GITHUB_STEP_SUMMARY -u GITHUB_WORKSPACE " + env + " " + quote(GPULEAK_CLI_PATH);
+  for (const std::string &a : args) cmd += " " + quote(a);
+  cmd += " >" + quote(dir.file("stdout")) + " 2>" + quote(dir.file("stderr"));
+  int status = std::system(cmd.c_str());
+  Result r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(dir.file("stdout"));
+  r.err = slurp(dir.file("stderr"));
+  return r;
+}
+
+json leaky_report() {
+  json doc = report("leak");
+  doc["leaks"] = json::array({leak("00000000000000aa", "cache_activation", "/ws/src/leaky.cpp", 14, 1048576)});
+  return doc;
+}
+
+TEST(GateCheckCli, ExitCodes) {
+  ScratchDir dir;
+  std::string clean = dir.write("clean.report.json", report("clean").dump());
+  std::string leaky = dir.write("leaky.report.json", leaky_report().dump());
+  EXPECT_EQ(gpuleak(dir, {"check", clean}).code, 0);
+  Result r = gpuleak(dir, {"check", clean, leaky});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("FAIL train (pid 42): verdict leak"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("leaks 1 MiB/iteration on device 0 (budget 0 B/iteration"), std::string::npos) << r.out;
+  EXPECT_EQ(gpuleak(dir, {"check", "--max-leak-per-iteration", "2 MiB", leaky}).code, 0);
+  EXPECT_EQ(gpuleak(dir, {"check", "--max-leak-per-iteration", "512KiB", leaky}).code, 1);
+  EXPECT_EQ(gpuleak(dir, {"check", "--max-peak", "50 MiB", clean}).code, 1);
+  EXPECT_EQ(gpuleak(dir, {"check", "--max-peak", "0=2GB", clean}).code, 0);
+}
+
+TEST(GateCheckCli, OneLineErrorsAndExitTwo) {
+  ScratchDir dir;
+  std::string missing = dir.file("missing.report.json");
+  Result r = gpuleak(dir, {"check", missing});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "gpuleak: cannot read " + missing + ": No such file or directory\n");
+  EXPECT_EQ(r.out, "");
+
+  std::string text = leaky_report().dump(2);
+  std::string cut = dir.write("cut.report.json", text.substr(0, 200));
+  r = gpuleak(dir, {"check", cut});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "gpuleak: " + cut + ": truncated JSON (the document ends early, at byte 200)\n");
+
+  std::string foreign = dir.write("package.json", R"({"name": "left-pad", "version": "1.3.0"})");
+  r = gpuleak(dir, {"check", foreign});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "gpuleak: " + foreign + ": not a gpuleak report (no \"schema\": \"gpuleak.report/1\")\n");
+
+  json v2 = report();
+  v2["schema"] = "gpuleak.report/2";
+  std::string newer = dir.write("v2.report.json", v2.dump());
+  r = gpuleak(dir, {"check", newer});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "gpuleak: " + newer +
+                       ": report schema gpuleak.report/2 is newer than this gpuleak reads (gpuleak.report/1); upgrade "
+                       "gpuleak\n");
+
+  // A bad file among good ones: no partial verdict, exit 2.
+  std::string clean = dir.write("clean.report.json", report().dump());
+  r = gpuleak(dir, {"check", clean, foreign});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.out, "");
+
+  r = gpuleak(dir, {"check", "--max-growth", "lots", clean});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "gpuleak: --max-growth: bad size \"lots\" (examples: 100, 512KiB, \"1 MiB\", 2GB, unlimited)\n");
+
+  std::string supp = dir.write("bad.supp", "leak:cache_activation\n");
+  r = gpuleak(dir, {"check", "--suppressions", supp, clean});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err,
+            "gpuleak: " + supp + ":1: suppression \"leak:cache_activation\" has no reason (add \"# why\" after it)\n");
+
+  EXPECT_EQ(gpuleak(dir, {"check"}).code, 2);
+  EXPECT_EQ(gpuleak(dir, {"check", "--format", "xml", clean}).code, 2);
+  for (const Result &each : {gpuleak(dir, {"check", missing}), gpuleak(dir, {"check", cut})})
+    EXPECT_EQ(std::count(each.err.begin(), each.err.end(), '\n'), 1) << each.err;
+}
+
+TEST(GateCheckCli, InconclusivePassesWithAWarningUnlessAsked) {
+  ScratchDir dir;
+  json doc = report("inconclusive");
+  doc["iteration_source"] = "none";
+  std::string path = dir.write("i.report.json", doc.dump());
+  Result r = gpuleak(dir, {"check", path});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("warning inconclusive: no iterations found"), std::string::npos) << r.out;
+  EXPECT_EQ(gpuleak(dir, {"check", "--fail-on-inconclusive", path}).code, 1);
+}
+
+TEST(GateCheckCli, SuppressionsConfigAndBaseline) {
+  ScratchDir dir;
+  std::string leaky = dir.write("leaky.report.json", leaky_report().dump());
+  std::string supp = dir.write("ci.supp", "# known\nleak:cache_activation  # freed at shutdown by design\n");
+  Result r = gpuleak(dir, {"check", "--suppressions", supp, leaky});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("suppressed leak: cache_activation"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("-- leak:cache_activation (" + supp + ":2): freed at shutdown by design"), std::string::npos);
+
+  std::string cfg = dir.write("gate.json", R"({"max_leak_per_iteration": "2 MiB", "baseline": "base.report.json"})");
+  json base = leaky_report();
+  base["devices"][0]["peak_live_bytes"] = 50 << 20;
+  dir.write("base.report.json", base.dump());
+  r = gpuleak(dir, {"check", "--config", cfg, leaky});
+  EXPECT_EQ(r.code, 1);  // peak 100 MiB vs 50 MiB
+  EXPECT_NE(r.out.find("peak regression: device 0 peak 100 MiB vs 50 MiB in the baseline (+100.0%, tolerance 5.0%)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(gpuleak(dir, {"check", "--config", cfg, "--tolerance", "150%", leaky}).code, 0);
+  EXPECT_EQ(
+      gpuleak(dir, {"check", "--config", cfg, "--max-leak-per-iteration", "0", "--tolerance", "150%", leaky}).code,
+      1);  // flags win over the file
+}
+
+TEST(GateCheckCli, JunitGithubAnnotationsAndStepSummary) {
+  ScratchDir dir;
+  std::string leaky = dir.write("leaky.report.json", leaky_report().dump());
+  std::string junit = dir.file("gpuleak.junit.xml");
+  std::string summary = dir.write("summary.md", "# earlier step\n");
+  Result r = gpuleak(dir, {"check", "--junit", junit, leaky},
+                     "GITHUB_ACTIONS=true GITHUB_WORKSPACE=/ws GITHUB_STEP_SUMMARY=" + quote(summary));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.out.rfind("::error file=src/leaky.cpp,line=14,title=gpuleak leak in train (pid 42)::cache_activation", 0),
+            0u)
+      << r.out;
+  std::string md = slurp(summary);
+  EXPECT_EQ(md.rfind("# earlier step\n## gpuleak check: ", 0), 0u) << md;  // appended, not replaced
+  std::string xml = slurp(junit);
+  EXPECT_NE(xml.find("<testcase classname=\"gpuleak.check\" name=\"train (pid 42)\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("<failure type=\"leak\""), std::string::npos) << xml;
+
+  r = gpuleak(dir, {"check", "--format", "markdown", leaky});
+  EXPECT_EQ(r.out.rfind("## gpuleak check:", 0), 0u) << r.out;
+  r = gpuleak(dir, {"check", leaky});  // not under GitHub: no annotations
+  EXPECT_EQ(r.out.find("::error"), std::string::npos) << r.out;
+}
+
+TEST(GateDiffCli, SideBySideAndBadInput) {
+  ScratchDir dir;
+  std::string a = dir.write("a.report.json", report("clean").dump());
+  std::string b = dir.write("b.report.json", leaky_report().dump());
+  Result r = gpuleak(dir, {"diff", a, b});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("leaks added 1, removed 0, changed 0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("+ cache_activation (/ws/src/leaky.cpp:14): 1 MiB/iteration"), std::string::npos) << r.out;
+  r = gpuleak(dir, {"diff", a, dir.file("nope.json")});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "gpuleak: cannot read " + dir.file("nope.json") + ": No such file or directory\n");
+}
+
+}  // namespace
+}  // namespace gpuleak::gate

@@ -1,0 +1,153 @@
+// `gpuleak trace`, `export` and `merge` as a user runs them: on a real capture of an
+// integration program under the real shim (fake CUDA), on a synthetic capture file, and on bad
+// input (one line on stderr, exit status 2).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "trace_test_support.h"
+
+namespace gpuleak::testing {
+namespace {
+
+using nlohmann::json;
+
+struct CliRun {
+  int status = -1;
+  std::string out, err;
+};
+
+// Runs a shell command line (arguments quoted by the caller) with extra environment assignments.
+CliRun sh(const std::string &env_and_command) {
+  static int n = 0;
+  std::string dir = temp_dir("cli-run-" + std::to_string(n++));
+  std::string cmd = env_and_command + " > " + dir + "/out 2> " + dir + "/err";
+  int rc = std::system(cmd.c_str());
+  CliRun r;
+  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  std::ifstream o(dir + "/out"), e(dir + "/err");
+  std::stringstream so, se;
+  so << o.rdbuf();
+  se << e.rdbuf();
+  r.out = so.str();
+  r.err = se.str();
+  return r;
+}
+
+std::string q(const std::string &s) { return "'" + s + "'"; }
+const std::string kCli = q(GPULEAK_CLI_PATH);
+
+// A real capture: prog_leaky_static (30 iterations, 1 MiB kept each) under the real shim.
+std::string leaky_capture() {
+  static std::string path;
+  if (!path.empty()) return path;
+  std::string dir = temp_dir("cli-leaky");
+  CliRun r = sh("LD_LIBRARY_PATH=" + q(GPULEAK_FAKE_CUDA_DIR) + " LD_PRELOAD=" + q(GPULEAK_SHIM_PATH) +
+                " GPULEAK_OUT=" + q(dir) + " GPULEAK_REPORT_TIMEOUT=0 " + q(GPULEAK_PROGRAMS_DIR "/prog_leaky_static") +
+                " 30");
+  EXPECT_EQ(r.status, 0) << r.err;
+  for (const auto &f : std::filesystem::directory_iterator(dir))
+    if (f.path().extension() == ".gpuleak") path = f.path().string();
+  EXPECT_FALSE(path.empty()) << "no capture in " << dir << ": " << r.err;
+  return path;
+}
+
+TEST(CliTrace, RealCaptureTraceNextToItOpensAndShowsTheLeak) {
+  std::string capture = leaky_capture();
+  ASSERT_FALSE(capture.empty());
+  CliRun r = sh(kCli + " trace " + q(capture));
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::string path = capture.substr(0, capture.size() - 8) + ".trace.json";
+  EXPECT_NE(r.err.find("gpuleak: trace " + path), std::string::npos) << r.err;
+  json trace = parse(read_text(path));
+  EXPECT_FALSE(events(trace, "C", "cuda:0 live").empty());
+  bool leak_at_function = false;
+  for (const json &e : events(trace, "i"))
+    leak_at_function |=
+        e["cat"] == "leak" && e["args"]["function"].get<std::string>().rfind("cache_activation (", 0) == 0;
+  EXPECT_TRUE(leak_at_function) << "no leak marker at cache_activation";
+  int slices = 0;
+  for (const json &e : events(trace, "X")) slices += e["cat"] == "iteration";
+  EXPECT_GT(slices, 10);  // automatic iterations
+  EXPECT_EQ(events(trace, "M", "gpuleak_trace")[0]["args"]["gpu_activity"], "GPU activity unavailable (CUPTI off)");
+}
+
+TEST(CliTrace, PerfettoAndGzipOutputs) {
+  std::string capture = leaky_capture();
+  std::string dir = temp_dir("cli-formats");
+  ASSERT_EQ(sh(kCli + " trace --quiet --format perfetto -o " + q(dir + "/t.pftrace") + " " + q(capture)).status, 0);
+  std::vector<PbField> packets;
+  EXPECT_TRUE(pb_decode(read_text(dir + "/t.pftrace"), &packets));
+  EXPECT_GT(packets.size(), 50u);
+  CliRun gz = sh(kCli + " trace --quiet -o " + q(dir + "/t.trace.json.gz") + " " + q(capture));
+  ASSERT_EQ(gz.status, 0) << gz.err;
+  std::ifstream raw(dir + "/t.trace.json.gz", std::ios::binary);
+  EXPECT_EQ(raw.get(), 0x1f);
+  EXPECT_EQ(raw.get(), 0x8b);
+  EXPECT_FALSE(parse(read_text(dir + "/t.trace.json.gz")).empty());  // read_text gunzips
+  CliRun full = sh("GPULEAK_TRACE=full " + kCli + " trace -o " + q(dir + "/full.json") + " " + q(capture));
+  ASSERT_EQ(full.status, 0) << full.err;
+  EXPECT_EQ(events(parse(read_text(dir + "/full.json")), "M", "gpuleak_trace")[0]["args"]["events"]["policy"], "full");
+}
+
+TEST(CliTrace, ExportCollapsedAddsUpToTheLeak) {
+  CliRun r = sh(kCli + " export --format collapsed --at end " + q(leaky_capture()));
+  ASSERT_EQ(r.status, 0) << r.err;
+  uint64_t total = 0;
+  bool named = false;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) {
+    total += std::stoull(line.substr(line.rfind(' ') + 1));
+    named |= line.find(";cache_activation (") != std::string::npos && line.rfind("cuda:0;", 0) == 0;
+  }
+  EXPECT_EQ(total, 30ull << 20);
+  EXPECT_TRUE(named) << r.out;
+  CliRun peak = sh(kCli + " export --format collapsed --at peak " + q(leaky_capture()));
+  EXPECT_EQ(peak.status, 0) << peak.err;
+}
+
+TEST(CliTrace, MergeASyntheticCaptureWithARealTrace) {
+  std::string dir = temp_dir("cli-merge");
+  write_capture_file(dir + "/rich.gpuleak", rich_capture());
+  ASSERT_EQ(sh(kCli + " trace --quiet " + q(dir + "/rich.gpuleak")).status, 0);
+  EXPECT_FALSE(parse(read_text(dir + "/rich.trace.json")).empty());
+  CliRun r =
+      sh(kCli + " merge " + q(dir + "/rich.trace.json") + " " + q(leaky_capture()) + " -o " + q(dir + "/m.json"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  json merged = parse(read_text(dir + "/m.json"));
+  EXPECT_EQ(events(merged, "M", "process_name").size(), 2u);
+  CliRun oom =
+      sh(kCli + " export --format collapsed --at oom -o " + q(dir + "/oom.folded") + " " + q(dir + "/rich.gpuleak"));
+  EXPECT_EQ(oom.status, 0) << oom.err;
+  EXPECT_FALSE(read_text(dir + "/oom.folded").empty());
+}
+
+TEST(CliTrace, BadInputIsOneLineAndExitTwo) {
+  std::string dir = temp_dir("cli-bad");
+  std::ofstream(dir + "/garbage.gpuleak") << "not a capture";
+  const std::vector<std::string> bad = {
+      kCli + " trace " + q(dir + "/garbage.gpuleak"),
+      kCli + " trace " + q(dir + "/missing.gpuleak"),
+      kCli + " trace --format xml " + q(leaky_capture()),
+      "GPULEAK_TRACE=everything " + kCli + " trace " + q(leaky_capture()),
+      kCli + " trace -o " + q(dir + "/no/such/dir/t.json") + " " + q(leaky_capture()),
+      kCli + " export --format svg " + q(leaky_capture()),
+      kCli + " export --format collapsed --at oom " + q(leaky_capture()),
+      kCli + " export --format collapsed --at noon " + q(leaky_capture()),
+      kCli + " merge " + q(leaky_capture()),
+      kCli + " merge " + q(dir + "/garbage.gpuleak") + " -o " + q(dir + "/m.json"),
+  };
+  for (const std::string &cmd : bad) {
+    CliRun r = sh(cmd);
+    EXPECT_EQ(r.status, 2) << cmd << "\n" << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << cmd << "\n" << r.err;
+    EXPECT_EQ(r.err.rfind("gpuleak: ", 0), 0u) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir + "/m.json"));  // no half-written output
+}
+
+}  // namespace
+}  // namespace gpuleak::testing

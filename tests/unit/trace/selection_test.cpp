@@ -1,0 +1,156 @@
+// What a default trace keeps of the individual events, and how counters are thinned.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "output/trace/counter_decimation.h"
+#include "output/trace/event_selection.h"
+#include "output/trace/memory_replay.h"
+#include "trace_test_support.h"
+
+namespace gpuleak::testing {
+namespace {
+
+using nlohmann::json;
+using output::trace::TraceOptions;
+using output::trace::TraceSummary;
+
+// n iterations: a 4 MiB temporary (site 1) and a 1 KiB leak (site 2) each.
+format::Capture looped(int n, bool marks = true) {
+  CaptureBuilder b;
+  for (int i = 0; i < n; ++i) {
+    if (marks) b.begin("step");
+    uint64_t tmp = b.alloc(4 * kMiB, 1);
+    b.alloc(1024, 2);
+    b.free(tmp);
+    if (marks) b.end("step");
+  }
+  return b.capture;
+}
+
+std::vector<json> memory_events(const json &trace) {
+  std::vector<json> out;
+  for (const json &e : events(trace, "X"))
+    if (e["cat"] == "memory") out.push_back(e);
+  return out;
+}
+
+TEST(Selection, DefaultKeepsEdgeIterationsAndLeakingSites) {
+  TraceSummary s;
+  json trace = parse(json_trace(looped(50), {}, &s));
+  EXPECT_EQ(s.policy, "bounded");
+  auto shown = memory_events(trace);
+  // 6 edge iterations x 3 events, plus the leak's allocation in the other 44.
+  EXPECT_EQ(shown.size(), 6u * 3 + 44);
+  EXPECT_EQ(s.memory_events_shown, shown.size());
+  EXPECT_EQ(s.memory_events, 150u);
+  int leak_allocs = 0;
+  for (const json &e : shown) leak_allocs += e["args"]["site"] == "fn2 (file2.cpp:2)";
+  EXPECT_EQ(leak_allocs, 50);
+  // Counters and iteration slices stay complete.
+  int iterations = 0;
+  for (const json &e : events(trace, "X")) iterations += e["cat"] == "iteration";
+  EXPECT_EQ(iterations, 50);
+  auto about = events(trace, "M", "gpuleak_trace")[0]["args"]["events"];
+  EXPECT_EQ(about["policy"], "bounded");
+  EXPECT_EQ(about["detail_windows_us"].size(), 2u);
+}
+
+TEST(Selection, HugeEdgeIterationsAreCutToTheirOuterEvents) {
+  TraceOptions o;
+  o.edge_events = 5;
+  json trace = parse(json_trace(looped(50), o));
+  // The first 5 and last 5 events (2 leak allocations in each), and all 50 leak allocations.
+  EXPECT_EQ(memory_events(trace).size(), 5u + 5 + 50 - 4);
+}
+
+TEST(Selection, FullKeepsEverything) {
+  TraceOptions o;
+  o.full = true;
+  TraceSummary s;
+  json trace = parse(json_trace(looped(50), o, &s));
+  EXPECT_EQ(s.policy, "full");
+  EXPECT_EQ(memory_events(trace).size(), 150u);
+}
+
+TEST(Selection, ARunWithoutIterationsShowsAllWhileSmallThenItsEdges) {
+  TraceSummary s;
+  // Every allocation from its own call site: no period for automatic detection to find.
+  CaptureBuilder b;
+  for (int i = 0; i < 40; ++i) b.free(b.alloc(kMiB, static_cast<uint32_t>(i + 1)));
+  format::Capture small = b.capture;
+  analysis::Analysis a = analysis::analyze(small);
+  ASSERT_TRUE(a.iterations.empty());
+  json trace = parse(json_trace(small, {}, &s));
+  EXPECT_EQ(s.policy, "all");
+  EXPECT_EQ(memory_events(trace).size(), 80u);
+
+  TraceOptions o;
+  o.all_events_below = 50;
+  o.edge_events = 10;
+  trace = parse(json_trace(small, o, &s));
+  EXPECT_EQ(s.policy, "bounded");
+  EXPECT_EQ(memory_events(trace).size(), 20u);
+}
+
+TEST(Selection, EventsAroundAnOomAreKept) {
+  CaptureBuilder b;
+  for (int i = 0; i < 30; ++i) {
+    b.begin("step");
+    b.free(b.alloc(kMiB, 1));
+    b.end("step");
+    if (i == 15) {
+      b.failed_alloc(1ull << 40, 3);
+      b.oom(1ull << 40, 0, 1ull << 30, 3);
+    }
+  }
+  TraceOptions o;
+  o.oom_context_events = 4;
+  json trace = parse(json_trace(b.capture, o));
+  int failed = 0;
+  for (const json &e : memory_events(trace)) failed += e["args"].contains("result");
+  EXPECT_EQ(failed, 1);
+  // The first and last 3 iterations (2 events each), and 4 events on either side of the OOM.
+  EXPECT_EQ(memory_events(trace).size(), 6u * 2 + 4 + 4);
+}
+
+TEST(Decimation, KeepsEveryLocalMaximumAndTheLastValueWithoutAveraging) {
+  CaptureBuilder b(1'000'000'000, 100);  // 100 ns apart: 200 changes per 20 us bucket
+  std::vector<uint64_t> ptrs;
+  for (int burst = 0; burst < 20; ++burst) {
+    for (int i = 0; i < 50; ++i) ptrs.push_back(b.alloc(kMiB * (1 + burst % 3), 1));
+    for (uint64_t p : ptrs) b.free(p);
+    ptrs.clear();
+    b.advance(100'000);  // quiet gap between bursts
+  }
+  output::trace::MemoryReplay replay(b.capture);
+  auto c = output::trace::decimate(replay, 2, 10'000, 0);
+  EXPECT_LT(c.points.size(), c.changes / 10);
+  // Each burst's maximum survives exactly.
+  std::set<uint64_t> values;
+  for (const auto &p : c.points) values.insert(p.value);
+  EXPECT_TRUE(values.count(50 * kMiB));
+  EXPECT_TRUE(values.count(100 * kMiB));
+  EXPECT_TRUE(values.count(150 * kMiB));
+  for (uint64_t v : values) EXPECT_EQ(v % kMiB, 0u);  // no averages
+  EXPECT_EQ(c.points.back().value, 0u);
+  // At most 2 points per bucket and track.
+  std::map<int64_t, int> per_bucket;
+  const int64_t first = replay.time(replay.changes.front().position);
+  for (const auto &p : c.points) ++per_bucket[(p.ts_ns - first) / static_cast<int64_t>(c.bucket_ns)];
+  for (auto &[bucket, n] : per_bucket) EXPECT_LE(n, 3) << bucket;  // 2 + the starting zero
+}
+
+TEST(Decimation, TheOverallCapWidensBuckets) {
+  format::Capture c = looped(2000);
+  output::trace::MemoryReplay replay(c);
+  auto d = output::trace::decimate(replay, 2, 1, 500);
+  EXPECT_LE(d.points.size(), 500u);
+  EXPECT_GT(d.bucket_ns, 2u);
+  uint64_t max = 0;
+  for (const auto &p : d.points) max = std::max(max, p.value);
+  EXPECT_EQ(max, replay.peak[0]);
+}
+
+}  // namespace
+}  // namespace gpuleak::testing

@@ -1,0 +1,107 @@
+// How numbers and frames read on the page: binary units (KiB, MiB, GiB), plain durations, and a
+// frame as "function (file:line)". Pure functions, unit-tested in test/format.test.js.
+
+const UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+
+// 1536 -> "1.50 KiB", 18874368 -> "18.0 MiB": three significant digits, whole bytes below 1 KiB.
+export function formatBytes(bytes) {
+  if (bytes === null || bytes === undefined || !Number.isFinite(bytes)) return '–';
+  const sign = bytes < 0 ? '-' : '';
+  let v = Math.abs(bytes);
+  let u = 0;
+  while (v >= 1024 && u < UNITS.length - 1) {
+    v /= 1024;
+    u += 1;
+  }
+  if (u === 0) return `${sign}${Math.round(v)} B`;
+  let digits = v >= 100 ? 0 : v >= 10 ? 1 : 2;
+  // 1023.9 KiB would print as "1024 KiB": carry into the next unit instead.
+  if (Number(v.toFixed(digits)) >= 1024 && u < UNITS.length - 1) {
+    v /= 1024;
+    u += 1;
+    digits = 2;
+  }
+  return `${sign}${v.toFixed(digits)} ${UNITS[u]}`;
+}
+
+// A growth rate: "+18.0 MiB per iteration".
+export function formatRate(bytesPerIteration) {
+  if (!Number.isFinite(bytesPerIteration)) return '–';
+  const sign = bytesPerIteration > 0 ? '+' : '';
+  return `${sign}${formatBytes(bytesPerIteration)} per iteration`;
+}
+
+// 1234567 -> "1,234,567".
+export function formatCount(n) {
+  if (n === null || n === undefined || !Number.isFinite(n)) return '–';
+  return Math.round(n).toLocaleString('en-US');
+}
+
+// Seconds as people say them: "850 ms", "42 s", "59 min", "3.5 h", "2.1 days".
+export function formatSeconds(s) {
+  if (s === null || s === undefined || !Number.isFinite(s)) return '–';
+  if (s < 0.001) return `${Math.round(s * 1e6)} µs`;
+  if (s < 1) return `${Math.round(s * 1000)} ms`;
+  if (s < 60) return `${s < 10 ? s.toFixed(1) : Math.round(s)} s`;
+  if (s < 3600) return `${Math.round(s / 60)} min`;
+  if (s < 86400 * 2) return `${(s / 3600).toFixed(1)} h`;
+  return `${(s / 86400).toFixed(1)} days`;
+}
+
+export function formatNs(ns) {
+  return formatSeconds(ns / 1e9);
+}
+
+// A position on the time axis, from the run's start: "12.345 s".
+export function formatTimeAxis(ns) {
+  const s = ns / 1e9;
+  if (Math.abs(s) < 1) return `${(s * 1000).toFixed(1)} ms`;
+  if (Math.abs(s) < 100) return `${s.toFixed(3)} s`;
+  return `${s.toFixed(1)} s`;
+}
+
+// Labels for a whole time axis in one unit that suits its range and step: "0 ms", "250 ms" ...
+// or "1.5 s", "2.0 s" (never a mix of units on one axis).
+export function formatTimeTicks(ticks) {
+  if (ticks.length === 0) return [];
+  const top = Math.max(...ticks.map((t) => Math.abs(t)));
+  const [unit, name] = top >= 1e9 ? [1e9, 's'] : top >= 1e6 ? [1e6, 'ms'] : top >= 1e3 ? [1e3, 'µs'] : [1, 'ns'];
+  const step = ticks.length > 1 ? Math.abs(ticks[1] - ticks[0]) / unit : 1;
+  const decimals = step > 0 ? Math.min(6, Math.max(0, -Math.floor(Math.log10(step) + 1e-9))) : 0;
+  return ticks.map((t) => `${(t / unit).toFixed(decimals)} ${name}`);
+}
+
+export function formatPercent(fraction) {
+  if (!Number.isFinite(fraction)) return '–';
+  return `${Math.round(fraction * 100)}%`;
+}
+
+function basename(path) {
+  if (!path) return path;
+  const i = path.lastIndexOf('/');
+  return i < 0 ? path : path.slice(i + 1);
+}
+
+// "train_step (train.py:42)"; without a function, "0x7f2a91c0e4d3 in libfoo.so"; never empty.
+export function frameLabel(frame) {
+  if (!frame) return '(unknown)';
+  const where = frame.file ? `${basename(frame.file)}${frame.line ? `:${frame.line}` : ''}` : frame.module || '';
+  if (frame.function) return where ? `${frame.function} (${where})` : frame.function;
+  if (frame.address) return frame.module ? `${frame.address} in ${frame.module}` : frame.address;
+  return where || '(unknown frame)';
+}
+
+// The whole frame for the stack view: function, file:line, module.
+export function frameDetail(frame) {
+  const parts = [];
+  if (frame.file) parts.push(`${frame.file}${frame.line ? `:${frame.line}` : ''}`);
+  if (frame.module) parts.push(frame.module);
+  if (frame.kind === 'native' && frame.address && frame.function) parts.push(frame.address);
+  return parts.join('  ·  ');
+}
+
+// Axis steps that read well in binary units: 1, 2, 4, 8 ... 512 of B, KiB, MiB, GiB, TiB.
+export const BYTE_INCREMENTS = [];
+for (let unit = 1; unit <= 2 ** 40; unit *= 1024) {
+  for (let m = 1; m < 1024; m *= 2) BYTE_INCREMENTS.push(m * unit);
+}

@@ -1,0 +1,243 @@
+// Memory over time for one device: live bytes after every event (a step curve), primary
+// iterations as alternating bands (warm-up tinted), the peak and every out-of-memory failure
+// marked. Drag to zoom, wheel to zoom around the cursor, Shift+wheel or the arrow keys to pan,
+// double-click or "Reset" for the whole run. The full series stays in memory and is thinned again
+// for the pixels at every zoom (decimate.js), so a million points stay interactive.
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+import { h } from './dom.js';
+import { decimateMinMax } from './decimate.js';
+import { BYTE_INCREMENTS, formatBytes, formatCount, formatTimeAxis, formatTimeTicks } from './format.js';
+
+export const COLOURS = {
+  line: '#0072B2',
+  fill: 'rgba(0, 114, 178, 0.14)',
+  band: 'rgba(0, 0, 0, 0.045)',
+  warmup: 'rgba(230, 159, 0, 0.22)',
+  peak: '#D55E00',
+  oom: '#B00020',
+  total: '#555555',
+};
+
+export function bytesAxis() {
+  return { values: (u, ticks) => ticks.map((v) => formatBytes(v)), incrs: BYTE_INCREMENTS, size: 80,
+    grid: { stroke: '#e5e5e5' } };
+}
+
+export class Timeline {
+  // series: {device, t, y, peak, coarse}; iterations: primary ones; warmup: how many are warm-up;
+  // ooms: [{t_ns, index}] on this device; total: device memory or null.
+  constructor({ series, iterations, warmup, ooms, total, width = 1180, height = 300 }) {
+    this.full = series;
+    this.iterations = iterations;
+    this.warmup = warmup;
+    this.ooms = ooms;
+    this.total = total;
+    const n = series.t.length;
+    this.range = [series.t[0] ?? 0, Math.max(series.t[n - 1] ?? 1, (series.t[0] ?? 0) + 1)];
+    this.status = h('span', { class: 'muted', 'aria-live': 'polite' });
+    const button = (label, title, fn) => h('button', { type: 'button', title, onclick: fn }, label);
+    const controls = h('div', { class: 'chart-controls' },
+      button('◀', 'Pan left', () => this.pan(-0.25)),
+      button('▶', 'Pan right', () => this.pan(0.25)),
+      button('+', 'Zoom in', () => this.zoomBy(0.5)),
+      button('−', 'Zoom out', () => this.zoomBy(2)),
+      button('Reset', 'Show the whole run', () => this.reset()),
+      this.status);
+    this.plotEl = h('div', { class: 'chart', tabindex: 0,
+      'aria-label': 'Memory over time. Arrow keys pan, + and - zoom, 0 resets.' });
+    this.el = h('div', {}, controls, this.plotEl);
+    this.plot = new uPlot(this.options(width, height), this.dataFor(this.range, width), this.plotEl);
+    this.plotEl.addEventListener('wheel', (e) => this.wheel(e), { passive: false });
+    this.plotEl.addEventListener('keydown', (e) => this.key(e));
+    this.plotEl.addEventListener('dblclick', () => this.reset());
+    this.updateStatus();
+  }
+
+  options(width, height) {
+    const self = this;
+    return {
+      width,
+      height,
+      legend: { show: true },
+      cursor: { drag: { x: true, y: false, setScale: true }, bind: { dblclick: () => () => null } },
+      scales: {
+        x: { time: false },
+        y: { range: (u, min, max) => [0, Math.max(max, 1) * 1.1] },
+      },
+      axes: [{ values: (u, ticks) => formatTimeTicks(ticks), grid: { stroke: '#eeeeee' } }, bytesAxis()],
+      series: [
+        { label: 'time', value: (u, v) => (v == null ? '–' : formatTimeAxis(v)) },
+        {
+          label: this.full.coarse ? 'live bytes (per iteration, from the report)' : 'live bytes',
+          stroke: COLOURS.line,
+          fill: COLOURS.fill,
+          width: 1.5,
+          paths: this.full.coarse ? undefined : uPlot.paths.stepped({ align: 1 }),
+          points: { show: false },
+          value: (u, v) => (v == null ? '–' : formatBytes(v)),
+        },
+      ],
+      hooks: {
+        drawClear: [(u) => self.drawBands(u)],
+        draw: [(u) => self.drawMarkers(u)],
+        setScale: [(u, key) => { if (key === 'x') self.onZoom(u); }],
+      },
+    };
+  }
+
+  // The points to draw for [x0, x1]: at most two per pixel column.
+  dataFor([x0, x1], width) {
+    const d = decimateMinMax(this.full.t, this.full.y, x0, x1, Math.max(50, Math.round(width)));
+    this.shown = d.t.length;
+    return [d.t, d.y];
+  }
+
+  onZoom(u) {
+    const { min, max } = u.scales.x;
+    if (min === this.range[0] && max === this.range[1]) return;
+    this.range = [min, max];
+    // Re-thin for the new window once uPlot is done with this scale change.
+    queueMicrotask(() => {
+      u.setData(this.dataFor(this.range, u.bbox.width / (window.devicePixelRatio || 1)), false);
+      u.setScale('x', { min: this.range[0], max: this.range[1] });
+      this.updateStatus();
+    });
+  }
+
+  setRange(x0, x1) {
+    const t = this.full.t;
+    const lo = t[0];
+    const hi = t[t.length - 1];
+    const span = Math.max(x1 - x0, 1);
+    if (x0 < lo) [x0, x1] = [lo, lo + span];
+    if (x1 > hi) [x0, x1] = [Math.max(lo, hi - span), hi];
+    this.plot.setScale('x', { min: x0, max: x1 });
+  }
+
+  pan(fraction) {
+    const [a, b] = this.range;
+    const d = (b - a) * fraction;
+    this.setRange(a + d, b + d);
+  }
+
+  zoomBy(factor, at = 0.5) {
+    const [a, b] = this.range;
+    const c = a + (b - a) * at;
+    this.setRange(c - (c - a) * factor, c + (b - c) * factor);
+  }
+
+  reset() {
+    const t = this.full.t;
+    this.setRange(t[0], t[t.length - 1]);
+  }
+
+  wheel(e) {
+    e.preventDefault();
+    if (e.shiftKey) return this.pan(Math.sign(e.deltaY || e.deltaX) * 0.1);
+    const box = this.plot.over.getBoundingClientRect();
+    const at = Math.min(1, Math.max(0, (e.clientX - box.left) / box.width));
+    this.zoomBy(e.deltaY < 0 ? 0.8 : 1.25, at);
+  }
+
+  key(e) {
+    const actions = { ArrowLeft: () => this.pan(-0.1), ArrowRight: () => this.pan(0.1), '+': () => this.zoomBy(0.5),
+      '=': () => this.zoomBy(0.5), '-': () => this.zoomBy(2), 0: () => this.reset() };
+    const f = actions[e.key];
+    if (f) { e.preventDefault(); f(); }
+  }
+
+  updateStatus() {
+    const total = this.full.sourcePoints ?? this.full.t.length;
+    const thinned = this.full.decimated ? ` (the capture had ${formatCount(total)}; peaks kept)` : '';
+    this.status.textContent = `${formatCount(this.shown)} of ${formatCount(this.full.t.length)} points drawn${thinned}`;
+  }
+
+  drawBands(u) {
+    const { ctx } = u;
+    const { left, top, width, height } = u.bbox;
+    const its = this.iterations;
+    if (its.length === 0) return;
+    // Only the iterations in view; stripes only when each is at least 3 pixels wide.
+    const { min, max } = u.scales.x;
+    let lo = 0;
+    let hi = its.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (its[mid].end_ns < min) lo = mid + 1;
+      else hi = mid;
+    }
+    const px = (v) => u.valToPos(v, 'x', true);
+    let visible = 0;
+    for (let i = lo; i < its.length && its[i].start_ns <= max && visible < 10000; i++) visible++;
+    const stripes = visible > 0 && width / visible >= 3 * (window.devicePixelRatio || 1);
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(left, top, width, height);
+    ctx.clip();
+    if (this.warmup > 0) {
+      ctx.fillStyle = COLOURS.warmup;
+      const x0 = px(its[0].start_ns);
+      ctx.fillRect(x0, top, Math.max(px(its[Math.min(this.warmup, its.length) - 1].end_ns) - x0, 1), height);
+    }
+    if (stripes) {
+      ctx.fillStyle = COLOURS.band;
+      for (let i = Math.max(lo, this.warmup); i < its.length && its[i].start_ns <= max; i++) {
+        if (i % 2 === 1) continue;
+        const x0 = px(its[i].start_ns);
+        ctx.fillRect(x0, top, Math.max(px(its[i].end_ns) - x0, 1), height);
+      }
+    }
+    ctx.restore();
+  }
+
+  drawMarkers(u) {
+    const { ctx } = u;
+    const { left, top, width, height } = u.bbox;
+    const dpr = window.devicePixelRatio || 1;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(left, top, width, height);
+    ctx.clip();
+    ctx.font = `${12 * dpr}px system-ui, sans-serif`;
+    if (this.total && this.total <= u.scales.y.max) {
+      const y = u.valToPos(this.total, 'y', true);
+      ctx.strokeStyle = COLOURS.total;
+      ctx.setLineDash([6 * dpr, 4 * dpr]);
+      ctx.beginPath();
+      ctx.moveTo(left, y);
+      ctx.lineTo(left + width, y);
+      ctx.stroke();
+      ctx.fillStyle = COLOURS.total;
+      const below = y - top < 16 * dpr;  // no room above the line: write under it
+      ctx.fillText(`device memory ${formatBytes(this.total)}`, left + 6 * dpr, below ? y + 14 * dpr : y - 4 * dpr);
+    }
+    ctx.setLineDash([4 * dpr, 3 * dpr]);
+    for (const o of this.ooms) {
+      const x = u.valToPos(o.t_ns, 'x', true);
+      ctx.strokeStyle = COLOURS.oom;
+      ctx.lineWidth = 2 * dpr;
+      ctx.beginPath();
+      ctx.moveTo(x, top);
+      ctx.lineTo(x, top + height);
+      ctx.stroke();
+      ctx.fillStyle = COLOURS.oom;
+      ctx.fillText(`OOM #${o.index + 1}`, x + 4 * dpr, top + height - 8 * dpr);
+    }
+    ctx.setLineDash([]);
+    const peak = this.full.peak;
+    if (peak) {
+      const x = u.valToPos(peak.t_ns, 'x', true);
+      const y = u.valToPos(peak.bytes, 'y', true);
+      ctx.fillStyle = COLOURS.peak;
+      ctx.beginPath();
+      ctx.arc(x, y, 4.5 * dpr, 0, 2 * Math.PI);
+      ctx.fill();
+      const text = `peak ${formatBytes(peak.bytes)}`;
+      const tw = ctx.measureText(text).width;
+      const tx = x + 8 * dpr + tw > left + width ? x - 8 * dpr - tw : x + 8 * dpr;
+      ctx.fillText(text, tx, Math.max(top + 12 * dpr, y - 6 * dpr));
+    }
+    ctx.restore();
+  }
+}
