@@ -77,6 +77,18 @@ TEST(Cli, CApiMarksAreIterations) {
   EXPECT_EQ(plain.exit_code, 0) << "runs unchanged without the shim: " << plain.err;
 }
 
+// --torch per-tensor sets PyTorch's allocator for the program (seen here through the environment).
+TEST(Cli, TorchPerTensorSetsTheAllocator) {
+  std::string out = make_temp_dir("cli-torch");
+  Result r = run({GPULEAK_CLI_PATH, "run", "--torch", "per-tensor", "--out", out, "--", "/bin/sh", "-c",
+                  "echo $PYTORCH_CUDA_ALLOC_CONF"},
+                 cli_env());
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "backend:cudaMallocAsync\n");
+  Result bad = run({GPULEAK_CLI_PATH, "run", "--torch", "fast", "--", "/bin/true"}, cli_env());
+  EXPECT_EQ(bad.exit_code, 2);
+}
+
 TEST(Cli, CorruptOrMissingCaptureIsOneLineAndExitTwo) {
   std::string dir = make_temp_dir("cli-bad");
   std::string garbage = dir + "/garbage.gpuleak";

@@ -45,6 +45,7 @@ struct RunOptions {
   bool cupti = false;
   bool quiet = false;
   bool no_report = false;
+  std::string torch = "default";  // PyTorch allocator mode for the program (--torch)
   std::vector<std::string> command;
 };
 int run_command(const RunOptions &options);

@@ -78,6 +78,13 @@ int run_command(const RunOptions &o) {
   if (o.stack_depth >= 0) setenv("GPULEAK_STACK_DEPTH", std::to_string(o.stack_depth).c_str(), 1);
   if (o.cupti) setenv("GPULEAK_CUPTI", "1", 1);
   if (o.quiet) setenv("GPULEAK_QUIET", "1", 1);
+  // PyTorch's caching allocator shows gpuleak whole segments; these modes make every tensor its
+  // own allocation (docs/conformance.md measured both on PyTorch 2.11).
+  if (o.torch == "per-tensor") {
+    setenv("PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync", 1);
+  } else if (o.torch == "no-caching") {
+    setenv("PYTORCH_NO_CUDA_MEMORY_CACHING", "1", 1);
+  }
 
   std::vector<char *> argv;
   for (const std::string &a : o.command) argv.push_back(const_cast<char *>(a.c_str()));
@@ -120,6 +127,10 @@ void register_run(CLI::App &app, Action *action) {
       ->check(CLI::Range(0, 128));
   cmd->add_flag("--cupti", o->cupti, "Use CUPTI too (cross-check, GPU activity); off by default");
   cmd->add_flag("--quiet", o->quiet, "No summary on stderr");
+  cmd->add_option("--torch", o->torch,
+                  "PyTorch allocator: per-tensor (backend:cudaMallocAsync), no-caching "
+                  "(PYTORCH_NO_CUDA_MEMORY_CACHING=1) or default")
+      ->check(CLI::IsMember({"default", "per-tensor", "no-caching"}));
   cmd->add_flag("--no-report", o->no_report, "Only capture; analyze later with gpuleak report");
   cmd->add_option("command", o->command, "The program and its arguments (after --)")->required();
   cmd->callback([o, action] { *action = [o] { return run_command(*o); }; });
