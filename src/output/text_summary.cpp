@@ -77,12 +77,16 @@ std::string text_summary(const nlohmann::json &r, const std::string &report_path
   out += "\n";
   for (const auto &leak : field(r, "leaks", none)) {
     char line[512];
+    // Live counts are taken at the end of the capture: a leak the program released at exit (an
+    // interpreter tearing down its objects) still grew every iteration; say so instead of "0 live".
+    std::string live = integer(leak, "live_count") > 0
+                           ? std::to_string(integer(leak, "live_count")) + " allocations live (" +
+                                 human_bytes(number(leak, "live_bytes")) + ")"
+                           : std::string("released only at exit");
     std::snprintf(line, sizeof line,
-                  "  leak: %s per iteration at %s, %" PRId64 " allocations live (%s), first seen at iteration %" PRId64
-                  ", confidence %.2f\n",
+                  "  leak: %s per iteration at %s, %s, first seen at iteration %" PRId64 ", confidence %.2f\n",
                   human_bytes(number(leak, "bytes_per_iteration")).c_str(), where(field(leak, "stack", none)).c_str(),
-                  integer(leak, "live_count"), human_bytes(number(leak, "live_bytes")).c_str(),
-                  integer(leak, "first_iteration"), number(leak, "confidence"));
+                  live.c_str(), integer(leak, "first_iteration"), number(leak, "confidence"));
     out += line;
   }
   for (const auto &d : field(r, "devices", none)) {

@@ -31,6 +31,13 @@ TEST(TextSummary, PythonProgramsAreNamedByTheirPythonLine) {
   EXPECT_NE(text_summary(r, "").find("at train_step (train.py:42)"), std::string::npos) << text_summary(r, "");
 }
 
+TEST(TextSummary, LeakReleasedOnlyAtExitSaysSo) {
+  auto r = nlohmann::json::parse(R"({"leaks": [{"bytes_per_iteration": 1048576, "live_count": 0, "live_bytes": 0,
+    "first_iteration": 0, "confidence": 0.9, "stack": [{"kind": "native", "function": "f", "file": "a.cu", "line": 3}]}]})");
+  std::string s = text_summary(r, "");
+  EXPECT_NE(s.find("leak: 1.0 MiB per iteration at f (a.cu:3), released only at exit, first seen"), std::string::npos) << s;
+}
+
 TEST(TextSummary, NullsAndMissingKeysDoNotThrow) {
   for (const char *text : {"{}", "null", "[]", R"({"run": null, "leaks": null, "devices": [null]})",
                            R"({"leaks": [{"stack": [null, 3, {"line": "x"}]}], "verdict": 5})"}) {
