@@ -92,8 +92,8 @@ format::MemoryRecord make_record(const CallFacts &f, uint64_t ts, uint64_t end) 
 
 bool counts_on_device(format::Kind k) {
   using format::Kind;
-  return k == Kind::kDevice || k == Kind::kAsync || k == Kind::kVmm || k == Kind::kManaged ||
-         k == Kind::kPitched || k == Kind::kArray || k == Kind::kMipmappedArray;
+  return k == Kind::kDevice || k == Kind::kAsync || k == Kind::kVmm || k == Kind::kManaged || k == Kind::kPitched ||
+         k == Kind::kArray || k == Kind::kMipmappedArray;
 }
 
 void write_oom(State *s, const format::MemoryRecord &r) {
@@ -167,8 +167,8 @@ void record_alloc(const CallFacts &f, Space space) {
   r.stack_id = capture_stack(s, r.py_stack_id != 0);
   bool owned = f.result == 0 && f.op == format::Op::kAlloc && !(f.flags & format::kFlagGraphReservation) &&
                f.kind != format::Kind::kImported;
-  if (f.result == 0 && (owned || f.op == format::Op::kReserve || f.op == format::Op::kPoolCreate ||
-                        f.kind == format::Kind::kImported)) {
+  if (f.result == 0 &&
+      (owned || f.op == format::Op::kReserve || f.op == format::Op::kPoolCreate || f.kind == format::Kind::kImported)) {
     LiveEntry e;
     e.size = f.size;
     e.stack_id = r.stack_id;

@@ -71,8 +71,8 @@ void writer_flush_now(State *s);  // drain synchronously on the calling thread (
 void writer_stop(State *s);
 void writer_flush_from_signal(State *s);
 // Appends one record to the calling thread's buffer, waiting briefly for the writer when full.
-bool append_record(State *s, format::RecordType type, const void *payload, size_t n,
-                   const void *tail = nullptr, size_t tail_n = 0);
+bool append_record(State *s, format::RecordType type, const void *payload, size_t n, const void *tail = nullptr,
+                   size_t tail_n = 0);
 format::StatsRecord make_stats(State *s, bool final_record);
 
 }  // namespace gpuleak::core
