@@ -1,6 +1,7 @@
 #include "core/python_stack.h"
 
 #include <dlfcn.h>
+#include <sched.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -116,20 +117,34 @@ int resolve_runtime(Runtime *rt) {
   return kReady;
 }
 
+// Waits while another thread resolves the interpreter (a handful of dlsym calls). Bounded: the
+// resolver may be stuck behind a loader lock this very thread holds (a CUDA call made from a
+// library constructor), and then going without Python frames once beats a hang.
+const Runtime *wait_for_resolver() {
+  for (int spins = 0; spins < 100000; ++spins) {
+    int st = g_state.load(std::memory_order_acquire);
+    if (st != kResolving) return st == kReady ? &g_runtime : nullptr;
+    sched_yield();
+  }
+  return nullptr;
+}
+
 // The interpreter, or null while there is none to read. The first call resolves it; a process
 // without Python is looked at again on each thread's 2nd, 4th, 8th... capture (it may embed
 // Python later), counted per thread so that native programs share no counter.
 const Runtime *runtime() {
   int st = g_state.load(std::memory_order_acquire);
   if (st == kReady) return &g_runtime;
+  if (st == kResolving) return wait_for_resolver();
   if (st != kUnresolved && st != kAbsent) return nullptr;
   if (st == kAbsent) {
     GPULEAK_TLS uint64_t t_absent_calls = 0;
     uint64_t n = ++t_absent_calls;
     if (n & (n - 1)) return nullptr;
   }
-  // One resolver; a thread that loses the race goes without Python frames this once.
-  if (!g_state.compare_exchange_strong(st, kResolving, std::memory_order_acq_rel)) return nullptr;
+  // One resolver; the others wait for it: the first allocations of a program often come from
+  // several threads at once, and each of them deserves its Python frames.
+  if (!g_state.compare_exchange_strong(st, kResolving, std::memory_order_acq_rel)) return wait_for_resolver();
   int result = resolve_runtime(&g_runtime);
   g_state.store(result, std::memory_order_release);
   return result == kReady ? &g_runtime : nullptr;

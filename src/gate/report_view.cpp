@@ -320,6 +320,9 @@ nlohmann::json parse_json_text(const std::string &text, const std::string &path)
     if (e.byte > end || std::strstr(e.what(), "unexpected end of input") != nullptr)
       throw GateError(path + ": truncated JSON (the document ends early, at byte " + std::to_string(text.size()) + ")");
     throw GateError(path + ": not valid JSON (syntax error at byte " + std::to_string(e.byte) + ")");
+  } catch (const nlohmann::json::exception &) {
+    // Well-formed text that still cannot be a report, such as a number too large for a double.
+    throw GateError(path + ": not valid JSON (a number out of range)");
   }
 }
 

@@ -13,4 +13,5 @@ mkdir -p "$build/fuzz/corpus-$name"
 # Seed with real captures when the integration tests left some.
 { find "${TMPDIR:-/tmp}" -maxdepth 2 -name '*.gpuleak' -size -2M 2>/dev/null || true; } | head -n 20 |
   while read -r f; do cp "$f" "$build/fuzz/corpus-$name/" 2>/dev/null || true; done || true
-"$build/fuzz/$name" -max_total_time="$seconds" -rss_limit_mb=2048 -print_final_stats=1 "$build/fuzz/corpus-$name" 2>&1 | tail -5
+"$build/fuzz/$name" -max_total_time="$seconds" -rss_limit_mb=2048 -error_exitcode=1 \
+  -artifact_prefix="$build/fuzz/" -print_final_stats=1 "$build/fuzz/corpus-$name" 2>&1 | tail -n 60

@@ -13,6 +13,8 @@ mkdir -p "$corpus"
   "$src"/src/gate/{report_view,evaluate,budgets,sizes,suppressions,escape,writer_junit,writer_github,writer_plain}.cpp \
   -o "$build/fuzz/$name"
 printf '{"schema": "gpuleak.report/1"}' > "$corpus/seed-minimal.json"
+printf "1E8884888888" > "$corpus/seed-number-overflow.json"  # once escaped as an uncaught exception
 { find "${TMPDIR:-/tmp}" -maxdepth 2 -name '*.report.json' -size -256k 2>/dev/null || true; } | head -n 5 |
   while read -r f; do cp "$f" "$corpus/" 2>/dev/null || true; done || true
-"$build/fuzz/$name" -max_total_time="$seconds" -rss_limit_mb=2048 -print_final_stats=1 "$corpus" 2>&1 | tail -5
+"$build/fuzz/$name" -max_total_time="$seconds" -rss_limit_mb=2048 -error_exitcode=1 \
+  -artifact_prefix="$build/fuzz/" -print_final_stats=1 "$corpus" 2>&1 | tail -n 60

@@ -19,4 +19,5 @@ printf '{"traceEvents":[{"ph":"X","name":"a","pid":1,"tid":1,"ts":1,"dur":2}],"d
 printf '[{"ph":"i","ts":1},\n{"ph":"i",' > "$corpus/seed-torn.json"
 { find "${TMPDIR:-/tmp}" -maxdepth 2 -name '*.trace.json' -size -256k 2>/dev/null || true; } | head -n 5 |
   while read -r f; do cp "$f" "$corpus/" 2>/dev/null || true; done || true
-"$build/fuzz/$name" -max_total_time="$seconds" -rss_limit_mb=2048 -print_final_stats=1 "$corpus" 2>&1 | tail -5
+"$build/fuzz/$name" -max_total_time="$seconds" -rss_limit_mb=2048 -error_exitcode=1 \
+  -artifact_prefix="$build/fuzz/" -print_final_stats=1 "$corpus" 2>&1 | tail -n 60

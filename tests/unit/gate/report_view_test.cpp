@@ -84,6 +84,8 @@ TEST(GateReportView, OneLineErrorsForUnusableFiles) {
   EXPECT_EQ(load_error(empty), empty + ": empty file, not JSON");
   std::string garbage = dir.write("garbage.json", "{\"schema\": nope}");
   EXPECT_EQ(load_error(garbage), garbage + ": not valid JSON (syntax error at byte 13)");
+  std::string huge = dir.write("huge.json", "{\"schema\": 1E8884888888}");  // found by the fuzzer
+  EXPECT_EQ(load_error(huge), huge + ": not valid JSON (a number out of range)");
   EXPECT_EQ(load_error(dir.path()).rfind("cannot read " + dir.path() + ": Is a directory", 0), 0u);
 }
 
