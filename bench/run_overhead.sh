@@ -3,6 +3,9 @@
 # no stacks, with it at the default stack depth, and (GPU only) with CUPTI callbacks too. Runs the
 # configurations alternately, ROUNDS times, and prints every median so the spread is visible.
 # usage: bench/run_overhead.sh BUILD_DIR [BINARY]   (BINARY defaults to the fake-CUDA build)
+# PIN="taskset -c 2,3" runs every configuration on the same two CPUs (the program and gpuleak's
+# writer thread each get one). No at-exit report is run (GPULEAK_REPORT_TIMEOUT=0): it is not part
+# of the cost measured, and on a 600,000-event capture it takes longer than the measurement.
 set -euo pipefail
 build=$(cd "$1" && pwd)
 bin=${2:-$build/bench/alloc_pair_bench}
@@ -10,7 +13,8 @@ shim=$build/lib/libgpuleak.so
 rounds=${ROUNDS:-5}
 out=$(mktemp -d)
 bytes=${BYTES:-1048576}  # the fake CUDA mallocs for real: BYTES=256 keeps its own cost small
-run() { env "$@" "$bin" 20000 15 "$bytes" | sed -n 's/.*median=\([0-9.]*\).*/\1/p'; }
+pin=${PIN:-}
+run() { $pin env GPULEAK_REPORT_TIMEOUT=0 "$@" "$bin" "${PAIRS:-20000}" "${REPS:-15}" "$bytes" | sed -n 's/.*median=\([0-9.]*\).*/\1/p'; }
 declare -A results
 configs=(plain nostack stack32)
 [ "${WITH_CUPTI:-0}" = 1 ] && configs+=(cupti)
@@ -23,6 +27,7 @@ for ((r = 0; r < rounds; r++)); do
       cupti) v=$(run LD_PRELOAD="$shim" GPULEAK_OUT="$out" GPULEAK_QUIET=1 GPULEAK_CUPTI=1) ;;
     esac
     results[$c]+="$v "
+    rm -f "$out"/*
   done
 done
 median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }

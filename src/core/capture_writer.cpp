@@ -182,6 +182,8 @@ void *writer_main(void *arg) {
       s->wake_requested = false;
       stop = s->stop_requested;
     }
+    s->drain_requested.store(false, std::memory_order_release);
+    call_clock_calibrate();
     drain(s);
     s->buffers.reap();
     if (monotonic_ns() - last_stats > 1000000000ull) {
@@ -211,12 +213,20 @@ bool append_record(State *s, format::RecordType type, const void *payload, size_
     body = joined.data();
     body_n = joined.size();
   }
-  if (buffer_append(b, &h, sizeof h, body, body_n)) return true;
+  if (buffer_append(b, &h, sizeof h, body, body_n)) {
+    // A quarter full: have the writer drain now rather than at its next tick, so that the program
+    // never meets a full buffer (waiting for room costs it far more than one wake-up).
+    if (buffer_used(b) > b->capacity / 4) request_drain(s);
+    return true;
+  }
   // Full: give the writer up to ~50 ms to make room, then drop and count (never silently).
   if (s->writer_running) {
-    for (int i = 0; i < 500; ++i) {
-      writer_wake(s);
-      usleep(100);
+    writer_wake(s);
+    for (int i = 0; i < 1000; ++i) {
+      if (i < 100)
+        sched_yield();
+      else
+        usleep(50);
       if (buffer_append(b, &h, sizeof h, body, body_n)) return true;
     }
   }
@@ -224,9 +234,19 @@ bool append_record(State *s, format::RecordType type, const void *payload, size_
   return false;
 }
 
+bool append_memory_record(State *s, const format::MemoryRecord &r, Counted counted) {
+  bool ok = append_record(s, format::RecordType::kMemory, &r, sizeof r);
+  ThreadBuffer *b = t_buffer_owner == s ? t_buffer : nullptr;
+  if (!b) return ok;
+  if (ok) bump(b->events);
+  if (counted == Counted::kAllocation) bump(b->allocations);
+  if (counted == Counted::kFree) bump(b->frees);
+  return ok;
+}
+
 format::StatsRecord make_stats(State *s, bool final_record) {
   format::StatsRecord st{};
-  st.events = s->events.load();
+  st.events = counter_totals(s).events;
   st.events_dropped = s->dropped.load();
   st.stacks = s->stack_ids.count();
   st.uncaptured = s->uncaptured.load();
@@ -272,6 +292,11 @@ bool writer_start(State *s, std::string *error) {
     return false;
   }
   return true;
+}
+
+void request_drain(State *s) {
+  if (!s->writer_running || s->drain_requested.load(std::memory_order_relaxed)) return;
+  if (!s->drain_requested.exchange(true, std::memory_order_acq_rel)) writer_wake(s);
 }
 
 void writer_wake(State *s) {

@@ -71,14 +71,17 @@ int16_t resolve_device(State *s, int16_t device) {
   return s->probe.current_device ? static_cast<int16_t>(s->probe.current_device()) : -1;
 }
 
-format::MemoryRecord make_record(const CallFacts &f, uint64_t ts, uint64_t end) {
+// One CLOCK_MONOTONIC read per call: the record's time is the call's end, or its start for frees
+// and events (so that a free is ordered before the re-use of its address by another thread).
+format::MemoryRecord make_record(const CallFacts &f, bool time_at_start) {
   format::MemoryRecord r{};
-  r.ts_ns = ts;
+  uint64_t end = monotonic_ns();
+  uint64_t d = call_elapsed_ns(f.start, end);
+  r.ts_ns = time_at_start && d <= end ? end - d : end;
   r.address = f.address;
   r.size = f.size;
   r.stream = f.stream;
   r.aux = f.aux;
-  uint64_t d = end - f.start_ns;
   r.duration_ns = d > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(d);
   r.tid = gettid_cached();
   r.result = f.result;
@@ -158,9 +161,8 @@ uint16_t runtime_label_swap(uint16_t api) {
 
 void record_alloc(const CallFacts &f, Space space) {
   State *s = g_state;
-  uint64_t end = monotonic_ns();
   if (!ensure_running(s, f.result)) return;
-  format::MemoryRecord r = make_record(f, end, end);
+  format::MemoryRecord r = make_record(f, false);
   r.device = resolve_device(s, f.device);
   // The calling thread's own Python frames, read without the GIL (python_stack.h); 0 when none.
   r.py_stack_id = s->py_stacks.capture(s);
@@ -178,8 +180,7 @@ void record_alloc(const CallFacts &f, Space space) {
     e.counts_on_host = owned && (f.kind == format::Kind::kHostPinned || f.kind == format::Kind::kHostRegistered);
     s->live.insert(space, f.address, e);
   }
-  if (f.result == 0 && f.op == format::Op::kAlloc) s->allocations.fetch_add(1, std::memory_order_relaxed);
-  if (append_record(s, format::RecordType::kMemory, &r, sizeof r)) s->events.fetch_add(1, std::memory_order_relaxed);
+  append_memory_record(s, r, f.result == 0 && f.op == format::Op::kAlloc ? Counted::kAllocation : Counted::kNone);
   if (f.result == kOutOfMemory) write_oom(s, r);
 }
 
@@ -196,7 +197,7 @@ void end_free(const PendingFree &p, const CallFacts &f, Space space) {
   State *s = g_state;
   if (!p.active) return;
   if (f.result != 0 && p.found) s->live.restore(space, f.address, p.entry);
-  format::MemoryRecord r = make_record(f, f.start_ns, monotonic_ns());
+  format::MemoryRecord r = make_record(f, true);
   if (p.found) {
     r.size = p.entry.size;
     r.kind = p.entry.kind;
@@ -207,18 +208,17 @@ void end_free(const PendingFree &p, const CallFacts &f, Space space) {
   }
   // No stack for frees: what keeps memory alive is where it was allocated, and unwinding here
   // would double the cost of every pair.
-  if (f.result == 0) s->frees.fetch_add(1, std::memory_order_relaxed);
-  if (append_record(s, format::RecordType::kMemory, &r, sizeof r)) s->events.fetch_add(1, std::memory_order_relaxed);
+  append_memory_record(s, r, f.result == 0 ? Counted::kFree : Counted::kNone);
 }
 
 void record_event(const CallFacts &f) {
   State *s = g_state;
   if (phase(s) != Phase::kRunning) return;
-  format::MemoryRecord r = make_record(f, f.start_ns, monotonic_ns());
+  format::MemoryRecord r = make_record(f, true);
   r.device = resolve_device(s, f.device);
   if (f.op == format::Op::kContextReset && f.result == 0) s->live.drop_device(r.device);
   r.stack_id = capture_stack(s);
-  if (append_record(s, format::RecordType::kMemory, &r, sizeof r)) s->events.fetch_add(1, std::memory_order_relaxed);
+  append_memory_record(s, r, Counted::kNone);
 }
 
 namespace {
@@ -294,7 +294,7 @@ void set_cupti_state(uint32_t state) {
 }
 
 std::string recorder_capture_path() { return g_state ? g_state->path : std::string(); }
-uint64_t recorder_allocations() { return g_state ? g_state->allocations.load() : 0; }
+uint64_t recorder_allocations() { return g_state ? counter_totals(g_state).allocations : 0; }
 const LiveTable *recorder_live_table() { return g_state ? &g_state->live : nullptr; }
 
 void recorder_after_fork_child() {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/clock.h"
 #include "core/config.h"
 #include "core/live_table.h"
 #include "format/capture_format.h"
@@ -40,7 +41,7 @@ struct CallFacts {
   int32_t result = 0;
   int16_t device = kQueryDevice;  // kQueryDevice: ask the driver probe for the current device
   uint16_t flags = 0;
-  uint64_t start_ns = 0;  // monotonic time the hook was entered
+  CallStart start;  // when the hook was entered (clock.h)
 
   static constexpr int16_t kQueryDevice = -2;
 };

@@ -44,6 +44,7 @@ struct State {
   std::mutex wake_lock;
   std::condition_variable wake;
   bool wake_requested = false;
+  std::atomic<bool> drain_requested{false};  // a producer asked; cleared by the writer before it drains
   bool stop_requested = false;
   std::atomic<bool> draining{false};  // one drainer at a time: the writer or a signal handler
   int fd = -1;
@@ -51,11 +52,9 @@ struct State {
   uint64_t bytes_written = 0;
   std::string batch;  // the drainer's scratch, reused (only the holder of `draining` touches it)
 
-  // Counters (relaxed atomics: read for statistics only).
-  std::atomic<uint64_t> events{0};
+  // Counters (relaxed atomics: read for statistics only). Events, allocations and frees are
+  // counted per thread (ThreadBuffer) and summed by counter_totals().
   std::atomic<uint64_t> dropped{0};
-  std::atomic<uint64_t> allocations{0};
-  std::atomic<uint64_t> frees{0};
   std::atomic<uint64_t> uncaptured{0};
   std::atomic<uint32_t> cupti_state{0};
   std::atomic<const char *> first_uncaptured{nullptr};  // CUPTI's static function name
@@ -67,6 +66,7 @@ State *state();
 // Writer-thread side (capture_writer.cpp).
 bool writer_start(State *s, std::string *error);
 void writer_wake(State *s);
+void request_drain(State *s);     // wakes the writer unless already asked since its last drain
 void writer_flush_now(State *s);  // drain synchronously on the calling thread (OOM)
 void writer_stop(State *s);
 void writer_flush_from_signal(State *s);
@@ -74,5 +74,10 @@ void writer_flush_from_signal(State *s);
 bool append_record(State *s, format::RecordType type, const void *payload, size_t n, const void *tail = nullptr,
                    size_t tail_n = 0);
 format::StatsRecord make_stats(State *s, bool final_record);
+
+// A memory record, counted in the calling thread's counters.
+enum class Counted : uint8_t { kNone, kAllocation, kFree };
+bool append_memory_record(State *s, const format::MemoryRecord &r, Counted counted);
+inline BufferCounters counter_totals(const State *s) { return s->buffers.totals(); }
 
 }  // namespace gpuleak::core

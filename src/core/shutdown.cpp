@@ -91,10 +91,11 @@ int recorder_shutdown(const char *why) {
   if (s->config.under_run || s->summary_printed.exchange(true)) return -1;
   if (!s->config.quiet) {
     const LiveTable &t = s->live;
+    BufferCounters totals = counter_totals(s);
     std::fprintf(stderr,
                  "gpuleak: %" PRIu64 " allocations, %" PRIu64 " frees; live at exit: %" PRIu64
                  " allocations, %s on device (peak %s)%s%s; capture: %s\n",
-                 s->allocations.load(), s->frees.load(), t.live_count(), human_bytes(t.total_device_live()).c_str(),
+                 totals.allocations, totals.frees, t.live_count(), human_bytes(t.total_device_live()).c_str(),
                  human_bytes(t.total_device_peak()).c_str(), s->dropped.load() ? "; events dropped: " : "",
                  s->dropped.load() ? std::to_string(s->dropped.load()).c_str() : "", s->path.c_str());
   }

@@ -54,6 +54,9 @@ void BufferRegistry::reap() {
     if (b->orphaned.load(std::memory_order_acquire) &&
         b->head.load(std::memory_order_acquire) == b->tail.load(std::memory_order_relaxed)) {
       prev->next = next;
+      reaped_.events += b->events.load(std::memory_order_relaxed);
+      reaped_.allocations += b->allocations.load(std::memory_order_relaxed);
+      reaped_.frees += b->frees.load(std::memory_order_relaxed);
       std::free(b->data);
       delete b;
     } else {
@@ -61,6 +64,17 @@ void BufferRegistry::reap() {
     }
     b = next;
   }
+}
+
+BufferCounters BufferRegistry::totals() const {
+  std::lock_guard<std::mutex> lock(g_registry_lock);
+  BufferCounters t = reaped_;
+  for (ThreadBuffer *b = head_.load(std::memory_order_acquire); b; b = b->next) {
+    t.events += b->events.load(std::memory_order_relaxed);
+    t.allocations += b->allocations.load(std::memory_order_relaxed);
+    t.frees += b->frees.load(std::memory_order_relaxed);
+  }
+  return t;
 }
 
 }  // namespace gpuleak::core

@@ -16,11 +16,25 @@ struct ThreadBuffer {
   std::atomic<uint64_t> head{0};      // bytes ever written (producer)
   std::atomic<uint64_t> tail{0};      // bytes ever drained (consumer)
   std::atomic<bool> orphaned{false};  // its thread exited; free it once drained
-  uint32_t capacity = 0;              // power of two
+  // Counted by the owning thread alone (a load and a store, no locked instruction); summed by
+  // BufferRegistry::totals().
+  std::atomic<uint64_t> events{0};       // memory records appended
+  std::atomic<uint64_t> allocations{0};  // successful allocations
+  std::atomic<uint64_t> frees{0};        // successful frees
+  uint32_t capacity = 0;                 // power of two
   uint32_t tid = 0;
   ThreadBuffer *next = nullptr;  // registry list, owned by BufferRegistry
   uint8_t *data = nullptr;
 };
+
+inline void bump(std::atomic<uint64_t> &counter) {
+  counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+// Bytes appended and not yet drained.
+inline uint64_t buffer_used(const ThreadBuffer *b) {
+  return b->head.load(std::memory_order_relaxed) - b->tail.load(std::memory_order_relaxed);
+}
 
 // Appends `n` bytes made of two parts (record header + payload) atomically with respect to the
 // consumer; false when there is not enough room (the caller decides to wait or drop).
@@ -44,15 +58,24 @@ size_t buffer_drain(ThreadBuffer *b, Sink &&sink) {
 
 // The list of every thread's buffer. Registration takes a lock (once per thread); walking does not
 // (the list only grows at the front; orphaned buffers are unlinked only by the writer thread).
+struct BufferCounters {
+  uint64_t events = 0;
+  uint64_t allocations = 0;
+  uint64_t frees = 0;
+};
+
 class BufferRegistry {
  public:
   ThreadBuffer *create(uint32_t capacity_bytes, uint32_t tid);
   ThreadBuffer *first() const { return head_.load(std::memory_order_acquire); }
   // Writer thread only: unlinks and frees orphaned buffers that are empty.
   void reap();
+  // Every buffer's counters, including those of buffers already reaped. Any thread.
+  BufferCounters totals() const;
 
  private:
   std::atomic<ThreadBuffer *> head_{nullptr};
+  BufferCounters reaped_;  // guarded by the registry lock
 };
 
 }  // namespace gpuleak::core

@@ -155,7 +155,15 @@ enum MemoryFlags : uint16_t {
   X(cudaHostUnregister, "cudaHostUnregister")                                                      \
   X(cudaDeviceReset, "cudaDeviceReset")                                                            \
   X(cuGetProcAddress, "cuGetProcAddress")                                                          \
-  X(cuGetProcAddress_v2, "cuGetProcAddress_v2")
+  X(cuGetProcAddress_v2, "cuGetProcAddress_v2")                                                    \
+  X(cuStreamBeginCapture, "cuStreamBeginCapture")                                                  \
+  X(cuStreamBeginCapture_ptsz, "cuStreamBeginCapture_ptsz")                                        \
+  X(cuStreamBeginCapture_v2, "cuStreamBeginCapture_v2")                                            \
+  X(cuStreamBeginCapture_v2_ptsz, "cuStreamBeginCapture_v2_ptsz")                                  \
+  X(cuStreamBeginCaptureToGraph, "cuStreamBeginCaptureToGraph")                                    \
+  X(cuStreamBeginCaptureToGraph_ptsz, "cuStreamBeginCaptureToGraph_ptsz")                          \
+  X(cuStreamEndCapture, "cuStreamEndCapture")                                                      \
+  X(cuStreamEndCapture_ptsz, "cuStreamEndCapture_ptsz")
 
 // clang-format on
 enum class Api : uint16_t {

@@ -46,4 +46,12 @@ GPULEAK_API CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *d, CUipcMemHandle h, uns
 GPULEAK_API CUresult cuIpcCloseMemHandle(CUdeviceptr d) { return GPULEAK_EXPORTED(cuIpcCloseMemHandle)(d); }
 GPULEAK_API CUresult cuCtxDestroy_v2(CUcontext c) { return GPULEAK_EXPORTED(cuCtxDestroy_v2)(c); }
 GPULEAK_API CUresult cuDevicePrimaryCtxReset_v2(CUdevice d) { return GPULEAK_EXPORTED(cuDevicePrimaryCtxReset_v2)(d); }
+GPULEAK_API CUresult cuStreamBeginCapture(CUstream s) { return GPULEAK_EXPORTED(cuStreamBeginCapture)(s); }
+GPULEAK_API CUresult cuStreamBeginCapture_ptsz(CUstream s) { return GPULEAK_EXPORTED(cuStreamBeginCapture_ptsz)(s); }
+GPULEAK_API CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode m) { return GPULEAK_EXPORTED(cuStreamBeginCapture_v2)(s, m); }
+GPULEAK_API CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode m) { return GPULEAK_EXPORTED(cuStreamBeginCapture_v2_ptsz)(s, m); }
+GPULEAK_API CUresult cuStreamBeginCaptureToGraph(CUstream s, CUgraph g, const CUgraphNode *d, const CUgraphEdgeData *e, size_t n, CUstreamCaptureMode m) { return GPULEAK_EXPORTED(cuStreamBeginCaptureToGraph)(s, g, d, e, n, m); }
+GPULEAK_API CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g, const CUgraphNode *d, const CUgraphEdgeData *e, size_t n, CUstreamCaptureMode m) { return GPULEAK_EXPORTED(cuStreamBeginCaptureToGraph_ptsz)(s, g, d, e, n, m); }
+GPULEAK_API CUresult cuStreamEndCapture(CUstream s, CUgraph *g) { return GPULEAK_EXPORTED(cuStreamEndCapture)(s, g); }
+GPULEAK_API CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *g) { return GPULEAK_EXPORTED(cuStreamEndCapture_ptsz)(s, g); }
 // clang-format on

@@ -63,4 +63,13 @@ CUresult on_ipc_close(PFN_cuIpcCloseMemHandle_v4010 real, ApiId, CUdeviceptr dpt
 CUresult on_ctx_destroy(PFN_cuCtxDestroy_v4000 real, ApiId, CUcontext ctx);
 CUresult on_primary_ctx_reset(PFN_cuDevicePrimaryCtxReset_v11000 real, ApiId, CUdevice dev);
 
+// Stream capture (stream_capture_handlers.cpp): counted so that stream-ordered allocations ask
+// the driver whether their stream is capturing only while some stream may be.
+CUresult on_begin_capture_v1(PFN_gpuleak_cuStreamBeginCapture_v10000 real, ApiId, CUstream stream);
+CUresult on_begin_capture(PFN_cuStreamBeginCapture_v10010 real, ApiId, CUstream stream, CUstreamCaptureMode mode);
+CUresult on_begin_capture_to_graph(PFN_cuStreamBeginCaptureToGraph_v12030 real, ApiId, CUstream stream, CUgraph graph,
+                                   const CUgraphNode *dependencies, const CUgraphEdgeData *edge_data,
+                                   size_t dependency_count, CUstreamCaptureMode mode);
+CUresult on_end_capture(PFN_cuStreamEndCapture_v10000 real, ApiId, CUstream stream, CUgraph *graph);
+
 }  // namespace gpuleak::shim

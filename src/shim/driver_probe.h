@@ -11,6 +11,8 @@ namespace gpuleak::shim {
 
 // True when `stream` is capturing a graph (per-thread-default-stream semantics when `ptsz`).
 bool stream_capturing(CUstream stream, bool ptsz);
+// False while no stream capture has begun, or every one has ended (stream_capture_handlers.cpp).
+bool capture_may_be_open();
 
 // The probe handed to the recorder (current device, memory info, device names, driver version).
 core::DriverProbe driver_probe();

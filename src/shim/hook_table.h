@@ -51,5 +51,13 @@
   X(cuIpcOpenMemHandle_v2, "cuIpcOpenMemHandle", 11000, 0, false, PFN_cuIpcOpenMemHandle_v11000, on_ipc_open) \
   X(cuIpcCloseMemHandle, "cuIpcCloseMemHandle", 4010, 0, false, PFN_cuIpcCloseMemHandle_v4010, on_ipc_close) \
   X(cuCtxDestroy_v2, "cuCtxDestroy", 4000, 0, false, PFN_cuCtxDestroy_v4000, on_ctx_destroy)         \
-  X(cuDevicePrimaryCtxReset_v2, "cuDevicePrimaryCtxReset", 11000, 0, false, PFN_cuDevicePrimaryCtxReset_v11000, on_primary_ctx_reset)
+  X(cuDevicePrimaryCtxReset_v2, "cuDevicePrimaryCtxReset", 11000, 0, false, PFN_cuDevicePrimaryCtxReset_v11000, on_primary_ctx_reset) \
+  X(cuStreamBeginCapture, "cuStreamBeginCapture", 10000, 10010, false, PFN_gpuleak_cuStreamBeginCapture_v10000, on_begin_capture_v1) \
+  X(cuStreamBeginCapture_ptsz, "cuStreamBeginCapture", 10000, 10010, true, PFN_gpuleak_cuStreamBeginCapture_v10000, on_begin_capture_v1) \
+  X(cuStreamBeginCapture_v2, "cuStreamBeginCapture", 10010, 0, false, PFN_cuStreamBeginCapture_v10010, on_begin_capture) \
+  X(cuStreamBeginCapture_v2_ptsz, "cuStreamBeginCapture", 10010, 0, true, PFN_cuStreamBeginCapture_v10010_ptsz, on_begin_capture) \
+  X(cuStreamBeginCaptureToGraph, "cuStreamBeginCaptureToGraph", 12030, 0, false, PFN_cuStreamBeginCaptureToGraph_v12030, on_begin_capture_to_graph) \
+  X(cuStreamBeginCaptureToGraph_ptsz, "cuStreamBeginCaptureToGraph", 12030, 0, true, PFN_cuStreamBeginCaptureToGraph_v12030_ptsz, on_begin_capture_to_graph) \
+  X(cuStreamEndCapture, "cuStreamEndCapture", 10000, 0, false, PFN_cuStreamEndCapture_v10000, on_end_capture) \
+  X(cuStreamEndCapture_ptsz, "cuStreamEndCapture", 10000, 0, true, PFN_cuStreamEndCapture_v10000_ptsz, on_end_capture)
 // clang-format on
