@@ -1,6 +1,7 @@
 #include "core/live_table.h"
 
 #include <algorithm>
+#include <mutex>
 #include <unordered_map>
 
 namespace gpuleak::core {
@@ -88,7 +89,7 @@ void LiveTable::insert(Space space, uint64_t address, const LiveEntry &e) {
   LiveEntry stale;
   bool replaced = false;
   {
-    std::lock_guard<std::mutex> lock(s.lock);
+    std::lock_guard<SpinLock> lock(s.lock);
     Slot *slot = s.claim(k);
     if (slot->state == 1) {
       stale = slot->entry;
@@ -107,7 +108,7 @@ bool LiveTable::take(Space space, uint64_t address, LiveEntry *out) {
   uint64_t k = key(space, address);
   Shard &s = shard(k);
   {
-    std::lock_guard<std::mutex> lock(s.lock);
+    std::lock_guard<SpinLock> lock(s.lock);
     Slot *slot = s.find(k);
     if (!slot) return false;
     *out = slot->entry;
@@ -122,7 +123,7 @@ void LiveTable::drop_device(int device) {
   for (Shard &s : shards_) {
     std::vector<LiveEntry> gone;
     {
-      std::lock_guard<std::mutex> lock(s.lock);
+      std::lock_guard<SpinLock> lock(s.lock);
       for (Slot &slot : s.slots) {
         if (slot.state == 1 && slot.entry.device == device && slot.entry.counts_on_device) {
           gone.push_back(slot.entry);
@@ -142,7 +143,7 @@ uint64_t LiveTable::total_device_live() const { return total_live_.load(std::mem
 std::vector<LiveTable::SiteTotal> LiveTable::by_site(int device) const {
   std::unordered_map<uint32_t, SiteTotal> sites;
   for (const Shard &s : shards_) {
-    std::lock_guard<std::mutex> lock(s.lock);
+    std::lock_guard<SpinLock> lock(s.lock);
     for (const Slot &slot : s.slots) {
       if (slot.state != 1) continue;
       const LiveEntry &e = slot.entry;

@@ -6,8 +6,9 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <vector>
+
+#include "core/spin_lock.h"
 
 namespace gpuleak::core {
 
@@ -61,8 +62,8 @@ class LiveTable {
     LiveEntry entry;
     uint8_t state;  // 0 empty, 1 full, 2 erased
   };
-  struct Shard {
-    mutable std::mutex lock;
+  struct alignas(64) Shard {  // one cache line each: threads on different shards never meet
+    mutable SpinLock lock;
     std::vector<Slot> slots;  // power-of-two size
     size_t used = 0;          // full + erased
     size_t full = 0;
