@@ -1,21 +1,55 @@
 #!/usr/bin/env bash
-# One batch on the GPU machine (the device tool): the conformance matrix, the overhead benchmark,
-# and the machine facts, all logged under OUT (default /tmp/gpu-session). Build everything here
-# first: scripts/build.sh && scripts/bundle-runtime-libs.sh build && tests/gpu/build.sh build
+# One batch on the GPU machine (the device tool): every GPU check of the project, in priority
+# order, each stage under its own time limit so that a session cut short still returns what ran.
+# Logs go under OUT (default /tmp/gpu-session): summary.txt (one line per stage), machine.txt,
+# and one folder or log per stage. Build everything here first:
+#   scripts/build.sh && scripts/bundle-runtime-libs.sh build && tests/gpu/build.sh build
+# and carry it (README "GPU checks"). STAGES="matrix overhead" runs only those stages.
+# Stage limits (seconds) can be overridden as LIMIT_<stage>=N.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/gpu-session}
 build=${BUILD:-build}
+stages=${STAGES:-matrix overhead leak_shapes advice trace}
 mkdir -p "$out"
+summary=$out/summary.txt
+: >"$summary"
 {
   echo "date: $(date -u +%FT%TZ)"
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
   nvcc --version 2>/dev/null | tail -n 1
   python3 -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__)' 2>&1
-} > "$out/machine.txt"
-tests/gpu/run_matrix.sh "$build" "$out/matrix" > "$out/matrix-stdout.log" 2>&1
-echo "matrix exit: $?" >> "$out/machine.txt"
-WITH_CUPTI=1 ROUNDS=${ROUNDS:-7} bench/run_overhead.sh "$build" "$build/gpu-tests/alloc_pair" > "$out/overhead.txt" 2>&1
-echo "overhead exit: $?" >> "$out/machine.txt"
-cat "$out/machine.txt" "$out/overhead.txt"
-tail -n 45 "$out/matrix/matrix.md" 2>/dev/null
+  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+} >"$out/machine.txt"
+
+# stage NAME DEFAULT_LIMIT COMMAND...: runs it with its output in OUT/NAME.log.
+stage() {
+  local name=$1 limit=$2
+  shift 2
+  [[ " $stages " == *" $name "* ]] || return 0
+  local var="LIMIT_$name"
+  limit=${!var:-$limit}
+  local t0=$SECONDS
+  timeout --kill-after=5 "$limit" "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  local verdict=PASS
+  ((rc == 124 || rc == 137)) && verdict="TIMEOUT (${limit}s)"
+  ((rc != 0 && rc != 124 && rc != 137)) && verdict="FAIL (exit $rc)"
+  echo "$name: $verdict after $((SECONDS - t0)) s" | tee -a "$summary"
+}
+
+# The C++ capture paths with and without CUPTI, and one PyTorch mode with Python frames: the
+# capture core's conformance (the other PyTorch modes, CuPy and JAX are in the full matrix).
+stage matrix 150 env MATRIX_CASES="${MATRIX_CASES:-^(leaky|driver|async|vmm|memory|graph|oom|threads)|^torch_async$}" \
+  tests/gpu/run_matrix.sh "$build" "$out/matrix"
+# Added cost per allocation pair, the four configurations alternately, pinned to two CPUs.
+stage overhead 120 env WITH_CUPTI=1 ROUNDS="${ROUNDS:-11}" PAIRS=20000 REPS=9 PIN="taskset -c 2,3" \
+  bench/run_overhead.sh "$build" "$build/gpu-tests/alloc_pair"
+[[ -x tests/gpu/run_leak_shapes.sh ]] && stage leak_shapes 150 tests/gpu/run_leak_shapes.sh "$build" "$out/leak_shapes"
+[[ -x tests/gpu/run_advice.sh ]] && stage advice 120 tests/gpu/run_advice.sh "$build" "$out/advice"
+[[ -x tests/gpu/run_trace_cases.sh ]] && stage trace 120 tests/gpu/run_trace_cases.sh "$build" "$out/trace"
+
+cat "$out/machine.txt" "$summary"
+[[ -f $out/overhead.log ]] && cat "$out/overhead.log"
+tail -n 40 "$out/matrix/matrix.md" 2>/dev/null
+exit 0

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Makes the folder the device tool carries to the GPU machine (64 MiB at most): the CLI, the shim
+# and its bundled libraries, and the nvcc-built GPU test programs, stripped of debug sections.
+# usage: scripts/gpu-carry.sh [BUILD_DIR [CARRY_DIR]]   (defaults: build, build-gpu)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+carry=${2:-build-gpu}
+scripts/bundle-runtime-libs.sh "$build" >/dev/null
+tests/gpu/build.sh "$build" >/dev/null
+rm -rf "$carry"
+mkdir -p "$carry"
+cp -a "$build/bin" "$build/lib" "$build/gpu-tests" "$carry/"
+strip --strip-debug "$carry/bin/gpuleak" "$carry/lib/libgpuleak.so"
+size=$(du -sm "$carry" | cut -f1)
+echo "carry folder $carry: ${size} MiB"
+if ((size > 64)); then
+  echo "gpu-carry: $carry is over the device tool's 64 MiB" >&2
+  exit 1
+fi
