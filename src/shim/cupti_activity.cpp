@@ -191,8 +191,11 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t *buffer, size_t, siz
   std::free(buffer);
 }
 
+pid_t g_pid = 0;  // the process that started activity
+
+// Not in a forked child: CUPTI's threads did not follow it, and a flush there could wait forever.
 void flush_at_exit() {
-  if (g_running.load()) g_api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (g_running.load() && getpid() == g_pid) g_api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 }
 
 template <typename Fn>
@@ -270,13 +273,14 @@ bool start(void *lib, CUpti_SubscriberHandle subscriber) {
                           kRuntime, sizeof kRuntime / sizeof kRuntime[0]);
   // Completed buffers reach the capture while the program runs (crash safety), not only at exit.
   if (g_api.flush_period) g_api.flush_period(1000);
+  g_pid = getpid();
   g_running.store(true);
   std::atexit(flush_at_exit);
   return true;
 }
 
 void stop() {
-  if (!g_running.exchange(false)) return;
+  if (getpid() != g_pid || !g_running.exchange(false)) return;
   g_api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   for (CUpti_ActivityKind kind : kKinds) g_api.disable(kind);
   if (g_api.flush_period) g_api.flush_period(0);
