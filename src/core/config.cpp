@@ -92,6 +92,13 @@ Config read_config() {
   });
   read(&c, "GPULEAK_STACK_DEPTH", [&](const char *v) { return parse_unsigned(v, 0, 128, &c.stack_depth); });
   read(&c, "GPULEAK_CUPTI", [&](const char *v) { return parse_bool(v, &c.cupti); });
+  read(&c, "GPULEAK_ACTIVITY", [&](const char *v) { return parse_bool(v, &c.activity); });
+  read(&c, "GPULEAK_ACTIVITY_MB", [&](const char *v) {
+    unsigned mb = 0;
+    if (!parse_unsigned(v, 0, 1u << 30, &mb)) return false;
+    c.activity_max_bytes = static_cast<uint64_t>(mb) << 20;
+    return true;
+  });
   read(&c, "GPULEAK_QUIET", [&](const char *v) { return parse_bool(v, &c.quiet); });
   read(&c, "GPULEAK_UNDER_RUN", [&](const char *v) { return parse_bool(v, &c.under_run); });
   read(&c, "GPULEAK_CLI", [&](const char *v) {

@@ -21,6 +21,11 @@ struct Config {
   unsigned exit_code = 0;          // GPULEAK_EXITCODE: exit with this when a leak was found (0 = off)
   unsigned report_timeout_s = 60;  // GPULEAK_REPORT_TIMEOUT: bound on the at-exit analysis (0 = skip it)
   std::string error;               // non-empty: the first bad value, tracking is off
+
+  // GPULEAK_ACTIVITY=0: with CUPTI on, no kernels, copies or memsets for the timeline.
+  bool activity = true;
+  // GPULEAK_ACTIVITY_MB: cap on the GPU activity records' bytes (0 = none); past it, counted only.
+  uint64_t activity_max_bytes = 256ull << 20;
 };
 
 // Parses the environment. Never throws; a bad value sets `error` and `enabled = false`.

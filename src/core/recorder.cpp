@@ -221,7 +221,6 @@ void record_event(const CallFacts &f) {
   append_memory_record(s, r, Counted::kNone);
 }
 
-namespace {
 uint32_t intern_string(State *s, const char *text, size_t length) {
   if (!text || !length) return 0;
   if (length > 4096) length = 4096;  // an NVTX message is a label, not a payload
@@ -233,6 +232,8 @@ uint32_t intern_string(State *s, const char *text, size_t length) {
   }
   return id;
 }
+
+namespace {
 bool buffering(State *s) {
   Phase p = phase(s);
   return p == Phase::kIdle || p == Phase::kRunning;
@@ -293,6 +294,7 @@ void set_cupti_state(uint32_t state) {
   if (g_state) g_state->cupti_state.store(state, std::memory_order_relaxed);
 }
 
+const Config *recorder_config() { return g_state ? &g_state->config : nullptr; }
 std::string recorder_capture_path() { return g_state ? g_state->path : std::string(); }
 uint64_t recorder_allocations() { return g_state ? counter_totals(g_state).allocations : 0; }
 const LiveTable *recorder_live_table() { return g_state ? &g_state->live : nullptr; }

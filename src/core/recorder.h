@@ -100,7 +100,15 @@ bool inside_hook();
 void count_uncaptured(const char *function);
 void set_cupti_state(uint32_t state);
 
+// GPU work from CUPTI's Activity API (shim/cupti_activity.cpp), called on CUPTI's thread. `name`
+// (a kernel name: untrusted program text) and `api` (the launching call) are interned into
+// name_id/api_name_id; either may be null. Past GPULEAK_ACTIVITY_MB the record is not written and
+// false is returned (the caller counts it into a kDropped record, which `force` always writes).
+bool record_gpu_activity(const format::GpuActivityRecord &record, const char *name, const char *api,
+                         bool force = false);
+
 // For `gpuleak_active()` and tests.
+const Config *recorder_config();  // null before recorder_init
 std::string recorder_capture_path();
 uint64_t recorder_allocations();
 const LiveTable *recorder_live_table();

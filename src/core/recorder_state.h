@@ -59,6 +59,7 @@ struct State {
   std::atomic<uint32_t> cupti_state{0};
   std::atomic<const char *> first_uncaptured{nullptr};  // CUPTI's static function name
   std::atomic<bool> summary_printed{false};
+  std::atomic<uint64_t> activity_bytes{0};  // GPU activity records appended (GPULEAK_ACTIVITY_MB)
 };
 
 State *state();
@@ -74,6 +75,8 @@ void writer_flush_from_signal(State *s);
 bool append_record(State *s, format::RecordType type, const void *payload, size_t n, const void *tail = nullptr,
                    size_t tail_n = 0);
 format::StatsRecord make_stats(State *s, bool final_record);
+// The id of `text` (at most 4096 bytes kept), writing its StringRecord the first time; 0 for "".
+uint32_t intern_string(State *s, const char *text, size_t length);
 
 // A memory record, counted in the calling thread's counters.
 enum class Counted : uint8_t { kNone, kAllocation, kFree };

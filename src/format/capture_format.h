@@ -23,7 +23,7 @@ namespace gpuleak::format {
 
 inline constexpr char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\0'};
 inline constexpr uint16_t kMajorVersion = 1;
-inline constexpr uint16_t kMinorVersion = 0;
+inline constexpr uint16_t kMinorVersion = 1;  // 1.1 added kGpuActivity
 // A record larger than this is corruption, not data (the largest real one is a module record).
 inline constexpr uint32_t kMaxRecordSize = 1u << 20;
 
@@ -51,6 +51,8 @@ enum class RecordType : uint16_t {
   kDevice = 9,     // DeviceRecord + name
   kStats = 10,     // StatsRecord; several may appear, the last one wins
   kDisabled = 11,  // DisabledRecord + reason: tracking was turned off here
+  // GpuActivityRecord (format 1.1): a kernel, copy or memset CUPTI saw run on the GPU.
+  kGpuActivity = 12,
 };
 
 struct RecordHeader {
@@ -296,5 +298,35 @@ enum class RunInfoField : uint16_t {
   kUnwinder = 5,      // "libunwind", "libgcc" or "none"
   kCount
 };
+
+// GPU work seen by CUPTI's Activity API (GPULEAK_CUPTI=1, capture format 1.1). Written from
+// CUPTI's buffer-completion thread, so records are not in time order. Times are on the capture's
+// clock: CUPTI's timestamps plus an offset sampled as monotonic_ns() - cuptiGetTimestamp() (see
+// docs/capture-format.md "GPU activity").
+enum class GpuActivityKind : uint8_t {
+  kKernel = 1,
+  kMemcpy = 2,
+  kMemset = 3,
+  kDropped = 4,  // no work: `bytes` records were lost (CUPTI dropped them, or GPULEAK_ACTIVITY_MB was reached)
+};
+
+struct GpuActivityRecord {
+  uint64_t start_ns;  // monotonic, capture clock
+  uint64_t end_ns;
+  uint64_t bytes;        // memcpy/memset bytes; kDropped: records lost; 0 for kernels
+  uint64_t stream;       // CUPTI stream id (not a CUstream handle)
+  uint64_t host_ts_ns;   // when the launching API call was entered (monotonic), 0 = unknown
+  uint32_t host_dur_ns;  // how long that call took (saturates), 0 = unknown
+  uint32_t host_tid;     // kernel thread id of the launching thread, 0 = unknown
+  uint32_t correlation_id;
+  uint32_t context_id;
+  uint32_t name_id;      // StringRecord id: kernel name (untrusted program text), 0 = none
+  uint32_t api_name_id;  // StringRecord id: the launching API ("cuLaunchKernel"), 0 = unknown
+  int16_t device;        // -1 when unknown
+  uint8_t kind;          // GpuActivityKind
+  uint8_t copy_kind;     // memcpy: CUpti_ActivityMemcpyKind (1 HtoD, 2 DtoH, 8 DtoD, ...); else 0
+  uint32_t reserved;
+};
+static_assert(sizeof(GpuActivityRecord) == 72);
 
 }  // namespace gpuleak::format

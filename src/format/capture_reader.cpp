@@ -170,6 +170,8 @@ bool decode_record(uint16_t type, const uint8_t *p, size_t n, Capture *out) {
       out->stats = s;
       return true;
     }
+    case RecordType::kGpuActivity:
+      return fixed(p, n, &out->gpu_activity.emplace_back());
     case RecordType::kDisabled: {
       std::string why(reinterpret_cast<const char *>(p), n);
       out->disabled.push_back(std::move(why));

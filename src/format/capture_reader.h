@@ -54,11 +54,12 @@ struct Capture {
   std::vector<MarkerRecord> markers;
   std::vector<OomRecord> ooms;
   std::vector<Device> devices;
-  std::optional<StatsRecord> stats;   // the last one in the file
-  std::vector<std::string> disabled;  // reasons tracking was turned off, in order
-  bool truncated = false;             // the file ends inside a record (killed mid-write)
-  uint64_t bytes_read = 0;            // bytes of whole records decoded, header included
-  uint64_t unknown_records = 0;       // records of types this reader does not know (skipped)
+  std::vector<GpuActivityRecord> gpu_activity;  // file order (not time order: CUPTI delivers late)
+  std::optional<StatsRecord> stats;             // the last one in the file
+  std::vector<std::string> disabled;            // reasons tracking was turned off, in order
+  bool truncated = false;                       // the file ends inside a record (killed mid-write)
+  uint64_t bytes_read = 0;                      // bytes of whole records decoded, header included
+  uint64_t unknown_records = 0;                 // records of types this reader does not know (skipped)
 
   // The string behind an id, or "" when the id is 0 or unknown.
   const std::string &string(uint32_t id) const;

@@ -7,6 +7,8 @@
 // When the program's own profiler subscribes (torch.profiler / Kineto reach cuptiSubscribe
 // through the PLT, so our export below comes first), gpuleak unsubscribes and forwards: the
 // profiler gets the slot, and capture goes on through the interposers, which never needed CUPTI.
+// Holding the slot, gpuleak also records GPU work with the Activity API (cupti_activity.h); that
+// stops, flushed, at the same moment (or when the program registers its own activity buffers).
 #include "shim/cuda_headers.h"  // first: it undoes cuda.h's cuGetProcAddress rename
 
 #include <cupti.h>
@@ -16,6 +18,7 @@
 #include <cstdlib>
 
 #include "core/recorder.h"
+#include "shim/cupti_activity.h"
 #include "shim/real_symbols.h"
 
 namespace gpuleak::shim {
@@ -53,9 +56,10 @@ const CUpti_CallbackId kAllocs[] = {
     CUPTI_DRIVER_TRACE_CBID_cuArrayDestroy,
 };
 
-void CUPTIAPI on_driver_call(void *, CUpti_CallbackDomain domain, CUpti_CallbackId, const void *data) {
-  if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+void CUPTIAPI on_driver_call(void *, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data) {
   auto *cb = static_cast<const CUpti_CallbackData *>(data);
+  if (activity::on_callback(domain, cbid, cb)) return;  // a launch, copy or memset (cupti_activity.h)
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   if (cb->callbackSite != CUPTI_API_EXIT || core::inside_hook()) return;
   const auto *result = static_cast<const CUresult *>(cb->functionReturnValue);
   if (result && *result == CUDA_SUCCESS) core::count_uncaptured(cb->functionName);
@@ -93,12 +97,14 @@ void subscribe() {
   for (CUpti_CallbackId id : kAllocs) g_cupti.enable_callback(1, h, CUPTI_CB_DOMAIN_DRIVER_API, id);
   g_subscriber.store(h);
   core::set_cupti_state(kSubscribed);
+  activity::start(lib, h);  // GPU work on the timeline, unless GPULEAK_ACTIVITY=0
 }
 
 // Gives the slot back before the program's profiler takes it.
 void yield_slot() {
   CUpti_SubscriberHandle h = g_subscriber.exchange(nullptr);
   if (!h) return;
+  activity::stop();  // what CUPTI still holds goes into the capture first
   g_cupti.unsubscribe(h);
   core::set_cupti_state(kYielded);
 }
@@ -124,6 +130,15 @@ GPULEAK_API CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *subscriber, CUpti
   gpuleak::shim::yield_slot();
   auto real = gpuleak::shim::next<decltype(&cuptiSubscribe)>("cuptiSubscribe");
   return real ? real(subscriber, callback, userdata) : CUPTI_ERROR_NOT_INITIALIZED;
+}
+
+// The Activity API has one set of buffer callbacks per process: a profiler that registers its own
+// (Kineto may, without subscribing) takes activity over from gpuleak, like the slot above.
+GPULEAK_API CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc requested,
+                                                       CUpti_BuffersCallbackCompleteFunc completed) {
+  gpuleak::shim::yield_slot();
+  auto real = gpuleak::shim::next<decltype(&cuptiActivityRegisterCallbacks)>("cuptiActivityRegisterCallbacks");
+  return real ? real(requested, completed) : CUPTI_ERROR_NOT_INITIALIZED;
 }
 
 GPULEAK_API CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *subscriber, CUpti_CallbackFunc callback,

@@ -235,13 +235,14 @@ TEST(Capture, ExportsOnlyInterposedSymbols) {
 namespace gpuleak::test {
 namespace {
 
-// GPULEAK_CUPTI=1 where CUPTI cannot subscribe (here: the fake driver): one state in the capture,
-// no crash, the capture as complete as without it.
+// GPULEAK_CUPTI=1 where CUPTI cannot subscribe (here: the fake CUPTI's slot is taken): one state
+// in the capture, no crash, the capture as complete as without it.
 TEST(Capture, CuptiThatCannotSubscribeChangesNothing) {
   std::string out = make_temp_dir("cupti");
   auto env = shim_env(out);
   env["GPULEAK_CUPTI"] = "1";
   env["CUDA_INJECTION64_PATH"] = "";
+  env["FAKE_CUPTI_TAKEN"] = "1";
   Result r = run({program("prog_leaky_static"), "5"}, env);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   format::Capture c = read_only_capture(out);
@@ -249,6 +250,7 @@ TEST(Capture, CuptiThatCannotSubscribeChangesNothing) {
   ASSERT_TRUE(c.stats.has_value());
   EXPECT_TRUE(c.stats->cupti_state == 2 || c.stats->cupti_state == 3) << c.stats->cupti_state;
   EXPECT_EQ(c.stats->uncaptured, 0u);
+  EXPECT_TRUE(c.gpu_activity.empty());
 }
 
 }  // namespace

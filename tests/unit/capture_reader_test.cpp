@@ -64,6 +64,27 @@ TEST(CaptureReader, DecodesEveryRecordAndSkipsUnknownTypes) {
   EXPECT_EQ(c.header.pid, 42u);
 }
 
+// Format 1.1: GPU activity records are decoded, a longer payload (a later minor version) keeps its
+// known fields, and a shorter one is corruption.
+TEST(CaptureReader, DecodesGpuActivityOfFormat11) {
+  GpuActivityRecord g{};
+  g.start_ns = 100;
+  g.end_ns = 250;
+  g.correlation_id = 9;
+  g.kind = static_cast<uint8_t>(GpuActivityKind::kKernel);
+  Capture c;
+  std::string error;
+  ASSERT_TRUE(parse(header() + record(RecordType::kGpuActivity, bytes(g)) +
+                        record(RecordType::kGpuActivity, bytes(g) + "more fields"),
+                    &c, &error))
+      << error;
+  ASSERT_EQ(c.gpu_activity.size(), 2u);
+  EXPECT_EQ(c.gpu_activity[1].end_ns, 250u);
+  EXPECT_EQ(c.gpu_activity[1].correlation_id, 9u);
+  EXPECT_EQ(c.unknown_records, 0u);
+  EXPECT_FALSE(parse(header() + record(RecordType::kGpuActivity, bytes(g).substr(0, 40)), &c, &error));
+}
+
 TEST(CaptureReader, EveryPrefixIsReadableAndTruncationIsReported) {
   std::string all = sample();
   for (size_t n = sizeof(FileHeader); n < all.size(); ++n) {
@@ -83,7 +104,8 @@ TEST(CaptureReader, RefusesGarbageWithOneLine) {
   EXPECT_FALSE(parse(std::string(100, 'x'), &c, &error));
   EXPECT_EQ(error, "not a gpuleak capture (bad magic)");
   EXPECT_FALSE(parse(header(2), &c, &error));
-  EXPECT_EQ(error, "unsupported capture format version 2.0 (this gpuleak reads 1.x)");
+  EXPECT_EQ(error,
+            "unsupported capture format version 2." + std::to_string(kMinorVersion) + " (this gpuleak reads 1.x)");
   std::string huge = header();
   RecordHeader h{kMaxRecordSize + 1, static_cast<uint16_t>(RecordType::kMemory), 0};
   huge += bytes(h);

@@ -45,6 +45,25 @@ TEST(Config, BadValuesDisableTrackingAndSayWhich) {
   }
 }
 
+TEST(Config, GpuActivitySettings) {
+  Config defaults = read_config();
+  EXPECT_TRUE(defaults.activity);
+  EXPECT_EQ(defaults.activity_max_bytes, 256ull << 20);
+  {
+    Env a("GPULEAK_ACTIVITY", "0"), b("GPULEAK_ACTIVITY_MB", "3");
+    Config c = read_config();
+    EXPECT_TRUE(c.enabled);
+    EXPECT_FALSE(c.activity);
+    EXPECT_EQ(c.activity_max_bytes, 3u << 20);
+  }
+  for (const char *bad : {"-1", "lots", ""}) {
+    Env a("GPULEAK_ACTIVITY_MB", bad);
+    Config c = read_config();
+    EXPECT_FALSE(c.enabled) << bad;
+    EXPECT_EQ(c.error, std::string("bad value GPULEAK_ACTIVITY_MB=\"") + bad + "\"");
+  }
+}
+
 TEST(Config, ParseSizeAcceptsUnitsAndRejectsJunk) {
   uint64_t v = 0;
   EXPECT_TRUE(parse_size("64K", &v));

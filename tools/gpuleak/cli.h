@@ -58,6 +58,7 @@ struct ReportOptions {
   bool fail_on_leak = false;        // exit 1 when any report's verdict is leak (GPULEAK_EXITCODE)
   std::string iteration_range;      // NVTX iteration pattern ("" = the default)
   int warmup = -1;                  // warm-up iterations (-1 = the default rule)
+  std::string ranks_json;           // several processes: their comparison (gpuleak.ranks/1) here
 };
 int report_command(const ReportOptions &options);
 

@@ -36,6 +36,8 @@ int merge_command(const MergeCommandOptions &o) {
   std::fprintf(stderr, "gpuleak: merged %zu traces into %s (%s, %llu events)\n", summary.inputs, o.output.c_str(),
                output::human_bytes(static_cast<double>(file->bytes_on_disk())).c_str(),
                static_cast<unsigned long long>(summary.events));
+  for (const std::string &l : summary.leaking)
+    std::fprintf(stderr, "gpuleak: %s while the others stay flat\n", l.c_str());
   return 0;
 }
 

@@ -14,6 +14,7 @@
 #include "analysis/analysis.h"
 #include "cli.h"
 #include "format/capture_reader.h"
+#include "gate/rank_compare.h"
 #include "output/report_json.h"
 #include "output/symbolizer.h"
 #include "output/text_summary.h"
@@ -68,13 +69,30 @@ std::string report_path_for(const std::string &capture) {
   return stem + ".report.json";
 }
 
+bool is_report_file(const std::string &path) {
+  const std::string ext = ".json";
+  return path.size() > ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0;
+}
+
 }  // namespace
 
 int report_command(const ReportOptions &o) {
   if (o.inputs.empty()) throw UsageError{"report: no capture given"};
   if (!o.output.empty() && o.inputs.size() > 1) throw UsageError{"report: -o takes a single capture"};
   bool leak = false;
+  std::vector<gate::Report> compared;  // several processes (ranks): compared at the end
   for (const std::string &input : o.inputs) {
+    if (is_report_file(input)) {  // an existing report: compared, not re-analyzed
+      if (o.inputs.size() < 2)
+        throw UsageError{"report: " + input + " is a report; give captures, or several reports to compare"};
+      try {
+        compared.push_back(gate::load_report(input));
+      } catch (const gate::GateError &e) {
+        throw UsageError{e.what()};
+      }
+      leak = leak || compared.back().verdict == "leak";
+      continue;
+    }
     format::Capture capture;
     std::string error;
     if (!format::read_capture_file(input, &capture, &error)) throw UsageError{error};
@@ -90,6 +108,13 @@ int report_command(const ReportOptions &o) {
     nlohmann::json report = output::make_report(capture, result, symbolize, ctx);
     leak = leak || result.verdict == analysis::Verdict::kLeak;
     std::string text = output::dump_report(report);
+    if (o.inputs.size() > 1) {
+      try {
+        compared.push_back(gate::parse_report(report, report_path_for(input)));
+      } catch (const gate::GateError &e) {
+        std::fprintf(stderr, "gpuleak: warning: %s is left out of the comparison: %s\n", input.c_str(), e.what());
+      }
+    }
     if (o.json_to_stdout) {
       std::fwrite(text.data(), 1, text.size(), stdout);
       std::fputc('\n', stdout);
@@ -99,13 +124,24 @@ int report_command(const ReportOptions &o) {
     write_file_atomically(path, text + "\n", true);
     if (!o.quiet) std::fputs(output::text_summary(report, path).c_str(), stderr);
   }
+  if (compared.size() > 1) {
+    gate::RankComparison ranks = gate::compare_ranks(compared);
+    if (!o.quiet) std::fputs(gate::comparison_text(ranks).c_str(), stderr);
+    if (!o.ranks_json.empty()) write_file_atomically(o.ranks_json, gate::comparison_json(ranks).dump(2) + "\n", true);
+  } else if (!o.ranks_json.empty()) {
+    throw UsageError{"report: --ranks-json compares several processes; give two or more"};
+  }
   return o.fail_on_leak && leak ? 1 : 0;
 }
 
 void register_report(CLI::App &app, Action *action) {
   auto o = std::make_shared<ReportOptions>();
   auto *cmd = app.add_subcommand("report", "Analyze captures: write <stem>.report.json and print a summary");
-  cmd->add_option("captures", o->inputs, "Capture files (.gpuleak)")->required();
+  cmd->add_option("captures", o->inputs,
+                  "Capture files (.gpuleak); with several (or existing .report.json files), the processes are "
+                  "compared and a rank that grows while the others stay flat is flagged")
+      ->required();
+  cmd->add_option("--ranks-json", o->ranks_json, "Write the comparison of several processes here (gpuleak.ranks/1)");
   cmd->add_option("-o,--output", o->output, "Report path (default: next to the capture)");
   cmd->add_flag("--json", o->json_to_stdout, "Print the report JSON to stdout instead");
   cmd->add_flag("--quiet", o->quiet, "No summary on stderr");

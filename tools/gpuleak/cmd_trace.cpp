@@ -50,6 +50,9 @@ int trace_command(const TraceCommandOptions &o) {
                           ? ", " + std::to_string(summary.memory_events_shown) + " of " +
                                 std::to_string(summary.memory_events) + " allocation events (--full for all)"
                           : "";
+  if (summary.gpu_activities)
+    shown += ", " + std::to_string(summary.gpu_activities_shown) + " of " + std::to_string(summary.gpu_activities) +
+             " GPU activities";
   std::fprintf(stderr, "gpuleak: trace %s (%s, %llu events%s, %.1f s)\n", path.c_str(),
                output::human_bytes(static_cast<double>(file->bytes_on_disk())).c_str(),
                static_cast<unsigned long long>(summary.events), shown.c_str(), seconds);

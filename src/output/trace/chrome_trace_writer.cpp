@@ -105,6 +105,25 @@ void ChromeTraceWriter::event(const Event &e) {
   }
   if (!e.args.is_null()) j["args"] = e.args;
   write(j);
+  // Flow arrows (flow events v1): "s" inside the launching slice, "f" binding to the enclosing
+  // slice ("bp": "e") where the GPU work starts. Same name, category and id at both ends.
+  for (uint64_t id : e.flows_out)
+    write({{"ph", "s"},
+           {"id", id},
+           {"pid", pid_},
+           {"tid", j["tid"]},
+           {"ts", j["ts"]},
+           {"name", "launch"},
+           {"cat", "gpu.flow"}});
+  if (e.flow_in)
+    write({{"ph", "f"},
+           {"bp", "e"},
+           {"id", e.flow_in},
+           {"pid", pid_},
+           {"tid", j["tid"]},
+           {"ts", j["ts"]},
+           {"name", "launch"},
+           {"cat", "gpu.flow"}});
 }
 
 bool ChromeTraceWriter::end() {

@@ -148,6 +148,9 @@ void PerfettoWriter::track_event(int64_t ts_ns, uint32_t type, uint64_t track_uu
     if (e->category && type != pf::kTypeSliceEnd) te.bytes_field(pf::kEventCategories, e->category);
     if (!e->name.empty() && type != pf::kTypeSliceEnd) te.bytes_field(pf::kEventName, valid_utf8(e->name));
     write_debug_annotations(te, pf::kEventDebugAnnotations, e->args);
+    if (type != pf::kTypeSliceBegin) return;
+    for (uint64_t id : e->flows_out) te.fixed64_field(pf::kEventFlowIds, id);
+    if (e->flow_in) te.fixed64_field(pf::kEventTerminatingFlowIds, e->flow_in);
   });
   emit(packet_);
 }

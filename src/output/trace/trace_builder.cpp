@@ -14,6 +14,18 @@ namespace gpuleak::output::trace {
 using namespace detail;
 
 std::string gpu_activity_note(const format::Capture &c) {
+  uint64_t kernels = 0, copies = 0, memsets = 0;
+  for (const auto &r : c.gpu_activity) {
+    kernels += r.kind == static_cast<uint8_t>(format::GpuActivityKind::kKernel);
+    copies += r.kind == static_cast<uint8_t>(format::GpuActivityKind::kMemcpy);
+    memsets += r.kind == static_cast<uint8_t>(format::GpuActivityKind::kMemset);
+  }
+  if (kernels + copies + memsets) {
+    std::string note = "GPU activity from CUPTI: " + std::to_string(kernels) + " kernels, " + std::to_string(copies) +
+                       " copies, " + std::to_string(memsets) + " memsets";
+    if (c.stats && c.stats->cupti_state == 4) note += " (until CUPTI was given back to the program's profiler)";
+    return note;
+  }
   if (!c.stats) return "GPU activity unavailable (CUPTI off)";
   switch (c.stats->cupti_state) {
     case 0:
@@ -31,7 +43,19 @@ std::string gpu_activity_note(const format::Capture &c) {
 
 namespace {
 
-enum class Source : uint8_t { kNote, kCounter, kIteration, kLeak, kOom, kMemory, kNvtx, kNvtxMark, kApiMark };
+enum class Source : uint8_t {
+  kNote,
+  kCounter,
+  kIteration,
+  kLeak,
+  kOom,
+  kMemory,
+  kNvtx,
+  kNvtxMark,
+  kApiMark,
+  kGpu,
+  kLaunch
+};
 
 // One event to write. Ties at one time: slice ends first (innermost first), then beginnings
 // (outermost first) and single events, then the ends of zero-length slices.
@@ -45,6 +69,7 @@ struct Item {
 };
 
 constexpr uint16_t kMemoryDepth = 0xFFF0;  // allocation slices nest inside every NVTX range
+constexpr uint16_t kLaunchDepth = 0xFFF1;  // so do launches (never inside an allocation call)
 
 void add_slice(std::vector<Item> *items, Source s, uint32_t index, int64_t start, int64_t end, uint16_t depth) {
   items->push_back({start, 1, depth, s, false, index});
@@ -100,6 +125,7 @@ void plan_tracks(Plan &p) {
     if (!p.nvtx.ranges[i].async) tids.insert(p.nvtx.ranges[i].tid);
   for (uint32_t i : p.selection.nvtx_marks) tids.insert(p.nvtx.marks[i].tid);
   for (uint32_t i : p.api_marks) tids.insert(p.capture.markers[i].tid);
+  for (const auto &launch : p.gpu.launches) tids.insert(p.capture.gpu_activity[p.gpu.items[launch[0]].record].host_tid);
   const int64_t pid = p.capture.run && p.capture.run->fixed.pid ? p.capture.run->fixed.pid : p.capture.header.pid;
   for (uint32_t tid : tids) {
     Track t;
@@ -108,6 +134,16 @@ void plan_tracks(Plan &p) {
     t.name = tid == pid ? "main thread " + std::to_string(tid) : "thread " + std::to_string(tid);
     t.sort_index = tid == pid ? 0 : 1 + static_cast<int>(p.thread_track.size());
     p.thread_track[tid] = static_cast<uint32_t>(p.tracks.size());
+    p.tracks.push_back(t);
+  }
+  // GPU work: one row per device and stream, below the threads.
+  for (const auto &[device, stream] : p.gpu.lanes) {
+    Track t;
+    t.kind = TrackKind::kPseudo;
+    t.name = "GPU " + std::to_string(device) + " / stream " + std::to_string(stream);
+    t.tid = pseudo++;
+    t.sort_index = 1000 + static_cast<int>(p.gpu_track.size());
+    p.gpu_track.push_back(static_cast<uint32_t>(p.tracks.size()));
     p.tracks.push_back(t);
   }
   for (uint16_t lane = 0; lane < p.nvtx.lanes; ++lane) {
@@ -143,6 +179,13 @@ std::vector<Item> plan_items(const Plan &p) {
   for (uint32_t i : p.selection.nvtx_marks) items.push_back({p.nvtx.marks[i].ts_ns, 1, 0, Source::kNvtxMark, false, i});
   for (uint32_t i : p.api_marks)
     items.push_back({static_cast<int64_t>(p.capture.markers[i].ts_ns - anchor), 1, 0, Source::kApiMark, false, i});
+  for (uint32_t i = 0; i < p.gpu.items.size(); ++i)
+    add_slice(&items, Source::kGpu, i, p.gpu.items[i].start_ns, p.gpu.items[i].end_ns, 0);
+  for (uint32_t i = 0; i < p.gpu.launches.size(); ++i) {
+    const format::GpuActivityRecord &r = p.capture.gpu_activity[p.gpu.items[p.gpu.launches[i][0]].record];
+    const int64_t host = static_cast<int64_t>(r.host_ts_ns - anchor);
+    add_slice(&items, Source::kLaunch, i, host, host + static_cast<int64_t>(r.host_dur_ns), kLaunchDepth);
+  }
   std::stable_sort(items.begin(), items.end(), [](const Item &x, const Item &y) {
     if (x.ts != y.ts) return x.ts < y.ts;
     if (x.rank != y.rank) return x.rank < y.rank;
@@ -166,6 +209,8 @@ TraceSummary build_trace(const format::Capture &capture, const analysis::Analysi
     if (capture.markers[i].op == static_cast<uint8_t>(format::MarkerOp::kMark)) p.api_marks.push_back(i);
   for (const auto &r : capture.ooms) p.ooms.push_back(&r);
   std::stable_sort(p.ooms.begin(), p.ooms.end(), [](auto *x, auto *y) { return x->ts_ns < y->ts_ns; });
+  const int64_t pid = capture.run && capture.run->fixed.pid ? capture.run->fixed.pid : capture.header.pid;
+  p.gpu = plan_gpu_activity(capture, analysis, p.selection, options, pid);
   plan_tracks(p);
 
   TraceSummary s;
@@ -179,6 +224,8 @@ TraceSummary build_trace(const format::Capture &capture, const analysis::Analysi
   s.oom_markers = p.ooms.size();
   s.nvtx_ranges = p.nvtx.ranges.size();
   s.nvtx_ranges_shown = p.selection.nvtx_ranges.size();
+  s.gpu_activities = p.gpu.total;
+  s.gpu_activities_shown = p.gpu.items.size();
 
   TraceInfo info;
   info.pid = capture.run && capture.run->fixed.pid ? capture.run->fixed.pid : capture.header.pid;
@@ -224,6 +271,12 @@ TraceSummary build_trace(const format::Capture &capture, const analysis::Analysi
         break;
       case Source::kApiMark:
         api_mark_event(p, item.index, &e);
+        break;
+      case Source::kGpu:
+        gpu_event(p, item.index, item.end, &e);
+        break;
+      case Source::kLaunch:
+        launch_event(p, item.index, item.end, &e);
         break;
     }
     e.ts_ns = item.ts;

@@ -10,6 +10,8 @@
 //   threads   the program's allocations and frees (short slices, bounded: event_selection.h),
 //             NVTX push/pop ranges and marks, gpuleak_mark() labels
 //   async     NVTX start/end ranges
+//   GPU       "GPU d / stream s": kernels, copies and memsets seen by CUPTI (capture format 1.1),
+//             each with a flow from the host call that launched it (gpu_activity.h)
 //   global    out-of-memory failures
 //
 // Numbers come from analysis::Analysis (iterations, leaks, OOMs) and from a replay that applies
@@ -40,6 +42,8 @@ struct TraceSummary {
   uint64_t oom_markers = 0;
   uint64_t nvtx_ranges_shown = 0;
   uint64_t nvtx_ranges = 0;
+  uint64_t gpu_activities_shown = 0;  // kernels, copies and memsets (CUPTI)
+  uint64_t gpu_activities = 0;
 };
 
 // Builds the timeline and hands it to `sink` (begin, events by time, end). `analysis` must be
@@ -49,8 +53,8 @@ TraceSummary build_trace(const format::Capture &capture, const analysis::Analysi
                          const SymbolizeFn &symbolize, const TraceOptions &options, TraceSink *sink,
                          bool *ok = nullptr);
 
-// "GPU activity unavailable (CUPTI off)" and its siblings: why the trace shows no kernels or
-// copies (capture format 1 records none; with CUPTI on, a later version will).
+// "GPU activity from CUPTI: N kernels, ..." when the capture holds GPU activity (format 1.1,
+// GPULEAK_CUPTI=1), else "GPU activity unavailable (CUPTI off)" and its siblings: why not.
 std::string gpu_activity_note(const format::Capture &capture);
 
 }  // namespace gpuleak::output::trace

@@ -198,6 +198,47 @@ void api_mark_event(Plan &p, uint32_t i, Event *e) {
   e->name = label.empty() ? "gpuleak_mark" : label;
 }
 
+void gpu_event(Plan &p, uint32_t i, bool end, Event *e) {
+  const GpuItem &g = p.gpu.items[i];
+  const format::GpuActivityRecord &r = p.capture.gpu_activity[g.record];
+  e->track = p.gpu_track[g.lane];
+  if (end) {
+    e->phase = Phase::kCompleteEnd;
+    return;
+  }
+  e->phase = Phase::kComplete;
+  e->dur_ns = g.end_ns - g.start_ns;
+  e->category = r.kind == static_cast<uint8_t>(format::GpuActivityKind::kKernel) ? "gpu.kernel" : "gpu.memory";
+  e->name = gpu_activity_name(p.capture, r);
+  json args = {
+      {"device", r.device}, {"stream", r.stream}, {"context", r.context_id}, {"correlation_id", r.correlation_id}};
+  if (r.kind != static_cast<uint8_t>(format::GpuActivityKind::kKernel)) args["bytes"] = r.bytes;
+  if (r.kind == static_cast<uint8_t>(format::GpuActivityKind::kMemcpy)) args["copy_kind"] = copy_kind_name(r.copy_kind);
+  if (r.api_name_id) args["launched_by"] = p.capture.string(r.api_name_id);
+  if (r.host_tid) args["host_tid"] = r.host_tid;
+  if (g.clipped) args["start_clipped"] = true;  // overlapped the previous slice of its stream
+  e->args = std::move(args);
+  e->flow_in = g.flow_id;
+}
+
+void launch_event(Plan &p, uint32_t i, bool end, Event *e) {
+  const std::vector<uint32_t> &launched = p.gpu.launches[i];
+  const format::GpuActivityRecord &r = p.capture.gpu_activity[p.gpu.items[launched[0]].record];
+  e->track = p.thread(r.host_tid);
+  if (end) {
+    e->phase = Phase::kCompleteEnd;
+    return;
+  }
+  e->phase = Phase::kComplete;
+  e->dur_ns = r.host_dur_ns;
+  e->category = "launch";
+  const std::string &api = p.capture.string(r.api_name_id);
+  e->name = api.empty() ? "launch" : api;
+  e->args = {{"launches", gpu_activity_name(p.capture, r)}, {"correlation_id", r.correlation_id}};
+  if (launched.size() > 1) e->args["gpu_activities"] = launched.size();
+  for (uint32_t item : launched) e->flows_out.push_back(p.gpu.items[item].flow_id);
+}
+
 json trace_metadata(const Plan &p) {
   const auto &c = p.capture;
   const auto *run = c.run ? &*c.run : nullptr;
@@ -215,6 +256,10 @@ json trace_metadata(const Plan &p) {
   m["verdict"] = analysis::verdict_name(p.analysis.verdict);
   m["iteration_source"] = analysis::iteration_source_name(p.analysis.iteration_source);
   m["gpu_activity"] = gpu_activity_note(c);
+  // What `gpuleak merge` compares between ranks (analysis/rank_outliers.h).
+  double growth = 0;
+  for (const auto &d : p.analysis.devices) growth += d.growth_bytes_per_iteration;
+  m["growth_bytes_per_iteration"] = growth;
   m["events"] = {{"policy", p.selection.policy},
                  {"memory_events", p.replay.size()},
                  {"memory_events_shown", p.selection.memory.size()},
@@ -227,6 +272,9 @@ json trace_metadata(const Plan &p) {
                  {"detail_windows_us", json::array()}};
   for (const auto &w : p.selection.windows)
     m["events"]["detail_windows_us"].push_back({w.first / 1000.0, w.second / 1000.0});
+  m["gpu_activity_events"] = {{"policy", p.gpu.policy},      {"kernels", p.gpu.kernels},
+                              {"copies", p.gpu.copies},      {"memsets", p.gpu.memsets},
+                              {"shown", p.gpu.items.size()}, {"dropped_while_capturing", p.gpu.dropped}};
   m["capture"] = {{"truncated", c.truncated},
                   {"events_dropped", c.stats ? c.stats->events_dropped : 0},
                   {"tracking_disabled", c.disabled.empty() ? json(nullptr) : json(c.disabled.front())}};

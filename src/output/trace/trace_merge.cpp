@@ -6,7 +6,9 @@
 #include <map>
 #include <set>
 
+#include "analysis/rank_outliers.h"
 #include "output/report_json.h"
+#include "output/text_summary.h"
 #include "output/trace/chrome_trace_reader.h"
 #include "output/trace/chrome_trace_writer.h"
 #include "output/trace/trace_capture.h"
@@ -25,6 +27,8 @@ struct Input {
   bool has_anchor = false;
   uint64_t anchor = 0;
   int rank = -1;
+  double growth = 0;     // growth_bytes_per_iteration of its metadata
+  bool leaking = false;  // grows while the other inputs stay flat (analysis/rank_outliers.h)
 };
 
 // The text of an input: the file, or the trace of a capture.
@@ -100,6 +104,8 @@ bool merge_traces(const std::vector<std::string> &paths, const TraceOptions &opt
       }
       auto rank = args.find("rank");
       if (rank != args.end() && rank->is_number_integer()) in.rank = static_cast<int>(rank->get<int64_t>());
+      auto growth = args.find("growth_bytes_per_iteration");
+      if (growth != args.end() && growth->is_number()) in.growth = growth->get<double>();
       return false;
     };
     if (!read_chrome_trace(text, probe, &stats, &why)) {
@@ -114,6 +120,10 @@ bool merge_traces(const std::vector<std::string> &paths, const TraceOptions &opt
     uint64_t ta = a.has_anchor ? a.anchor : UINT64_MAX, tb = b.has_anchor ? b.anchor : UINT64_MAX;
     return ta != tb ? ta < tb : a.file_order < b.file_order;
   });
+  std::vector<double> growth;
+  for (const Input &in : inputs) growth.push_back(in.growth);
+  const std::vector<bool> leaking = analysis::rank_outliers(growth);
+  for (size_t i = 0; i < inputs.size(); ++i) inputs[i].leaking = leaking[i];
   uint64_t base = UINT64_MAX;
   for (const Input &in : inputs)
     if (in.has_anchor) base = std::min(base, in.anchor);
@@ -127,8 +137,11 @@ bool merge_traces(const std::vector<std::string> &paths, const TraceOptions &opt
                 {"realtime_anchor", base == UINT64_MAX ? json(nullptr) : json(iso8601_utc(base))},
                 {"inputs", json::array()}};
   for (const Input &in : inputs)
-    about["inputs"].push_back(
-        {{"path", in.path}, {"rank", in.rank >= 0 ? json(in.rank) : json(nullptr)}, {"ts_shift_us", shift_us(in)}});
+    about["inputs"].push_back({{"path", in.path},
+                               {"rank", in.rank >= 0 ? json(in.rank) : json(nullptr)},
+                               {"ts_shift_us", shift_us(in)},
+                               {"growth_bytes_per_iteration", in.growth},
+                               {"leaking", in.leaking}});
   lines.write({{"ph", "M"}, {"name", "gpuleak_trace"}, {"pid", 0}, {"tid", 0}, {"args", about}});
 
   // Pass 2: every input's events, moved and renumbered.
@@ -163,6 +176,13 @@ bool merge_traces(const std::vector<std::string> &paths, const TraceOptions &opt
       if (auto pid = e.find("pid"); pid != e.end() && (pid->is_number() || pid->is_string())) *pid = renumber(*pid);
       if (auto ts = e.find("ts"); ts != e.end() && ts->is_number() && shift != 0.0)
         *ts = std::round((ts->get<double>() + shift) * 1000.0) / 1000.0;
+      if (in.leaking && is_metadata(e, "process_name") && e.contains("args") && e["args"].is_object()) {
+        // The rank that grows while the others stay flat, named so on its process track.
+        const json &name = e["args"].value("name", json("process"));
+        e["args"]["name"] = (in.rank >= 0 ? "rank " + std::to_string(in.rank) : std::string("process")) +
+                            " \u2014 leaking " + human_bytes(in.growth) + "/iter (" +
+                            (name.is_string() ? name.get<std::string>() : name.dump()) + ")";
+      }
       if (is_metadata(e, "gpuleak_trace")) {
         e["name"] = "gpuleak_process";
         if (e.contains("args") && e["args"].is_object()) e["args"]["ts_shift_us"] = shift;
@@ -177,6 +197,7 @@ bool merge_traces(const std::vector<std::string> &paths, const TraceOptions &opt
     if (stats.repaired)
       warnings->push_back(in.path + ": the trace was cut short or unterminated; merged what was whole");
     summary->order.push_back(in.path + (in.rank >= 0 ? " (rank " + std::to_string(in.rank) + ")" : ""));
+    if (in.leaking) summary->leaking.push_back(summary->order.back() + " leaking " + human_bytes(in.growth) + "/iter");
     in.converted.clear();
     in.converted.shrink_to_fit();
   }

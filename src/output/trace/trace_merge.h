@@ -28,6 +28,9 @@ struct MergeSummary {
   size_t inputs = 0;
   uint64_t events = 0;
   std::vector<std::string> order;  // the inputs in merged order ("path (rank R)")
+  // The inputs that grow while the others stay flat ("path (rank R) leaking 1 MiB/iter"), whose
+  // process track is named "rank R — leaking .../iter" (analysis/rank_outliers.h).
+  std::vector<std::string> leaking;
 };
 
 // Writes the merged trace (JSON array form, one event per line) to `out`. False with a one-line

@@ -41,6 +41,10 @@ struct TraceOptions {
   // NVTX ranges and marks, by default: all of them up to this many; past it, only those that
   // begin inside the windows shown in detail (see above) or last at least 1% of the run.
   size_t max_nvtx_ranges = 200'000;
+
+  // GPU kernels, copies and memsets (CUPTI): all of them up to this many; past it, those that
+  // start inside the windows shown in detail, thinned evenly to this many (gpu_activity.h).
+  size_t max_gpu_activities = 200'000;
 };
 
 }  // namespace gpuleak::output::trace

@@ -12,6 +12,7 @@
 #include "format/capture_reader.h"
 #include "output/trace/counter_decimation.h"
 #include "output/trace/event_selection.h"
+#include "output/trace/gpu_activity.h"
 #include "output/trace/leak_markers.h"
 #include "output/trace/memory_replay.h"
 #include "output/trace/nvtx_ranges.h"
@@ -39,12 +40,14 @@ struct Plan {
   std::vector<LeakMarker> leak_markers;
   std::vector<uint32_t> api_marks;              // indices into capture.markers of gpuleak_mark() labels
   std::vector<const format::OomRecord *> ooms;  // by time
+  GpuTimeline gpu;                              // kernels, copies, memsets (CUPTI) shown
 
   std::vector<Track> tracks;
   std::vector<uint32_t> counter_track;  // LiveChange::track -> index into tracks
   std::map<std::string, uint32_t> loop_track;
   std::map<uint32_t, uint32_t> thread_track;  // tid -> index into tracks
   std::vector<uint32_t> lane_track;           // NVTX async lane -> index into tracks
+  std::vector<uint32_t> gpu_track;            // GpuTimeline lane -> index into tracks
   uint32_t leak_track = 0;
   uint32_t oom_track = 0;
 
@@ -61,6 +64,9 @@ void memory_event(Plan &p, uint32_t position, bool end, Event *out);
 void nvtx_event(Plan &p, uint32_t range, bool end, Event *out);
 void nvtx_mark_event(Plan &p, uint32_t mark, Event *out);
 void api_mark_event(Plan &p, uint32_t marker, Event *out);
+// GpuTimeline::items[item]: the GPU slice, and the host call that launched it (with the flow).
+void gpu_event(Plan &p, uint32_t item, bool end, Event *out);
+void launch_event(Plan &p, uint32_t item, bool end, Event *out);
 
 // When a memory event's slice starts: an allocation is recorded when it returned, a free when it
 // was entered (capture_format.h), and the slice covers the call.

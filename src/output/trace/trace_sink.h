@@ -63,6 +63,10 @@ struct Event {
   int64_t tid = 0;               // kAsyncBegin/kAsyncEnd: the thread that began the range
   uint64_t value = 0;            // kCounter
   nlohmann::json args;           // an object, or null for none
+  // Flow arrows (kComplete only): from the slice listing an id in `flows_out` to the slice with
+  // that `flow_in` (a host launch to the GPU work it started). 0 / empty = none.
+  std::vector<uint64_t> flows_out;
+  uint64_t flow_in = 0;
 };
 
 class TraceSink {

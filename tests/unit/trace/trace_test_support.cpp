@@ -122,6 +122,7 @@ std::string capture_bytes(const format::Capture &c) {
   for (const auto &n : c.nvtx) fixed_record(&out, format::RecordType::kNvtx, n);
   for (const auto &m : c.markers) fixed_record(&out, format::RecordType::kMarker, m);
   for (const auto &o : c.ooms) fixed_record(&out, format::RecordType::kOom, o);
+  for (const auto &g : c.gpu_activity) fixed_record(&out, format::RecordType::kGpuActivity, g);
   if (c.stats) fixed_record(&out, format::RecordType::kStats, *c.stats);
   return out;
 }

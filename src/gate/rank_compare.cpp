@@ -1,0 +1,107 @@
+#include "gate/rank_compare.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <regex>
+
+#include "analysis/rank_outliers.h"
+#include "gate/escape.h"
+#include "gate/sizes.h"
+
+namespace gpuleak::gate {
+
+std::optional<int64_t> rank_from_file_name(const std::string &path) {
+  const std::string base = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+  static const std::regex re(R"(\.rank([0-9]{1,9})(\.[0-9]+)?\.)");
+  std::smatch m;
+  if (!std::regex_search(base, m, re)) return std::nullopt;
+  return std::stoll(m[1]);
+}
+
+RankComparison compare_ranks(const std::vector<Report> &reports) {
+  RankComparison c;
+  for (const Report &r : reports) {
+    RankRow row;
+    row.path = r.path;
+    row.program = r.program;
+    row.pid = r.pid;
+    row.rank = r.rank ? r.rank : rank_from_file_name(r.path);
+    row.verdict = r.verdict;
+    for (const Device &d : r.devices) {
+      row.growth_bytes_per_iteration += d.growth_bytes_per_iteration;
+      row.peak_live_bytes += d.peak_live_bytes;
+      row.live_at_exit_bytes += d.live_at_exit_bytes;
+    }
+    for (const Iteration &it : r.iterations) row.iterations += it.primary;
+    row.leaks = r.leaks.size();
+    c.rows.push_back(std::move(row));
+  }
+  std::stable_sort(c.rows.begin(), c.rows.end(), [](const RankRow &a, const RankRow &b) {
+    if (a.rank.has_value() != b.rank.has_value()) return a.rank.has_value();
+    return a.rank && b.rank && *a.rank < *b.rank;
+  });
+  std::vector<double> growth;
+  for (const RankRow &row : c.rows) growth.push_back(row.growth_bytes_per_iteration);
+  std::vector<bool> outliers = analysis::rank_outliers(growth);
+  for (size_t i = 0; i < c.rows.size(); ++i) c.rows[i].outlier = outliers[i];
+  return c;
+}
+
+nlohmann::json comparison_json(const RankComparison &c) {
+  using nlohmann::json;
+  json rows = json::array();
+  json outliers = json::array();
+  for (const RankRow &r : c.rows) {
+    rows.push_back({{"path", r.path},
+                    {"program", r.program},
+                    {"pid", r.pid ? json(*r.pid) : json(nullptr)},
+                    {"rank", r.rank ? json(*r.rank) : json(nullptr)},
+                    {"verdict", r.verdict},
+                    {"growth_bytes_per_iteration", r.growth_bytes_per_iteration},
+                    {"peak_live_bytes", r.peak_live_bytes},
+                    {"live_at_exit_bytes", r.live_at_exit_bytes},
+                    {"iterations", r.iterations},
+                    {"leaks", r.leaks},
+                    {"outlier", r.outlier}});
+    if (r.outlier) outliers.push_back(r.rank ? json(*r.rank) : json(r.path));
+  }
+  return {{"schema", "gpuleak.ranks/1"},
+          {"rule", "an outlier grows >= 4096 B/iteration and > 4x the median growth of the others"},
+          {"processes", std::move(rows)},
+          {"outliers", std::move(outliers)}};
+}
+
+namespace {
+std::string who(const RankRow &r) {
+  if (r.rank) return "rank " + std::to_string(*r.rank);
+  return r.program + (r.pid ? " (pid " + std::to_string(*r.pid) + ")" : "");
+}
+}  // namespace
+
+std::string comparison_text(const RankComparison &c) {
+  std::string out = "gpuleak: " + std::to_string(c.rows.size()) + " processes compared\n";
+  char line[512];
+  std::snprintf(line, sizeof line, "  %-22s %-12s %14s %12s %12s %6s\n", "process", "verdict", "growth/iter", "peak",
+                "at exit", "iters");
+  out += line;
+  for (const RankRow &r : c.rows) {
+    // Names come from the profiled program: printed through the gate's terminal-safe escaping.
+    std::snprintf(line, sizeof line, "%s %-22.22s %-12.12s %14s %12s %12s %6zu\n", r.outlier ? " !" : "  ",
+                  printable(who(r)).c_str(), printable(r.verdict).c_str(),
+                  format_size(r.growth_bytes_per_iteration).c_str(),
+                  format_size(static_cast<double>(r.peak_live_bytes)).c_str(),
+                  format_size(static_cast<double>(r.live_at_exit_bytes)).c_str(), r.iterations);
+    out += line;
+  }
+  size_t flagged = 0;
+  for (const RankRow &r : c.rows)
+    if (r.outlier) {
+      ++flagged;
+      out += "gpuleak: " + printable(who(r)) + " grows " + format_size(r.growth_bytes_per_iteration) +
+             "/iter while the others stay flat\n";
+    }
+  if (!flagged) out += "gpuleak: no process grows apart from the others\n";
+  return out;
+}
+
+}  // namespace gpuleak::gate
