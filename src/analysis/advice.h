@@ -45,9 +45,9 @@ struct AdviceOptions {
   double churn_max_size_ratio = 4.0;
   uint64_t churn_min_async_ns = 20'000;
 
-  // Cache thrash: a burst of consecutive frees (same free call site, no allocation on the device
-  // in between) of at least thrash_min_blocks blocks releasing at least thrash_min_release_share
-  // of the device's live bytes, in most iterations.
+  // Cache thrash: a burst of consecutive frees inside one iteration (same free call site when
+  // frees carry stacks, no allocation on the device in between) of at least thrash_min_blocks blocks releasing at least
+  // thrash_min_release_share of the device's live bytes, in most iterations.
   uint32_t thrash_min_blocks = 2;
   double thrash_min_release_share = 0.5;
 
@@ -92,7 +92,8 @@ struct Advice {
   AdviceKind kind = AdviceKind::kChurn;
   int device = 0;
   bool has_site = false;  // false: the finding is about the whole device or loop
-  Site site;              // churn, late release: the allocating site; thrash: the freeing site;
+  Site site;              // churn, late release: the allocating site; thrash: the site that
+                          // allocated most of the released blocks;
                           // peak composition: the largest site; fragmentation: the failed request
   std::vector<AdviceNumber> evidence;
   std::vector<AdviceNumber> saving;  // the estimated gain of following the advice

@@ -37,8 +37,8 @@ struct ThrashDevice {
   std::vector<uint32_t> iterations;  // post-warm-up iterations with a burst (ascending, unique)
   uint64_t blocks = 0, bytes = 0, born_in_loop = 0;
   uint64_t free_ns = 0, alloc_ns = 0;
-  uint32_t example_free = 0;                          // a burst free's position, for the API name
-  std::unordered_map<uint64_t, uint64_t> free_sites;  // (stack, py) -> frees in bursts
+  uint32_t example_free = 0;                           // a burst free's position, for the API name
+  std::unordered_map<uint32_t, uint64_t> alloc_sites;  // site index -> blocks freed in bursts
 };
 
 // Finds the release bursts of one device; marks the allocations they freed in *in_burst.
@@ -56,18 +56,20 @@ ThrashDevice find_bursts(const LoopView &loop, uint16_t slot, std::vector<bool> 
       ++k;
       continue;
     }
-    // A burst: consecutive frees of this device from one free call site.
+    // A burst: consecutive frees of this device from one free call site (the recorder keeps no
+    // stack for frees today: then any consecutive frees), inside one iteration.
     const format::MemoryRecord &first = t.at(c.pos);
     const uint64_t before = live;
+    const uint32_t j = loop.iteration_of(c.pos);
+    const uint32_t stop = j != kNone ? loop.end[j] : kNone;
     size_t e = k;
     uint64_t bytes = 0;
-    while (e < changes.size() && changes[e].delta < 0 && is_free(t, changes[e].pos) &&
+    while (e < changes.size() && changes[e].delta < 0 && changes[e].pos < stop && is_free(t, changes[e].pos) &&
            t.at(changes[e].pos).stack_id == first.stack_id && t.at(changes[e].pos).py_stack_id == first.py_stack_id) {
       bytes += static_cast<uint64_t>(-changes[e].delta);
       ++e;
     }
     live -= bytes;
-    uint32_t j = loop.iteration_of(c.pos);
     bool counts = j != kNone && j >= loop.w && e - k >= o.thrash_min_blocks && before > 0 &&
                   static_cast<double>(bytes) >= o.thrash_min_release_share * static_cast<double>(before);
     if (counts) {
@@ -75,10 +77,10 @@ ThrashDevice find_bursts(const LoopView &loop, uint16_t slot, std::vector<bool> 
       dev.blocks += e - k;
       dev.bytes += bytes;
       dev.example_free = c.pos;
-      dev.free_sites[static_cast<uint64_t>(first.py_stack_id) << 32 | first.stack_id] += e - k;
       for (size_t i = k; i < e; ++i) {
         const Alloc &a = loop.ledger.allocs[changes[i].alloc];
         (*in_burst)[changes[i].alloc] = true;
+        ++dev.alloc_sites[a.site];
         dev.free_ns += t.at(changes[i].pos).duration_ns;
         dev.alloc_ns += t.at(a.birth).duration_ns;
         uint32_t born = loop.iteration_of(a.birth);
@@ -92,16 +94,17 @@ ThrashDevice find_bursts(const LoopView &loop, uint16_t slot, std::vector<bool> 
 
 void thrash_finding(const LoopView &loop, uint16_t slot, const ThrashDevice &dev, std::vector<Advice> *out) {
   if (!loop.most(dev.iterations.size()) || dev.born_in_loop * 2 < dev.blocks) return;
-  // The free site that released the most blocks (ties: the smaller ids, for determinism).
-  std::pair<uint64_t, uint64_t> best{0, 0};
-  for (const auto &[site, count] : dev.free_sites)
+  // The site that allocated most of the released blocks: where the cache is refilled (the frees
+  // carry no stack of their own).
+  std::pair<uint32_t, uint64_t> best{0, 0};
+  for (const auto &[site, count] : dev.alloc_sites)
     if (count > best.second || (count == best.second && site < best.first)) best = {site, count};
   const double it = static_cast<double>(dev.iterations.size());
   Advice a;
   a.kind = AdviceKind::kCacheThrash;
   a.device = loop.ledger.devices[slot];
   a.has_site = true;
-  a.site = Site{static_cast<uint32_t>(best.first), static_cast<uint32_t>(best.first >> 32)};
+  a.site = loop.sites.sites[best.first];
   const double blocks = static_cast<double>(dev.blocks) / it, bytes = static_cast<double>(dev.bytes) / it;
   const double reacquired = static_cast<double>(dev.born_in_loop) / it;
   const double time = static_cast<double>(dev.free_ns + dev.alloc_ns) / it;

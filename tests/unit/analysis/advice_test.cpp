@@ -166,7 +166,7 @@ TEST(Advice, CacheThrashWhenTheCacheIsEmptiedEveryIteration) {
   auto thrash = of_kind(a, AdviceKind::kCacheThrash);
   ASSERT_EQ(thrash.size(), 1u) << kinds(a);
   const Advice &t = *thrash[0];
-  EXPECT_EQ(t.site.stack_id, 9u);  // where the cache is emptied
+  EXPECT_EQ(t.site.stack_id, 3u);  // where the cache is refilled
   EXPECT_EQ(evidence(t, "blocks_freed_per_iteration"), 8);
   EXPECT_EQ(evidence(t, "bytes_freed_per_iteration"), 16.0 * kMiB);
   EXPECT_EQ(evidence(t, "blocks_reallocated_per_iteration"), 8);
