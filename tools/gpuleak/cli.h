@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "analysis/advice.h"
+
 namespace CLI {
 class App;
 }
@@ -58,8 +60,18 @@ struct ReportOptions {
   bool fail_on_leak = false;        // exit 1 when any report's verdict is leak (GPULEAK_EXITCODE)
   std::string iteration_range;      // NVTX iteration pattern ("" = the default)
   int warmup = -1;                  // warm-up iterations (-1 = the default rule)
+  // Loop advice thresholds; negative: GPULEAK_ADVICE* from the environment, else the default.
+  int advice = -1;
+  double advice_min_iteration_share = -1;
+  int advice_late_max_lag = -1;
+  double advice_serialization_min_share = -1;
 };
 int report_command(const ReportOptions &options);
+
+// advice_flags.cpp: the --advice* options of `gpuleak report`, and the options an analysis gets
+// from them and from GPULEAK_ADVICE* (throws UsageError on a bad value).
+void add_advice_flags(CLI::App *cmd, ReportOptions *options);
+void apply_advice_options(const ReportOptions &options, analysis::AdviceOptions *out);
 
 // Raw counts of each capture as a JSON array on stdout (no analysis).
 int stats_command(const std::vector<std::string> &inputs);
