@@ -107,6 +107,10 @@ TEST(Advice, LateReleaseAtTheActivation) {
   EXPECT_EQ(late[0]["saving"]["peak_bytes"], 8 << 20);
   EXPECT_EQ(late[0]["evidence"]["steady_peak_bytes"], 28 << 20);  // weights, input, two activations
   EXPECT_EQ(r.report["verdict"], "clean");
+  // A bad variable costs one warning line, not the report.
+  LoopRun bad = run_loop("late", {{"GPULEAK_ADVICE_LATE_MAX_LAG", "soon"}});
+  EXPECT_EQ(of_kind(bad.report, "late_release").size(), 1u) << bad.err;
+  EXPECT_NE(bad.err.find("ignoring GPULEAK_ADVICE_LATE_MAX_LAG='soon'"), std::string::npos) << bad.err;
   // GPULEAK_ADVICE=0 (read by `gpuleak run` too) turns the findings off.
   LoopRun off = run_loop("late", {{"GPULEAK_ADVICE", "0"}});
   EXPECT_EQ(off.report["advice"], nlohmann::json::array());

@@ -1,7 +1,8 @@
 // The loop advice thresholds on the command line (`gpuleak report`) and in the environment
-// (GPULEAK_ADVICE*, also honoured by `gpuleak run` and the at-exit report, which run the same
-// report_command). A flag wins over its variable; a bad value is a usage error.
+// (GPULEAK_ADVICE*, also honoured by `gpuleak run`, the at-exit report and `gpuleak view`). A flag
+// wins over its variable; a bad flag is a usage error, a bad variable is ignored with a warning.
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 
 #include <CLI/CLI.hpp>
@@ -12,15 +13,17 @@ namespace gpuleak::cli {
 
 namespace {
 
+// A bad variable must not cost the user the report: one line on stderr, and the default.
 double env_number(const char *name, double lo, double hi, double fallback) {
   const char *v = std::getenv(name);
   if (!v || !*v) return fallback;
   char *end = nullptr;
   errno = 0;
   double x = std::strtod(v, &end);
-  if (errno != 0 || *end != '\0' || !(x >= lo && x <= hi))
-    throw UsageError{std::string("bad ") + name + " '" + v + "': expected a number in [" + std::to_string(lo) + ", " +
-                     std::to_string(hi) + "]"};
+  if (errno != 0 || *end != '\0' || !(x >= lo && x <= hi)) {
+    std::fprintf(stderr, "gpuleak: ignoring %s='%s' (expected a number in [%g, %g])\n", name, v, lo, hi);
+    return fallback;
+  }
   return x;
 }
 
@@ -44,8 +47,7 @@ void add_advice_flags(CLI::App *cmd, ReportOptions *o) {
 }
 
 void apply_advice_options(const ReportOptions &o, analysis::AdviceOptions *out) {
-  int enabled = o.advice >= 0 ? o.advice : static_cast<int>(env_number("GPULEAK_ADVICE", 0, 1, 1));
-  out->enabled = enabled != 0;
+  out->enabled = o.advice >= 0 ? o.advice != 0 : env_number("GPULEAK_ADVICE", 0, 1, 1) != 0;
   out->min_iteration_share = o.advice_min_iteration_share >= 0
                                  ? o.advice_min_iteration_share
                                  : env_number("GPULEAK_ADVICE_MIN_ITERATION_SHARE", 0, 1, out->min_iteration_share);

@@ -69,7 +69,7 @@ struct ReportOptions {
 int report_command(const ReportOptions &options);
 
 // advice_flags.cpp: the --advice* options of `gpuleak report`, and the options an analysis gets
-// from them and from GPULEAK_ADVICE* (throws UsageError on a bad value).
+// from them and from GPULEAK_ADVICE* (a bad variable: one warning line, the default).
 void add_advice_flags(CLI::App *cmd, ReportOptions *options);
 void apply_advice_options(const ReportOptions &options, analysis::AdviceOptions *out);
 
