@@ -162,6 +162,51 @@ void advise_late_release(const LoopView &loop, std::vector<Advice> *out) {
   }
 }
 
+namespace {
+
+// What was live at each post-warm-up iteration's own peak, by age; one sweep over the changes.
+struct AgesAt {
+  uint64_t peak = 0, this_iteration = 0, earlier = 0, before_loop = 0;
+};
+
+std::vector<AgesAt> iteration_peak_ages(const LoopView &loop, const std::vector<Change> &changes) {
+  std::vector<AgesAt> out;
+  int64_t live = 0, before = 0, mine = 0;  // all, born before the loop, born in this iteration
+  size_t c = 0;
+  auto apply = [&](const Change &ch, uint32_t begin) {
+    const uint32_t birth = loop.ledger.allocs[ch.alloc].birth;
+    live += ch.delta;
+    if (birth < loop.first_begin)
+      before += ch.delta;
+    else if (birth >= begin)
+      mine += ch.delta;
+  };
+  for (uint32_t j = 0; j < loop.n; ++j) {
+    for (; c < changes.size() && changes[c].pos < loop.begin[j]; ++c) apply(changes[c], kNone);
+    mine = 0;
+    auto at = [&] {
+      return AgesAt{static_cast<uint64_t>(live), static_cast<uint64_t>(mine),
+                    static_cast<uint64_t>(live - before - mine), static_cast<uint64_t>(before)};
+    };
+    AgesAt best = at();
+    for (; c < changes.size() && changes[c].pos < loop.end[j]; ++c) {
+      apply(changes[c], loop.begin[j]);
+      if (static_cast<uint64_t>(live) > best.peak) best = at();
+    }
+    if (j >= loop.w) out.push_back(best);
+  }
+  return out;
+}
+
+double median_of(std::vector<AgesAt> v, uint64_t AgesAt::*field) {
+  if (v.empty()) return 0;
+  auto mid = v.begin() + v.size() / 2;
+  std::nth_element(v.begin(), mid, v.end(), [&](const AgesAt &a, const AgesAt &b) { return a.*field < b.*field; });
+  return static_cast<double>((*mid).*field);
+}
+
+}  // namespace
+
 void advise_peak(const LoopView &loop, const std::vector<OomEvent> &ooms, std::vector<Advice> *out) {
   const AdviceOptions &o = loop.options;
   const Ledger &ledger = loop.ledger;
@@ -169,7 +214,8 @@ void advise_peak(const LoopView &loop, const std::vector<OomEvent> &ooms, std::v
     const int device = ledger.devices[slot];
     const uint64_t total = device_total(loop, device);
     const bool oom = std::any_of(ooms.begin(), ooms.end(), [&](const OomEvent &e) { return e.device == device; });
-    const PeakAt peak = steady_peak(loop, device_changes(ledger, slot));
+    const std::vector<Change> changes = device_changes(ledger, slot);
+    const PeakAt peak = steady_peak(loop, changes);
     if (peak.bytes == 0) continue;
     const bool full =
         total > 0 && static_cast<double>(peak.bytes) >= o.peak_min_device_share * static_cast<double>(total);
@@ -227,6 +273,12 @@ void advise_peak(const LoopView &loop, const std::vector<OomEvent> &ooms, std::v
                   {"before_loop_bytes", static_cast<double>(all.before_loop_bytes)},
                   {"oom_count", static_cast<double>(std::count_if(
                                     ooms.begin(), ooms.end(), [&](const OomEvent &e) { return e.device == device; }))}};
+    // The typical iteration, next to the worst: medians over the iterations' own peaks.
+    const std::vector<AgesAt> ages = iteration_peak_ages(loop, changes);
+    a.evidence.push_back({"median_iteration_peak_bytes", median_of(ages, &AgesAt::peak)});
+    a.evidence.push_back({"median_iteration_this_iteration_bytes", median_of(ages, &AgesAt::this_iteration)});
+    a.evidence.push_back({"median_iteration_earlier_iterations_bytes", median_of(ages, &AgesAt::earlier)});
+    a.evidence.push_back({"median_iteration_before_loop_bytes", median_of(ages, &AgesAt::before_loop)});
     std::string where = "At the loop's peak (" + bytes_text(static_cast<double>(all.bytes));
     if (total) {
       const uint64_t headroom = total > all.bytes ? total - all.bytes : 0;

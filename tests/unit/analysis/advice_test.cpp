@@ -271,6 +271,11 @@ TEST(Advice, PeakCompositionWhenTheDeviceIsNearlyFull) {
   EXPECT_EQ(evidence(p, "earlier_iterations_bytes"), 0);
   EXPECT_EQ(evidence(p, "headroom_bytes"), 8.0 * kMiB);
   EXPECT_EQ(saving(p, "peak_bytes"), 35.0 * kMiB);
+  // Each iteration's own peak, typically: the same split (the loop is regular).
+  EXPECT_EQ(evidence(p, "median_iteration_peak_bytes"), 92.0 * kMiB);
+  EXPECT_EQ(evidence(p, "median_iteration_this_iteration_bytes"), 72.0 * kMiB);
+  EXPECT_EQ(evidence(p, "median_iteration_earlier_iterations_bytes"), 0);
+  EXPECT_EQ(evidence(p, "median_iteration_before_loop_bytes"), 20.0 * kMiB);
   ASSERT_EQ(p.sites.size(), 3u);
   EXPECT_EQ(p.sites[0].site.stack_id, 6u);
   EXPECT_EQ(p.sites[0].this_iteration_bytes, 70 * kMiB);
@@ -279,6 +284,29 @@ TEST(Advice, PeakCompositionWhenTheDeviceIsNearlyFull) {
   EXPECT_NE(p.message.find("chunk or shrink the batch"), std::string::npos) << p.message;
   // The same loop on a roomy device: nothing to say about its peak.
   EXPECT_TRUE(of_kind(run(1ull << 30), AdviceKind::kPeakComposition).empty());
+}
+
+// Ages at the peak: the activation kept from the previous iteration is "earlier iterations".
+TEST(Advice, PeakCompositionSplitsByAge) {
+  uint64_t prev = 0;
+  CaptureBuilder b = loop(10, [&prev](CaptureBuilder &b, int) {
+    uint64_t act = b.alloc(8 * kMiB, 5);
+    b.free(b.alloc(16 * kMiB, 6));
+    if (prev) b.free(prev);
+    prev = act;
+  });
+  b.device(0, "H200", 50 * kMiB);
+  Analysis a = analyze(b.capture);
+  auto peak = of_kind(a, AdviceKind::kPeakComposition);
+  ASSERT_EQ(peak.size(), 1u) << kinds(a);
+  const Advice &p = *peak[0];
+  EXPECT_EQ(p.site.stack_id, 6u);
+  EXPECT_EQ(evidence(p, "peak_bytes"), 48.0 * kMiB);
+  EXPECT_EQ(evidence(p, "this_iteration_bytes"), 24.0 * kMiB);
+  EXPECT_EQ(evidence(p, "earlier_iterations_bytes"), 8.0 * kMiB);
+  EXPECT_EQ(evidence(p, "before_loop_bytes"), 16.0 * kMiB);
+  EXPECT_EQ(evidence(p, "median_iteration_earlier_iterations_bytes"), 8.0 * kMiB);
+  EXPECT_EQ(of_kind(a, AdviceKind::kLateRelease).size(), 1u) << kinds(a);
 }
 
 TEST(Advice, FragmentationWhenAnAllocationFailsWithEnoughFree) {
