@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "analysis/advice_internal.h"
 #include "analysis/internal.h"
 
 namespace gpuleak::analysis {
@@ -186,6 +187,7 @@ Analysis analyze(const format::Capture &capture, const AnalysisOptions &options)
   forecast(spans, primary, ledger, &out);
   out.ooms = oom_events(capture, timeline, sites, ledger, options);
   fill_live_at_exit(ledger, sites, options, &out);
+  advise(capture, timeline, sites, ledger, spans, primary, options, &out);
   return out;
 }
 

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/advice.h"  // Advice, AdviceOptions (and Site, analysis/site.h)
 #include "format/capture_reader.h"
 
 namespace gpuleak::analysis {
@@ -73,13 +74,9 @@ struct AnalysisOptions {
   size_t max_oom_events = 16;       // newest first
   size_t oom_history_events = 32;   // memory events before each OOM, same device
   size_t oom_top_sites = 20;
-};
 
-// A call site: native stack id and Python stack id as the capture interned them (0 = none).
-struct Site {
-  uint32_t stack_id = 0;
-  uint32_t py_stack_id = 0;
-  bool operator==(const Site &o) const { return stack_id == o.stack_id && py_stack_id == o.py_stack_id; }
+  // Loop advice (advice.h): the thresholds of each finding.
+  AdviceOptions advice;
 };
 
 // One device during one iteration.
@@ -211,6 +208,7 @@ struct Analysis {
   std::vector<OomEvent> ooms;             // newest first
   Accounting accounting;
   std::vector<std::string> warnings;      // options that could not be honoured
+  std::vector<Advice> advice;             // loop advice findings (advice.h), in AdviceKind order
 };
 
 // Runs the whole analysis. Never throws for any capture content; the capture is only read.

@@ -10,6 +10,8 @@
 #include <ctime>
 #include <unordered_map>
 
+#include "output/report_advice.h"
+
 namespace gpuleak::output {
 
 using nlohmann::json;
@@ -340,7 +342,7 @@ json make_report(const format::Capture &capture, const analysis::Analysis &a,
     live.push_back(std::move(j));
   }
   r["live_at_exit"] = std::move(live);
-  r["advice"] = json::array();
+  r["advice"] = advice_json(a.advice, [&](const analysis::Site &site, json &j) { sites.describe(site, j); });
   r["oom"] = oom_json(a, sites);
   return r;
 }

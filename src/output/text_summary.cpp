@@ -49,6 +49,8 @@ std::string where(const nlohmann::json &stack) {
 
 }  // namespace
 
+std::string site_text(const nlohmann::json &stack) { return where(stack); }
+
 std::string human_bytes(double bytes) {
   static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
@@ -110,6 +112,7 @@ std::string text_summary(const nlohmann::json &r, const std::string &report_path
     out += "  out of memory: " + std::to_string(field(oom, "events", none).size()) +
            " failed allocation(s); see the report\n";
   }
+  out += advice_summary(r);
   if (!report_path.empty()) out += "  report: " + report_path + "\n";
   return out;
 }

@@ -11,6 +11,14 @@ namespace gpuleak::output {
 // "1.0 MiB", "512 B": binary units, one decimal.
 std::string human_bytes(double bytes);
 
+// Where a report stack[] points, in a few words: "fn (file.py:12)" (the innermost Python frame
+// first, else the innermost symbolized native frame).
+std::string site_text(const nlohmann::json &stack);
+
+// The advice[] findings, one line each (at most max_lines, then a count); "" when none.
+// text_advice.cpp.
+std::string advice_summary(const nlohmann::json &report, size_t max_lines = 6);
+
 // The summary of one report (as built by make_report), ending with a newline.
 std::string text_summary(const nlohmann::json &report, const std::string &report_path);
 

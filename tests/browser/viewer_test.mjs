@@ -88,6 +88,16 @@ try {
   const temporal = (await page.textContent('#temporal')) ?? '';
   check(/still alive at the end of the run/.test(temporal), 'the temporal view summarises a range');
 
+  // The advice section shows each finding of the report's advice[] (the leaky loop's 4 MiB
+  // temporary, allocated and freed every iteration, is churn) and its sentence, as text.
+  const advice = await page.evaluate(() => ({
+    expected: (window.__gpuleak.model.report.advice ?? []).map((a) => [a.kind, a.message]),
+    cards: [...document.querySelectorAll('#advice .advice-card')].map((c) => c.textContent),
+  }));
+  check(advice.cards.length === advice.expected.length,
+    `one advice card per finding (${advice.cards.length} of ${advice.expected.length})`);
+  check(advice.expected.some(([kind]) => kind === 'churn'), 'the leaky loop gets churn advice');
+  check(advice.expected.every(([, message], i) => advice.cards[i]?.includes(message)), 'each card shows its sentence');
   check(errors.length === 0, `no console errors${errors.length ? `: ${errors.join(' | ')}` : ''}`);
   check(outside.length === 0, `no request left file://${outside.length ? `: ${outside.join(' ')}` : ''}`);
   await page.evaluate(() => window.scrollTo(0, 0));

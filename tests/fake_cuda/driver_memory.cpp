@@ -1,10 +1,24 @@
 // Linear device memory of the fake driver: cuMemAlloc & co. Device pointers
 // are host addresses (256-byte aligned) so programs may even touch them.
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
 #include "driver_internal.h"
 
 using namespace fake;
 
 namespace {
+// FAKE_CUDA_SYNC_LATENCY_US=N: every cuMemAlloc_v2 / cuMemFree_v2 takes N microseconds more, as
+// synchronous calls do on a real GPU (tens of microseconds), so that tests see allocation time.
+void sync_latency() {
+    static const long us = [] {
+        const char* v = std::getenv("FAKE_CUDA_SYNC_LATENCY_US");
+        return v ? std::atol(v) : 0L;
+    }();
+    if (us > 0) std::this_thread::sleep_for(std::chrono::microseconds(us));
+}
+
 CUresult alloc_device(CUdeviceptr* dptr, size_t bytes, bool low32 = false) {
     if (!dptr) return CUDA_ERROR_INVALID_VALUE;
     AllocRequest req;
@@ -21,11 +35,13 @@ CUresult alloc_device(CUdeviceptr* dptr, size_t bytes, bool low32 = false) {
 extern "C" {
 
 CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
+    sync_latency();
     return alloc_device(dptr, bytesize);
 }
 
 CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr) {
     if (dptr == 0) return CUDA_SUCCESS;  // like the real driver
+    sync_latency();
     return free_block(reinterpret_cast<void*>(dptr), BlockKind::Device);
 }
 

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "analysis/advice.h"
+
 namespace CLI {
 class App;
 }
@@ -59,8 +61,19 @@ struct ReportOptions {
   std::string iteration_range;      // NVTX iteration pattern ("" = the default)
   int warmup = -1;                  // warm-up iterations (-1 = the default rule)
   std::string ranks_json;           // several processes: their comparison (gpuleak.ranks/1) here
+
+  // Loop advice thresholds; negative: GPULEAK_ADVICE* from the environment, else the default.
+  int advice = -1;
+  double advice_min_iteration_share = -1;
+  int advice_late_max_lag = -1;
+  double advice_serialization_min_share = -1;
 };
 int report_command(const ReportOptions &options);
+
+// advice_flags.cpp: the --advice* options of `gpuleak report`, and the options an analysis gets
+// from them and from GPULEAK_ADVICE* (a bad variable: one warning line, the default).
+void add_advice_flags(CLI::App *cmd, ReportOptions *options);
+void apply_advice_options(const ReportOptions &options, analysis::AdviceOptions *out);
 
 // Raw counts of each capture as a JSON array on stdout (no analysis).
 int stats_command(const std::vector<std::string> &inputs);

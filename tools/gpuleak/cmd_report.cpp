@@ -99,6 +99,7 @@ int report_command(const ReportOptions &o) {
     analysis::AnalysisOptions options;
     if (!o.iteration_range.empty()) options.iteration_range_regex = o.iteration_range;
     if (o.warmup >= 0) options.warmup_iterations = o.warmup;
+    apply_advice_options(o, &options.advice);
     analysis::Analysis result = analysis::analyze(capture, options);
     for (const std::string &w : result.warnings) std::fprintf(stderr, "gpuleak: %s\n", w.c_str());
     output::Symbolizer symbolizer(capture);
@@ -150,6 +151,7 @@ void register_report(CLI::App &app, Action *action) {
       ->envname("GPULEAK_ITERATION_RANGE");
   cmd->add_option("--warmup", o->warmup, "Iterations ignored at the start (default: 10%, 1 to 5)")
       ->check(CLI::Range(0, 1000000));
+  add_advice_flags(cmd, o.get());
   cmd->add_flag("--fail-on-leak", o->fail_on_leak, "Exit 1 when a leak was found (what GPULEAK_EXITCODE uses)");
   cmd->callback([o, action] { *action = [o] { return report_command(*o); }; });
 }

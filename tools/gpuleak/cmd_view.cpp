@@ -108,7 +108,9 @@ int view_command(const ViewCommandOptions &o) {
       throw UsageError{"view: " + o.input + ": " + error};
     bytes.clear();
     bytes.shrink_to_fit();
-    analysis::Analysis result = analysis::analyze(capture);
+    analysis::AnalysisOptions analysis_options;  // GPULEAK_ADVICE*: the same advice as `gpuleak report`
+    apply_advice_options(ReportOptions{}, &analysis_options.advice);
+    analysis::Analysis result = analysis::analyze(capture, analysis_options);
     output::Symbolizer symbolizer(capture);
     // The same symbolization as `gpuleak report`, so that site ids match.
     auto symbolize = [&](uint32_t id) { return output::trim_to_caller(symbolizer.symbolize(id)); };

@@ -11,6 +11,7 @@ import { siteTable, topFrame } from './site_table.js';
 import { flamePanel } from './flame_panel.js';
 import { temporalPanel } from './temporal.js';
 import { oomCards } from './oom.js';
+import { adviceCards } from './advice.js';
 
 function header(report) {
   const run = report.run ?? {};
@@ -43,7 +44,7 @@ function verdictCard(report) {
 }
 
 function nav(model) {
-  const links = [['memory', 'Memory over time'], ['leaks', 'Leaks'], ['flame', 'Flame graph'], ['temporal', 'Temporal view']];
+  const links = [['memory', 'Memory over time'], ['leaks', 'Leaks'], ['advice', 'Advice'], ['flame', 'Flame graph'], ['temporal', 'Temporal view']];
   if (model.report.oom) links.push(['oom', 'Out of memory']);
   return h('nav', { 'aria-label': 'Sections' }, links.map(([id, text]) => h('a', { href: `#${id}` }, text)));
 }
@@ -123,6 +124,7 @@ function render(root, doc) {
     nav(model),
     memorySection(model, width, plots),
     leaksSection(report),
+    section('advice', `Advice (${(report.advice ?? []).length})`, adviceCards(report)),
     section('flame', 'Flame graph: live memory by stack', flamePanel(model)),
     section('temporal', 'Temporal view: what a range of iterations left behind', temporalPanel(model)),
     report.oom ? section('oom', 'Out of memory', oomCards(report)) : null,

@@ -1,0 +1,59 @@
+#include "output/report_advice.h"
+
+#include <cmath>
+
+namespace gpuleak::output {
+
+using nlohmann::json;
+
+namespace {
+
+// Whole numbers print as integers; others keep 4 decimals (shares, per-iteration means).
+json number(double v) {
+  if (!std::isfinite(v)) return nullptr;
+  double r = std::round(v);
+  if (std::fabs(v - r) < 1e-6 && std::fabs(r) < 9e15) return static_cast<int64_t>(r);
+  return std::round(v * 1e4) / 1e4;
+}
+
+json numbers(const std::vector<analysis::AdviceNumber> &list) {
+  json j = json::object();
+  for (const auto &n : list) j[n.name] = number(n.value);
+  return j;
+}
+
+}  // namespace
+
+json advice_json(const std::vector<analysis::Advice> &advice,
+                 const std::function<void(const analysis::Site &, json &)> &describe) {
+  json out = json::array();
+  for (const auto &a : advice) {
+    json j;
+    j["kind"] = analysis::advice_kind_name(a.kind);
+    j["device"] = a.device;
+    if (a.has_site) {
+      describe(a.site, j);
+    } else {
+      j["site_id"] = nullptr;
+      j["stack"] = json::array();
+    }
+    j["evidence"] = numbers(a.evidence);
+    j["saving"] = numbers(a.saving);
+    j["message"] = a.message;
+    json sites = json::array();
+    for (const auto &s : a.sites) {
+      json x{{"bytes", s.bytes},
+             {"count", s.count},
+             {"this_iteration_bytes", s.this_iteration_bytes},
+             {"earlier_iterations_bytes", s.earlier_iterations_bytes},
+             {"before_loop_bytes", s.before_loop_bytes}};
+      describe(s.site, x);
+      sites.push_back(std::move(x));
+    }
+    j["sites"] = std::move(sites);
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+}  // namespace gpuleak::output

@@ -1,0 +1,121 @@
+// advice_loops MODE [N=200]: the loops of the loop advice (docs/advice.md) on a real GPU, each in
+// a "before" and an "after following the advice" version, timed by the program itself.
+//   churn        scratch_buffer() cudaMallocs 64 MiB, a kernel fills it, cudaFree: every iteration
+//   churn-fixed  the same buffer allocated once before the loop and reused
+//   thrash       cache_refill() cudaMallocs 8 blocks of 64 MiB, kernels fill them, empty_cache()
+//                cudaFrees them all: every iteration (torch.cuda.empty_cache() inside the loop)
+//   thrash-fixed the cache filled once and kept
+//   late         activation() cudaMallocs 256 MiB; the previous iteration's activation is freed
+//                only after it (a reference kept one step too long)
+//   late-fixed   each activation freed at the end of its own iteration
+//   clean        every buffer allocated before the loop; the body only launches kernels
+// 128 MiB of "weights" are allocated before the loop. Iterations are marked with gpuleak_iteration_begin("train") / gpuleak_iteration_end().
+// Prints one line: TIMING mode=M iterations=N total_ms=T per_iteration_us=U (wall time of the
+// loop, synchronized at both ends), which tests/gpu/run_advice.sh puts next to the advice.
+#include <gpuleak/gpuleak.h>
+
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "gpu_common.h"
+
+static __global__ void fill_words(unsigned* p, size_t n, unsigned v) {
+    for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+         i += static_cast<size_t>(gridDim.x) * blockDim.x)
+        p[i] = v + static_cast<unsigned>(i);
+}
+
+static void fill(void* p, size_t bytes, unsigned v) {
+    fill_words<<<264, 512>>>(static_cast<unsigned*>(p), bytes / sizeof(unsigned), v);
+    CHECK_CUDA(cudaGetLastError());
+}
+
+static void* device_alloc(size_t bytes) {
+    void* p = nullptr;
+    CHECK_CUDA(cudaMalloc(&p, bytes));
+    return p;
+}
+
+// Not inlined, extern "C": each site must show up by name in the report's stacks.
+extern "C" __attribute__((noinline)) void* scratch_buffer(size_t bytes) {
+    void* p = device_alloc(bytes);
+    asm volatile("" ::: "memory");  // keep the frame (no tail call)
+    return p;
+}
+extern "C" __attribute__((noinline)) void* activation(size_t bytes) {
+    void* p = device_alloc(bytes);
+    asm volatile("" ::: "memory");
+    return p;
+}
+extern "C" __attribute__((noinline)) void cache_refill(std::vector<void*>* cache, size_t block) {
+    while (cache->size() < 8) cache->push_back(device_alloc(block));
+    asm volatile("" ::: "memory");
+}
+extern "C" __attribute__((noinline)) void empty_cache(std::vector<void*>* cache) {
+    for (void* p : *cache) CHECK_CUDA(cudaFree(p));
+    cache->clear();
+    asm volatile("" ::: "memory");
+}
+
+int main(int argc, char** argv) {
+    const char* mode = argc > 1 ? argv[1] : "clean";
+    long n = argc > 2 ? std::strtol(argv[2], nullptr, 10) : 200;
+    if (n <= 0) n = 200;
+    auto is = [&](const char* m) { return std::strcmp(mode, m) == 0; };
+    if (!(is("churn") || is("churn-fixed") || is("thrash") || is("thrash-fixed") || is("late") ||
+          is("late-fixed") || is("clean"))) {
+        std::fprintf(stderr, "usage: %s churn|churn-fixed|thrash|thrash-fixed|late|late-fixed|clean [N]\n",
+                     argv[0]);
+        return 2;
+    }
+    const size_t kScratch = 64u << 20, kBlock = 64u << 20, kAct = 256u << 20, kWeights = 128u << 20;
+    // Smaller than the cache, as a caching allocator's cache usually is next to the model: the
+    // thrash rule wants a burst releasing at least half of what is live.
+    void* weights = device_alloc(kWeights);
+    fill(weights, kWeights, 1);
+    void* scratch = is("churn-fixed") || is("clean") ? device_alloc(kScratch) : nullptr;
+    std::vector<void*> cache;
+    if (is("thrash-fixed")) cache_refill(&cache, kBlock);
+    void* prev = nullptr;
+    CHECK_CUDA(cudaDeviceSynchronize());
+
+    auto t0 = std::chrono::steady_clock::now();
+    for (long i = 0; i < n; ++i) {
+        gpuleak_iteration_begin("train");
+        unsigned v = static_cast<unsigned>(i);
+        if (is("churn")) {
+            void* tmp = scratch_buffer(kScratch);
+            fill(tmp, kScratch, v);
+            CHECK_CUDA(cudaFree(tmp));
+        } else if (is("churn-fixed") || is("clean")) {
+            fill(scratch, kScratch, v);
+        } else if (is("thrash") || is("thrash-fixed")) {
+            cache_refill(&cache, kBlock);
+            for (void* b : cache) fill(b, kBlock, v);
+            if (is("thrash")) empty_cache(&cache);
+        } else {  // late, late-fixed
+            void* act = activation(kAct);
+            fill(act, kAct, v);
+            if (prev) CHECK_CUDA(cudaFree(prev));  // late: the previous step's, only now
+            prev = act;
+            if (is("late-fixed")) {
+                CHECK_CUDA(cudaFree(act));  // released at the end of its own iteration
+                prev = nullptr;
+            }
+        }
+        fill(weights, 1u << 20, v);  // some work on the weights too
+        gpuleak_iteration_end();
+    }
+    CHECK_CUDA(cudaDeviceSynchronize());
+    auto t1 = std::chrono::steady_clock::now();
+    double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    std::printf("TIMING mode=%s iterations=%ld total_ms=%.3f per_iteration_us=%.2f\n", mode, n, ms,
+                ms * 1000.0 / static_cast<double>(n));
+
+    if (prev) CHECK_CUDA(cudaFree(prev));
+    if (!cache.empty()) empty_cache(&cache);
+    if (scratch) CHECK_CUDA(cudaFree(scratch));
+    CHECK_CUDA(cudaFree(weights));
+    return 0;
+}

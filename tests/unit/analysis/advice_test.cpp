@@ -1,0 +1,356 @@
+// Loop advice (advice*.cpp): each kind on the pattern it is there for, and the look-alikes that
+// must get no advice (a big but stable pool, a double buffer, a one-off warm-up allocation, a
+// clean loop with preallocated buffers).
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "analysis/analysis.h"
+#include "analysis/capture_builder.h"
+
+namespace gpuleak::analysis {
+namespace {
+
+using format::Kind;
+using testing::CaptureBuilder;
+using testing::kMiB;
+
+// Weights before the loop, then `n` iterations of loop "train" running body(b, i).
+CaptureBuilder loop(int n, const std::function<void(CaptureBuilder &, int)> &body, uint64_t weights = 16 * kMiB) {
+  CaptureBuilder b;
+  b.alloc(weights, 1);
+  for (int i = 0; i < n; ++i) {
+    b.begin("train");
+    body(b, i);
+    b.end();
+  }
+  return b;
+}
+
+// An allocation and its free, each taking `ns` inside the call.
+uint64_t timed_alloc(CaptureBuilder &b, uint64_t size, uint32_t stack, uint32_t ns) {
+  uint64_t p = b.alloc(size, stack);
+  b.capture.memory.back().duration_ns = ns;
+  return p;
+}
+void timed_free(CaptureBuilder &b, uint64_t p, uint32_t ns, uint32_t free_stack = 0) {
+  format::MemoryRecord &r = b.free(p);
+  r.duration_ns = ns;
+  r.stack_id = free_stack;
+}
+
+std::vector<const Advice *> of_kind(const Analysis &a, AdviceKind kind) {
+  std::vector<const Advice *> out;
+  for (const Advice &x : a.advice)
+    if (x.kind == kind) out.push_back(&x);
+  return out;
+}
+
+double evidence(const Advice &a, const std::string &name) {
+  for (const AdviceNumber &e : a.evidence)
+    if (e.name == name) return e.value;
+  ADD_FAILURE() << "no evidence " << name;
+  return -1;
+}
+double saving(const Advice &a, const std::string &name) {
+  for (const AdviceNumber &e : a.saving)
+    if (e.name == name) return e.value;
+  ADD_FAILURE() << "no saving " << name;
+  return -1;
+}
+
+std::string kinds(const Analysis &a) {
+  std::string s;
+  for (const Advice &x : a.advice) s += std::string(advice_kind_name(x.kind)) + ": " + x.message + "\n";
+  return s;
+}
+
+TEST(Advice, CleanLoopWithPreallocatedBuffersGetsNoAdvice) {
+  CaptureBuilder b;
+  b.device(0, "H200", 1ull << 30);
+  b.alloc(16 * kMiB, 1);
+  uint64_t in = b.alloc(64 * kMiB, 2), outb = b.alloc(64 * kMiB, 3);
+  for (int i = 0; i < 20; ++i) {
+    b.begin("train");
+    b.advance(1'000'000);  // the work
+    b.end();
+  }
+  b.free(in);
+  b.free(outb);
+  Analysis a = analyze(b.capture);
+  EXPECT_EQ(a.primary_iterations, 20u);
+  EXPECT_TRUE(a.advice.empty()) << kinds(a);
+}
+
+// Preallocated buffers filling 90 % of the device are a sizing choice, not a loop problem.
+TEST(Advice, CleanLoopOnAFullDeviceGetsNoAdvice) {
+  CaptureBuilder b;
+  b.device(0, "H200", 100 * kMiB);
+  b.alloc(20 * kMiB, 1);
+  b.alloc(70 * kMiB, 2);  // an arena, made once
+  for (int i = 0; i < 20; ++i) {
+    b.begin("train");
+    b.advance(1'000'000);
+    b.end();
+  }
+  Analysis a = analyze(b.capture);
+  EXPECT_TRUE(a.advice.empty()) << kinds(a);
+}
+
+TEST(Advice, ChurnOfOneTemporaryPerIteration) {
+  CaptureBuilder b = loop(12, [](CaptureBuilder &b, int) {
+    uint64_t t = timed_alloc(b, 4 * kMiB, 7, 30'000);
+    timed_free(b, t, 20'000);
+  });
+  Analysis a = analyze(b.capture);
+  auto churn = of_kind(a, AdviceKind::kChurn);
+  ASSERT_EQ(churn.size(), 1u) << kinds(a);
+  const Advice &c = *churn[0];
+  EXPECT_TRUE(c.has_site);
+  EXPECT_EQ(c.site.stack_id, 7u);
+  EXPECT_EQ(evidence(c, "allocs_per_iteration"), 1);
+  EXPECT_EQ(evidence(c, "bytes_per_iteration"), 4.0 * kMiB);
+  EXPECT_EQ(evidence(c, "alloc_time_ns_per_iteration"), 30'000);
+  EXPECT_EQ(evidence(c, "free_time_ns_per_iteration"), 20'000);
+  EXPECT_EQ(evidence(c, "iterations_with_pattern"), 11);  // 12 less one warm-up
+  EXPECT_EQ(saving(c, "time_ns_per_iteration"), 50'000);
+  EXPECT_NE(c.message.find("allocate it once before the loop and reuse it"), std::string::npos) << c.message;
+  EXPECT_NE(c.message.find("4.0 MiB"), std::string::npos) << c.message;
+  EXPECT_TRUE(of_kind(a, AdviceKind::kCacheThrash).empty()) << kinds(a);
+  EXPECT_TRUE(of_kind(a, AdviceKind::kLateRelease).empty()) << kinds(a);
+}
+
+TEST(Advice, ChurnNeedsBoundedSizesAndMostIterations) {
+  // Sizes growing 1 MiB -> 12 MiB: no single buffer to preallocate.
+  Analysis growing = analyze(loop(12, [](CaptureBuilder &b, int i) { b.free(b.alloc((i + 1) * kMiB, 7)); }).capture);
+  EXPECT_TRUE(of_kind(growing, AdviceKind::kChurn).empty()) << kinds(growing);
+  // Every third iteration only.
+  Analysis rare = analyze(loop(12, [](CaptureBuilder &b, int i) {
+                            if (i % 3 == 0) b.free(b.alloc(kMiB, 7));
+                          }).capture);
+  EXPECT_TRUE(of_kind(rare, AdviceKind::kChurn).empty()) << kinds(rare);
+}
+
+TEST(Advice, OneOffWarmupAllocationIsNoChurnNorLateRelease) {
+  Analysis a = analyze(loop(12, [](CaptureBuilder &b, int i) {
+                         if (i == 0) b.free(b.alloc(32 * kMiB, 7));  // a workspace probed once
+                         if (i == 1) b.alloc(8 * kMiB, 8);           // kept for the whole run
+                         b.advance(100'000);
+                       }).capture);
+  EXPECT_TRUE(a.advice.empty()) << kinds(a);
+}
+
+TEST(Advice, StreamOrderedChurnOnlyWhenItCosts) {
+  auto run = [](uint32_t ns) {
+    return analyze(loop(12, [ns](CaptureBuilder &b, int) {
+                     uint64_t p = b.alloc(kMiB, 7, Kind::kAsync);
+                     b.capture.memory.back().duration_ns = ns;
+                     b.free(p, Kind::kAsync).duration_ns = ns;
+                   }).capture);
+  };
+  EXPECT_TRUE(of_kind(run(500), AdviceKind::kChurn).empty());
+  EXPECT_EQ(of_kind(run(50'000), AdviceKind::kChurn).size(), 1u);
+}
+
+// The whole cache released at the end of each iteration (empty_cache()) and allocated again.
+TEST(Advice, CacheThrashWhenTheCacheIsEmptiedEveryIteration) {
+  Analysis a = analyze(loop(
+                           12,
+                           [](CaptureBuilder &b, int) {
+                             std::vector<uint64_t> blocks;
+                             for (int k = 0; k < 8; ++k) blocks.push_back(timed_alloc(b, 2 * kMiB, 3, 40'000));
+                             for (uint64_t p : blocks) timed_free(b, p, 30'000, /*free_stack=*/9);
+                           },
+                           /*weights=*/4 * kMiB)
+                           .capture);
+  auto thrash = of_kind(a, AdviceKind::kCacheThrash);
+  ASSERT_EQ(thrash.size(), 1u) << kinds(a);
+  const Advice &t = *thrash[0];
+  EXPECT_EQ(t.site.stack_id, 3u);  // where the cache is refilled
+  EXPECT_EQ(evidence(t, "blocks_freed_per_iteration"), 8);
+  EXPECT_EQ(evidence(t, "bytes_freed_per_iteration"), 16.0 * kMiB);
+  EXPECT_EQ(evidence(t, "blocks_reallocated_per_iteration"), 8);
+  EXPECT_EQ(saving(t, "time_ns_per_iteration"), 8 * 70'000);
+  EXPECT_NE(t.message.find("empty_cache"), std::string::npos);
+  // The blocks are the thrash's, not churn on top of it.
+  EXPECT_TRUE(of_kind(a, AdviceKind::kChurn).empty()) << kinds(a);
+}
+
+TEST(Advice, BigButStablePoolIsNoThrash) {
+  CaptureBuilder b;
+  std::vector<uint64_t> pool;
+  for (int k = 0; k < 16; ++k) pool.push_back(b.alloc(20 * kMiB, 3));  // a caching allocator's pool
+  for (int i = 0; i < 12; ++i) {
+    b.begin("train");
+    b.advance(100'000);
+    b.end();
+  }
+  for (uint64_t p : pool) b.free(p, Kind::kDevice).stack_id = 9;  // emptied once, at exit
+  Analysis a = analyze(b.capture);
+  EXPECT_TRUE(a.advice.empty()) << kinds(a);
+}
+
+TEST(Advice, SmallReleaseBurstsAreNoThrash) {
+  // Two small temporaries freed together, next to 256 MiB of weights: churn, never thrash.
+  Analysis a = analyze(loop(
+                           12,
+                           [](CaptureBuilder &b, int) {
+                             uint64_t x = b.alloc(kMiB, 3), y = b.alloc(kMiB, 3);
+                             b.free(x).stack_id = 9;
+                             b.free(y).stack_id = 9;
+                           },
+                           256 * kMiB)
+                           .capture);
+  EXPECT_TRUE(of_kind(a, AdviceKind::kCacheThrash).empty()) << kinds(a);
+  EXPECT_EQ(of_kind(a, AdviceKind::kChurn).size(), 1u) << kinds(a);
+}
+
+// Each iteration's activation freed in the next one, after the next one's own is made.
+TEST(Advice, LateReleaseOneIterationLate) {
+  uint64_t prev = 0;
+  Analysis a = analyze(loop(12, [&prev](CaptureBuilder &b, int) {
+                         uint64_t act = b.alloc(8 * kMiB, 5);
+                         if (prev) b.free(prev);
+                         prev = act;
+                       }).capture);
+  auto late = of_kind(a, AdviceKind::kLateRelease);
+  ASSERT_EQ(late.size(), 1u) << kinds(a);
+  const Advice &l = *late[0];
+  EXPECT_EQ(l.site.stack_id, 5u);
+  EXPECT_EQ(evidence(l, "max_lag_iterations"), 1);
+  EXPECT_EQ(evidence(l, "bytes_per_iteration"), 8.0 * kMiB);
+  EXPECT_EQ(evidence(l, "steady_peak_bytes"), 32.0 * kMiB);  // weights + two activations
+  EXPECT_EQ(evidence(l, "peak_bytes_if_released"), 24.0 * kMiB);
+  EXPECT_EQ(saving(l, "peak_bytes"), 8.0 * kMiB);
+  EXPECT_NE(l.message.find("next iteration"), std::string::npos) << l.message;
+  EXPECT_TRUE(of_kind(a, AdviceKind::kChurn).empty()) << kinds(a);
+  EXPECT_EQ(a.verdict, Verdict::kClean);
+}
+
+TEST(Advice, DoubleBufferFreedTwoIterationsLaterIsNotLate) {
+  auto run = [](uint32_t max_lag) {
+    std::vector<uint64_t> ring;
+    CaptureBuilder b = loop(14, [&ring](CaptureBuilder &b, int) {
+      ring.push_back(b.alloc(8 * kMiB, 5));
+      if (ring.size() > 2) b.free(ring[ring.size() - 3]);
+    });
+    AnalysisOptions o;
+    o.advice.late_max_lag = max_lag;
+    return analyze(b.capture, o);
+  };
+  Analysis by_default = run(1);
+  EXPECT_TRUE(of_kind(by_default, AdviceKind::kLateRelease).empty()) << kinds(by_default);
+  Analysis wider = run(2);  // the threshold is the user's to widen
+  auto late = of_kind(wider, AdviceKind::kLateRelease);
+  ASSERT_EQ(late.size(), 1u) << kinds(wider);
+  EXPECT_EQ(evidence(*late[0], "max_lag_iterations"), 2);
+  EXPECT_EQ(saving(*late[0], "peak_bytes"), 16.0 * kMiB);
+}
+
+TEST(Advice, PeakCompositionWhenTheDeviceIsNearlyFull) {
+  auto run = [](uint64_t total) {
+    CaptureBuilder b = loop(
+        8,
+        [](CaptureBuilder &b, int) {
+          uint64_t keep = b.alloc(2 * kMiB, 4);
+          b.free(b.alloc(70 * kMiB, 6));  // the batch's transient
+          b.free(keep);
+        },
+        20 * kMiB);
+    b.device(0, "H200", total);
+    return analyze(b.capture);
+  };
+  Analysis full = run(100 * kMiB);
+  auto peak = of_kind(full, AdviceKind::kPeakComposition);
+  ASSERT_EQ(peak.size(), 1u) << kinds(full);
+  const Advice &p = *peak[0];
+  EXPECT_EQ(p.site.stack_id, 6u);
+  EXPECT_EQ(evidence(p, "peak_bytes"), 92.0 * kMiB);
+  EXPECT_EQ(evidence(p, "this_iteration_bytes"), 72.0 * kMiB);
+  EXPECT_EQ(evidence(p, "before_loop_bytes"), 20.0 * kMiB);
+  EXPECT_EQ(evidence(p, "earlier_iterations_bytes"), 0);
+  EXPECT_EQ(evidence(p, "headroom_bytes"), 8.0 * kMiB);
+  EXPECT_EQ(saving(p, "peak_bytes"), 35.0 * kMiB);
+  // Each iteration's own peak, typically: the same split (the loop is regular).
+  EXPECT_EQ(evidence(p, "median_iteration_peak_bytes"), 92.0 * kMiB);
+  EXPECT_EQ(evidence(p, "median_iteration_this_iteration_bytes"), 72.0 * kMiB);
+  EXPECT_EQ(evidence(p, "median_iteration_earlier_iterations_bytes"), 0);
+  EXPECT_EQ(evidence(p, "median_iteration_before_loop_bytes"), 20.0 * kMiB);
+  ASSERT_EQ(p.sites.size(), 3u);
+  EXPECT_EQ(p.sites[0].site.stack_id, 6u);
+  EXPECT_EQ(p.sites[0].this_iteration_bytes, 70 * kMiB);
+  EXPECT_EQ(p.sites[1].site.stack_id, 1u);
+  EXPECT_EQ(p.sites[1].before_loop_bytes, 20 * kMiB);
+  EXPECT_NE(p.message.find("chunk or shrink the batch"), std::string::npos) << p.message;
+  // The same loop on a roomy device: nothing to say about its peak.
+  EXPECT_TRUE(of_kind(run(1ull << 30), AdviceKind::kPeakComposition).empty());
+}
+
+// Ages at the peak: the activation kept from the previous iteration is "earlier iterations".
+TEST(Advice, PeakCompositionSplitsByAge) {
+  uint64_t prev = 0;
+  CaptureBuilder b = loop(10, [&prev](CaptureBuilder &b, int) {
+    uint64_t act = b.alloc(8 * kMiB, 5);
+    b.free(b.alloc(16 * kMiB, 6));
+    if (prev) b.free(prev);
+    prev = act;
+  });
+  b.device(0, "H200", 50 * kMiB);
+  Analysis a = analyze(b.capture);
+  auto peak = of_kind(a, AdviceKind::kPeakComposition);
+  ASSERT_EQ(peak.size(), 1u) << kinds(a);
+  const Advice &p = *peak[0];
+  EXPECT_EQ(p.site.stack_id, 6u);
+  EXPECT_EQ(evidence(p, "peak_bytes"), 48.0 * kMiB);
+  EXPECT_EQ(evidence(p, "this_iteration_bytes"), 24.0 * kMiB);
+  EXPECT_EQ(evidence(p, "earlier_iterations_bytes"), 8.0 * kMiB);
+  EXPECT_EQ(evidence(p, "before_loop_bytes"), 16.0 * kMiB);
+  EXPECT_EQ(evidence(p, "median_iteration_earlier_iterations_bytes"), 8.0 * kMiB);
+  EXPECT_EQ(of_kind(a, AdviceKind::kLateRelease).size(), 1u) << kinds(a);
+}
+
+TEST(Advice, FragmentationWhenAnAllocationFailsWithEnoughFree) {
+  CaptureBuilder b = loop(4, [](CaptureBuilder &, int) {});
+  b.failed_alloc(64 * kMiB, 11);
+  b.oom(64 * kMiB, 200 * kMiB, 1024 * kMiB, 11);
+  b.failed_alloc(512 * kMiB, 12);
+  b.oom(512 * kMiB, 200 * kMiB, 1024 * kMiB, 12);  // really out of memory: not fragmentation
+  Analysis a = analyze(b.capture);
+  auto frag = of_kind(a, AdviceKind::kFragmentation);
+  ASSERT_EQ(frag.size(), 1u) << kinds(a);
+  EXPECT_EQ(frag[0]->site.stack_id, 11u);
+  EXPECT_EQ(evidence(*frag[0], "requested_bytes"), 64.0 * kMiB);
+  EXPECT_EQ(evidence(*frag[0], "free_bytes"), 200.0 * kMiB);
+  EXPECT_EQ(evidence(*frag[0], "untracked_used_bytes"), (1024.0 - 200 - 16) * kMiB);
+}
+
+TEST(Advice, SerializationWhenSynchronousCallsEatTheIteration) {
+  auto run = [](uint32_t ns) {
+    return analyze(loop(12, [ns](CaptureBuilder &b, int) {
+                     uint64_t t = timed_alloc(b, kMiB, 7, ns);
+                     b.advance(1'000'000);  // 1 ms of work
+                     timed_free(b, t, ns);
+                   }).capture);
+  };
+  Analysis slow = run(200'000);
+  auto s = of_kind(slow, AdviceKind::kSerialization);
+  ASSERT_EQ(s.size(), 1u) << kinds(slow);
+  EXPECT_EQ(evidence(*s[0], "sync_time_ns_per_iteration"), 400'000);
+  EXPECT_NEAR(evidence(*s[0], "sync_share"), 400'000.0 / 1'003'000, 1e-3);  // begin, alloc, 1 ms, free, end: 1 us ticks
+  EXPECT_EQ(evidence(*s[0], "sync_calls_per_iteration"), 2);
+  EXPECT_FALSE(s[0]->has_site);
+  EXPECT_TRUE(of_kind(run(2'000), AdviceKind::kSerialization).empty());
+}
+
+TEST(Advice, CanBeTurnedOffAndNeedsIterations) {
+  CaptureBuilder b = loop(12, [](CaptureBuilder &b, int) { b.free(b.alloc(kMiB, 7)); });
+  AnalysisOptions off;
+  off.advice.enabled = false;
+  EXPECT_TRUE(analyze(b.capture, off).advice.empty());
+  EXPECT_FALSE(analyze(b.capture).advice.empty());
+  CaptureBuilder few = loop(3, [](CaptureBuilder &b, int) { b.free(b.alloc(kMiB, 7)); });
+  EXPECT_TRUE(analyze(few.capture).advice.empty()) << "2 post-warm-up iterations prove nothing";
+}
+
+}  // namespace
+}  // namespace gpuleak::analysis
