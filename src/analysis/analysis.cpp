@@ -113,6 +113,16 @@ void fill_devices(const Capture &capture, const Ledger &ledger, Analysis *out) {
     dev.live_at_exit_bytes = ledger.totals[d].live;
     dev.alloc_count = ledger.totals[d].allocs;
     dev.free_count = ledger.totals[d].frees;
+    for (const auto &u : capture.device_usage) {  // the last one of the device wins
+      if (u.device != dev.index) continue;
+      dev.nvml_device_used_bytes = u.device_used_bytes;
+      dev.nvml_process_used_bytes.reset();
+      dev.untracked_bytes.reset();
+      if (!(u.flags & format::kUsageProcessKnown)) continue;
+      dev.nvml_process_used_bytes = u.process_used_bytes;
+      dev.untracked_bytes =
+          u.process_used_bytes > u.tracked_live_bytes ? u.process_used_bytes - u.tracked_live_bytes : 0;
+    }
     out->devices.push_back(std::move(dev));
   }
 }
@@ -168,6 +178,11 @@ Analysis analyze(const format::Capture &capture, const AnalysisOptions &options)
   out.accounting = ledger.accounting;
   out.duration_ns = since_start(timeline.end_ns, capture.header.monotonic_ns);
   out.allocator_mode = allocator_mode(capture, ledger);
+  if (out.allocator_mode.compare(0, 8, "segments") == 0)
+    out.allocator_note =
+        "gpuleak saw a caching allocator's segments, not tensors: a leak smaller than the cached segments (a "
+        "scalar kept every step) may be hidden; for per-tensor call sites rerun with `gpuleak run --torch "
+        "per-tensor` (PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync)";
   fill_devices(capture, ledger, &out);
 
   Primary primary;
