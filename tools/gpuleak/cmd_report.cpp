@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "format/capture_reader.h"
 #include "output/report_json.h"
+#include "output/report_markdown.h"
 #include "output/symbolizer.h"
 #include "output/text_summary.h"
 
@@ -73,6 +74,9 @@ std::string report_path_for(const std::string &capture) {
 int report_command(const ReportOptions &o) {
   if (o.inputs.empty()) throw UsageError{"report: no capture given"};
   if (!o.output.empty() && o.inputs.size() > 1) throw UsageError{"report: -o takes a single capture"};
+  if (o.json_to_stdout && !o.format.empty() && o.format != "json")
+    throw UsageError{"report: --json and --format " + o.format + " disagree"};
+  const std::string format = o.json_to_stdout ? "json" : o.format;
   bool leak = false;
   for (const std::string &input : o.inputs) {
     format::Capture capture;
@@ -90,9 +94,16 @@ int report_command(const ReportOptions &o) {
     nlohmann::json report = output::make_report(capture, result, symbolize, ctx);
     leak = leak || result.verdict == analysis::Verdict::kLeak;
     std::string text = output::dump_report(report);
-    if (o.json_to_stdout) {
-      std::fwrite(text.data(), 1, text.size(), stdout);
-      std::fputc('\n', stdout);
+    if (!format.empty()) {  // one rendering, to -o or stdout, nothing else written
+      std::string rendered = format == "json"       ? text + "\n"
+                             : format == "markdown" ? output::report_markdown(report)
+                                                    : output::text_summary(report, "");
+      if (!o.output.empty()) {
+        write_file_atomically(o.output, rendered, true);
+      } else {
+        std::fwrite(rendered.data(), 1, rendered.size(), stdout);
+        if (o.inputs.size() > 1 && format != "json") std::fputc('\n', stdout);
+      }
       continue;
     }
     std::string path = o.output.empty() ? report_path_for(input) : o.output;
@@ -107,7 +118,11 @@ void register_report(CLI::App &app, Action *action) {
   auto *cmd = app.add_subcommand("report", "Analyze captures: write <stem>.report.json and print a summary");
   cmd->add_option("captures", o->inputs, "Capture files (.gpuleak)")->required();
   cmd->add_option("-o,--output", o->output, "Report path (default: next to the capture)");
-  cmd->add_flag("--json", o->json_to_stdout, "Print the report JSON to stdout instead");
+  cmd->add_flag("--json", o->json_to_stdout, "Print the report JSON to stdout instead (= --format json)");
+  cmd->add_option("--format", o->format,
+                  "Print the report as text, json or markdown to stdout (to -o PATH when given) instead of "
+                  "writing <stem>.report.json")
+      ->check(CLI::IsMember({"text", "json", "markdown"}));
   cmd->add_flag("--quiet", o->quiet, "No summary on stderr");
   cmd->add_option("--iteration-range", o->iteration_range,
                   "NVTX ranges whose whole name matches this regex are iterations (GPULEAK_ITERATION_RANGE)")
