@@ -93,6 +93,7 @@ Config read_config() {
   read(&c, "GPULEAK_STACK_DEPTH", [&](const char *v) { return parse_unsigned(v, 0, 128, &c.stack_depth); });
   read(&c, "GPULEAK_CUPTI", [&](const char *v) { return parse_bool(v, &c.cupti); });
   read(&c, "GPULEAK_QUIET", [&](const char *v) { return parse_bool(v, &c.quiet); });
+  read(&c, "GPULEAK_NVML", [&](const char *v) { return parse_bool(v, &c.nvml); });
   read(&c, "GPULEAK_UNDER_RUN", [&](const char *v) { return parse_bool(v, &c.under_run); });
   read(&c, "GPULEAK_CLI", [&](const char *v) {
     c.cli_path = v;

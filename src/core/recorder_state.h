@@ -60,6 +60,12 @@ struct State {
   std::atomic<uint32_t> cupti_state{0};
   std::atomic<const char *> first_uncaptured{nullptr};  // CUPTI's static function name
   std::atomic<bool> summary_printed{false};
+
+  // PCI bus ids of the CUDA devices, read by the writer thread at start (write_devices) so that
+  // NVML can be asked about the same devices at exit; devices_known says they are filled.
+  char pci_bus_ids[LiveTable::kMaxDevices][32] = {};
+  int device_count = 0;
+  std::atomic<bool> devices_known{false};
 };
 
 State *state();
@@ -74,5 +80,8 @@ void writer_flush_from_signal(State *s);
 bool append_record(State *s, format::RecordType type, const void *payload, size_t n, const void *tail = nullptr,
                    size_t tail_n = 0);
 format::StatsRecord make_stats(State *s, bool final_record);
+// NVML's view of each device this process used, as DeviceUsage records (nvml_usage.h); called at
+// the end of the capture, before writer_stop. Does nothing when GPULEAK_NVML=0.
+void record_device_usage(State *s);
 
 }  // namespace gpuleak::core

@@ -83,6 +83,7 @@ int recorder_shutdown(const char *why) {
     return -1;  // nothing was captured: no file, no output
   }
   (void)why;
+  record_device_usage(s);
   writer_stop(s);
   // Under `gpuleak run` the command prints the analyzed summary instead of this one.
   if (uint64_t missed = s->uncaptured.load())  // always said: it means a capture path is missing
