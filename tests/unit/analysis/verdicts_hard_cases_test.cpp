@@ -215,6 +215,32 @@ TEST(HardCases, TwoThreadsMarkingTwoLoopsAtOnce) {
   EXPECT_EQ(a.leaks[0].first_iteration, 0u);
 }
 
+TEST(HardCases, CachingAllocatorSegmentsGetTheNoteThatALeakMayHide) {
+  // PyTorch's default allocator: 2 MiB segments, plus one odd-sized block from another library.
+  CaptureBuilder seg;
+  seg.alloc(3 * 1000 * 1000, 1);
+  for (int i = 0; i < 20; ++i) {
+    seg.begin("step");
+    seg.alloc(2 * kMiB, 2);
+    seg.end();
+  }
+  Analysis a = analyze(seg.capture);
+  EXPECT_EQ(a.allocator_mode, "segments (a caching allocator: every block a multiple of 2 MiB)");
+  EXPECT_NE(a.allocator_note.find("may be hidden"), std::string::npos) << a.allocator_note;
+  EXPECT_NE(a.allocator_note.find("--torch per-tensor"), std::string::npos) << a.allocator_note;
+  // Per-tensor allocations of any size: no note.
+  CaptureBuilder tensors = loop(20, [](CaptureBuilder &b, int) { b.alloc(4, 7); });
+  Analysis t = analyze(tensors.capture);
+  EXPECT_EQ(t.allocator_mode, "per-allocation");
+  EXPECT_EQ(t.allocator_note, "");
+  // Per-tensor 2 MiB activations, allocated and freed every step: not segments.
+  CaptureBuilder acts = loop(20, [](CaptureBuilder &b, int) {
+    for (int k = 0; k < 4; ++k) b.free(b.alloc(2 * kMiB, 8));
+    b.alloc(4, 7);
+  });
+  EXPECT_EQ(analyze(acts.capture).allocator_note, "");
+}
+
 TEST(HardCases, LiveCountedAtTheLastIterationEvenWhenFreedAtExit) {
   std::vector<uint64_t> kept;
   CaptureBuilder b = loop(20, [&](CaptureBuilder &b, int) { kept.push_back(b.alloc(1 * kMiB, 7)); });
