@@ -49,6 +49,21 @@ TEST(TextSummary, LeakCountedAtTheLastIterationAndReleasedAtExitSaysBoth) {
       << s;
 }
 
+TEST(TextSummary, NvmlLineOnlyWhenKnownAndAllocatorNote) {
+  auto r = nlohmann::json::parse(R"({"run": {"allocator_note": "gpuleak saw segments"}, "devices": [
+    {"index": 0, "peak_live_bytes": 1048576, "live_at_exit_bytes": 0, "verdict": "clean",
+     "nvml_used_bytes": 524288000, "untracked_bytes": 513802240},
+    {"index": 1, "peak_live_bytes": 1048576, "live_at_exit_bytes": 0, "verdict": "clean",
+     "nvml_used_bytes": null, "untracked_bytes": null}]})");
+  std::string s = text_summary(r, "");
+  EXPECT_NE(s.find("device 0: peak 1.0 MiB, live at exit 0 B, clean; NVML: process uses 500.0 MiB, 490.0 MiB not "
+                   "tracked (CUDA context, other allocators)\n"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("device 1: peak 1.0 MiB, live at exit 0 B, clean\n"), std::string::npos) << s;
+  EXPECT_NE(s.find("  note: gpuleak saw segments\n"), std::string::npos) << s;
+}
+
 TEST(TextSummary, NullsAndMissingKeysDoNotThrow) {
   for (const char *text : {"{}", "null", "[]", R"({"run": null, "leaks": null, "devices": [null]})",
                            R"({"leaks": [{"stack": [null, 3, {"line": "x"}]}], "verdict": 5})"}) {
