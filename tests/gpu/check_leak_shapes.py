@@ -62,6 +62,10 @@ def judge(shape, allocator, report):
                  f"{top.get('live_count')} live at the last iteration, site {python_site(top) or 'no script frame'}")
     if note:
         seen += "; allocator note"
+    # NVML's view at exit: recorded, not judged (NVML in a container may not list this pid).
+    devices = report.get("devices") or [{}]
+    nvml, untracked = devices[0].get("nvml_used_bytes"), devices[0].get("untracked_bytes")
+    seen += (f"; NVML {mib(nvml)} used, {mib(untracked)} untracked" if nvml is not None else "; NVML unknown")
     with_site = [l for l in leaks if python_site(l)]
     if shape == "clean":
         return verdict == "clean", seen, "" if verdict == "clean" else "expected verdict clean"

@@ -6,7 +6,7 @@
 #
 # BUILD_DIR holds bin/gpuleak and lib/libgpuleak.so (and gpu-tests/hostlibs when the GPU machine
 # lacks libdw). OUT_DIR receives summary.md (the table) and cases/<shape>-<allocator>/ (stdout,
-# stderr, exit_status, captures/ with the capture and the report).
+# stderr, exit_status, captures/ with the capture and the report, report.md: the Markdown page).
 # Allocator modes: default (caching allocator, segments), no-caching
 # (PYTORCH_NO_CUDA_MEMORY_CACHING=1) and async (PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync).
 # Exit status: 0 when every run met its expectation, 1 when one did not, 77 without a GPU or
@@ -57,6 +57,9 @@ for shape in graph scalar clean; do
     (cd "$dir" && env "${envs[@]}" timeout -k 10 120 "$gpuleak" run --out "$dir/captures" -- \
       "$python" "$here/torch_leak_shapes.py" "$shape" >"$dir/stdout" 2>"$dir/stderr")
     echo $? >"$dir/exit_status"
+    for capture in "$dir"/captures/torch_leak_shapes.py.*.gpuleak; do  # the Markdown page, to read
+      [[ -f $capture ]] && "$gpuleak" report --format markdown -o "$dir/report.md" "$capture" 2>>"$dir/stderr"
+    done
     printf '%-7s %-11s exit %s in %d ms\n' "$shape" "$allocator" "$(cat "$dir/exit_status")" \
       $((($(date +%s%N) - start) / 1000000))
   done
