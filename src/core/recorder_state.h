@@ -81,7 +81,7 @@ bool append_record(State *s, format::RecordType type, const void *payload, size_
                    size_t tail_n = 0);
 format::StatsRecord make_stats(State *s, bool final_record);
 // NVML's view of each device this process used, as DeviceUsage records (nvml_usage.h); called at
-// the end of the capture, before writer_stop. Does nothing when GPULEAK_NVML=0.
+// an ordinary exit (not _exit), before writer_stop. Does nothing when GPULEAK_NVML=0.
 void record_device_usage(State *s);
 
 }  // namespace gpuleak::core
