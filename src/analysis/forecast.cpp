@@ -26,7 +26,8 @@ double median_seconds(const std::vector<Span> &spans, const Primary &primary) {
 // when that is higher: a leak that began late in the run (each leak's rate is measured from its
 // first iteration), or one hidden by memory released elsewhere. The starting point is the device's
 // live bytes at the end of the last primary iteration.
-void forecast(const std::vector<Span> &spans, const Primary &primary, const Ledger &ledger, Analysis *out) {
+void forecast(const std::vector<Span> &spans, const Primary &primary, const Ledger &ledger,
+              Analysis *out) {
   if (primary.spans.empty()) return;
   const double seconds = median_seconds(spans, primary);
   for (size_t d = 0; d < ledger.devices.size(); ++d) {

@@ -99,7 +99,8 @@ void decide(const Ledger &ledger, const SiteTable &sites, const Primary &primary
       dev.verdict = Verdict::kInconclusive;
     } else {
       std::vector<double> y(n);
-      for (uint32_t j = 0; j < n; ++j) y[j] = static_cast<double>(ledger.per_span[primary.spans[j]][d].live_end_bytes);
+      for (uint32_t j = 0; j < n; ++j)
+        y[j] = static_cast<double>(ledger.per_span[primary.spans[j]][d].live_end_bytes);
       Trend t = trend(y, w, &scratch, true);
       dev.growth_bytes_per_iteration = t.fit.slope;
       dev.growth_fit_quality = t.fit.quality;
@@ -121,9 +122,8 @@ void decide(const Ledger &ledger, const SiteTable &sites, const Primary &primary
   for (const Alloc &a : ledger.allocs) {
     if (!on_device(a.space)) continue;
     uint32_t lb = static_cast<uint32_t>(std::upper_bound(ends.begin(), ends.end(), a.birth) - ends.begin());
-    uint32_t ub = a.death == kNone
-                      ? n
-                      : static_cast<uint32_t>(std::upper_bound(ends.begin(), ends.end(), a.death) - ends.begin());
+    uint32_t ub = a.death == kNone ? n
+                                   : static_cast<uint32_t>(std::upper_bound(ends.begin(), ends.end(), a.death) - ends.begin());
     if (lb >= ub) continue;  // born and gone between two iteration ends
     uint64_t key = static_cast<uint64_t>(a.slot) << 32 | a.site;
     auto [it, fresh] = index.try_emplace(key, static_cast<uint32_t>(series.size()));
@@ -151,8 +151,7 @@ void decide(const Ledger &ledger, const SiteTable &sites, const Primary &primary
     if (rise <= 0 || s.survivors == 0) continue;
     if (static_cast<double>(s.survivors_freed) > o.max_survivor_free_fraction * static_cast<double>(s.survivors))
       continue;
-    std::sort(s.deltas.begin(), s.deltas.end(),
-              [](const Delta &a, const Delta &b) { return a.iteration < b.iteration; });
+    std::sort(s.deltas.begin(), s.deltas.end(), [](const Delta &a, const Delta &b) { return a.iteration < b.iteration; });
     int64_t bytes = 0, count = 0;
     size_t k = 0;
     for (uint32_t j = 0; j < n; ++j) {
