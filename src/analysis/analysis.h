@@ -60,8 +60,8 @@ struct AnalysisOptions {
   // The fitted rise over the post-warm-up iterations must reach this fraction of the series'
   // last value (the site's live bytes for a leak, the device's for growth).
   double min_relative_growth = 0.01;
-  // Least-squares fit quality (R^2) needed for a leak or growth.
-  double min_r2 = 0.6;
+  // Robust fit quality (robust_fit.h: a median-based R^2) needed for a leak or growth.
+  double min_fit_quality = 0.6;
   // Plateau rule: over the last half of the post-warm-up iterations the slope must still be at
   // least this fraction of the whole slope (and a leak's live count must still rise there).
   double min_late_slope_fraction = 0.25;
@@ -114,25 +114,42 @@ struct DeviceSummary {
   uint64_t alloc_count = 0;        // successful device allocations over the run
   uint64_t free_count = 0;         // released: frees, context resets, addresses reused unfreed
   Verdict verdict = Verdict::kClean;
-  // The device total's fit over the post-warm-up iterations (0 when there are too few).
+  // The device total's fit over the post-warm-up iterations (0 when there are too few):
+  // Theil-Sen slope, its robust fit quality, and the least-squares R^2 (informational).
   double growth_bytes_per_iteration = 0;
   double growth_r2 = 0;
+  double growth_fit_quality = 0;
   std::optional<Forecast> forecast;  // only when leaking or growing and total_bytes is known
+  // NVML's view, from the device's last DeviceUsage record (capture format 1.1), when one was
+  // written: the process's usage, and that minus gpuleak's own live bytes at the same moment (the
+  // CUDA context, module globals, memory from calls gpuleak does not track; 0 if negative).
+  std::optional<uint64_t> nvml_process_used_bytes;
+  std::optional<uint64_t> untracked_bytes;
+  std::optional<uint64_t> nvml_device_used_bytes;  // everyone's usage of the device
 };
 
 // A call site whose surviving allocations keep accumulating after warm-up.
 struct Leak {
   int device = 0;
   Site site;
-  double bytes_per_iteration = 0;  // least-squares slope of the site's live bytes at iteration ends
-  uint64_t live_bytes = 0;         // still live at the end of the capture
+  // Theil-Sen slope of the site's live bytes at iteration ends, from first_iteration (or the end of
+  // warm-up, whichever is later) to the last iteration: the rate the leak has, not diluted by the
+  // iterations before it started.
+  double bytes_per_iteration = 0;
+  // Live at the end of the last primary iteration: what the leak holds while the loop runs (a
+  // program that frees everything at exit still shows what it leaked).
+  uint64_t live_bytes = 0;
   uint64_t live_count = 0;
+  // Live at the end of the capture (0 when the program released it at exit).
+  uint64_t live_at_exit_bytes = 0;
+  uint64_t live_at_exit_count = 0;
   // The first post-warm-up primary iteration that left an allocation from here still live at the
   // end of the last iteration, extended back over directly preceding iterations that did too (a
   // leak from the first step says 0; a one-time workspace in step 0 does not count).
   uint32_t first_iteration = 0;
-  double confidence = 0;           // R^2 * m / (m + 2), m = post-warm-up iterations; 0..1
-  double r2 = 0;
+  double confidence = 0;                 // fit_quality * m / (m + 2), m = post-warm-up iterations; 0..1
+  double fit_quality = 0;                // robust fit quality over the post-warm-up iterations
+  double r2 = 0;                         // least-squares R^2 over the same iterations (informational)
   uint32_t iterations_observed = 0;      // post-warm-up iterations fitted
   std::vector<uint64_t> live_by_iteration;  // site live bytes at the end of each primary iteration
 };
@@ -200,6 +217,9 @@ struct Analysis {
   uint32_t warmup_iterations = 0;     // primary iterations skipped as warm-up
   uint64_t duration_ns = 0;           // last record's time
   std::string allocator_mode;         // what the allocation pattern and environment suggest
+  // When allocator_mode says a caching allocator's segments were seen: a leak smaller than what
+  // the segments cache may be hidden, and a per-tensor run would show it. "" otherwise.
+  std::string allocator_note;
   std::vector<DeviceSummary> devices;     // ascending index
   std::vector<Iteration> iterations;      // every loop, by start time
   std::vector<Leak> leaks;                // largest bytes_per_iteration first

@@ -1,4 +1,5 @@
-// Least-squares line through y[0..n) at x = 0..n-1: the one fit every verdict and forecast uses.
+// Least-squares line through y[0..n) at x = 0..n-1: the informational R^2 of the report (the
+// verdicts and rates use robust_fit.h, which one spike does not move).
 #pragma once
 
 #include <cstddef>

@@ -22,9 +22,10 @@ double median_seconds(const std::vector<Span> &spans, const Primary &primary) {
 
 }  // namespace
 
-// The rate is the device total's fitted slope after warm-up; when that is not positive (a leak
-// hidden by memory released elsewhere) the leaking sites' rates summed. The starting point is the
-// device's live bytes at the end of the last primary iteration.
+// The rate is the device total's fitted slope after warm-up, or the leaking sites' rates summed
+// when that is higher: a leak that began late in the run (each leak's rate is measured from its
+// first iteration), or one hidden by memory released elsewhere. The starting point is the device's
+// live bytes at the end of the last primary iteration.
 void forecast(const std::vector<Span> &spans, const Primary &primary, const Ledger &ledger,
               Analysis *out) {
   if (primary.spans.empty()) return;
@@ -33,12 +34,10 @@ void forecast(const std::vector<Span> &spans, const Primary &primary, const Ledg
     DeviceSummary &dev = out->devices[d];
     if (dev.verdict != Verdict::kLeak && dev.verdict != Verdict::kGrowth) continue;
     if (dev.total_bytes == 0) continue;
-    double rate = dev.growth_bytes_per_iteration;
-    if (rate <= 0) {
-      rate = 0;
-      for (const Leak &l : out->leaks)
-        if (l.device == dev.index) rate += l.bytes_per_iteration;
-    }
+    double leaking = 0;
+    for (const Leak &l : out->leaks)
+      if (l.device == dev.index) leaking += l.bytes_per_iteration;
+    double rate = std::max(dev.growth_bytes_per_iteration, leaking);
     if (rate <= 0) continue;
     uint64_t live = ledger.per_span[primary.spans.back()][d].live_end_bytes;
     Forecast f;

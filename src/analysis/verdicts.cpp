@@ -4,8 +4,9 @@
 // Everything is measured at the ends of the primary loop's iterations. For each device and call
 // site, the bytes and allocations from that site still live at the end of iteration j; warm-up
 // iterations are left out of every fit. A site leaks when, after warm-up,
-//   - its live bytes rise (least-squares slope >= min_bytes_per_iteration, and the fitted rise
-//     is at least min_relative_growth of what the site holds at the end) with a good fit (R^2),
+//   - its live bytes rise (Theil-Sen slope >= min_bytes_per_iteration, and the fitted rise is at
+//     least min_relative_growth of what the site holds at the end) with a good robust fit quality
+//     (robust_fit.h: one spike moves neither the slope nor the quality),
 //   - its live count rises too: allocations accumulate (a pool that swaps one block for a bigger
 //     one grows in bytes with a count of one: that is growth, not a leak),
 //   - it is still rising in the last half of the post-warm-up iterations (a plateau, a cache that
@@ -20,6 +21,7 @@
 
 #include "analysis/fit.h"
 #include "analysis/internal.h"
+#include "analysis/robust_fit.h"
 
 namespace gpuleak::analysis::detail {
 
@@ -42,18 +44,20 @@ struct Series {
 };
 
 struct Trend {
-  LineFit fit;
-  LineFit late;     // over the last half of the window
+  RobustFit fit;
+  RobustFit late;   // over the last half of the window
+  double r2 = 0;    // least-squares R^2 of the whole window (informational)
   double last = 0;  // value at the last iteration end
   double mid = 0;   // value where the last half starts
 };
 
 // y[w..n) fitted whole and over its last half [h, n).
-Trend trend(const std::vector<double> &y, uint32_t w) {
+Trend trend(const std::vector<double> &y, uint32_t w, std::vector<double> *scratch, bool with_r2) {
   Trend t;
   size_t n = y.size(), m = n - w, h = w + (m - 1) / 2;
-  t.fit = fit_line(y.data() + w, m);
-  t.late = fit_line(y.data() + h, n - h);
+  t.fit = fit_robust(y.data() + w, m, scratch);
+  t.late = fit_robust(y.data() + h, n - h, scratch);
+  if (with_r2) t.r2 = fit_line(y.data() + w, m).r2;
   t.last = y[n - 1];
   t.mid = y[h];
   return t;
@@ -64,7 +68,7 @@ bool rises(const Trend &t, size_t m, const AnalysisOptions &o) {
   double b = t.fit.slope;
   return b >= o.min_bytes_per_iteration &&
          b * static_cast<double>(m - 1) >= o.min_relative_growth * std::max(t.last, 1.0) &&
-         t.fit.r2 >= o.min_r2 && t.late.slope >= o.min_late_slope_fraction * b && t.last > t.mid;
+         t.fit.quality >= o.min_fit_quality && t.late.slope >= o.min_late_slope_fraction * b && t.last > t.mid;
 }
 
 uint32_t first_leaking_iteration(const Series &s, uint32_t n, uint32_t w) {
@@ -85,6 +89,7 @@ void decide(const Ledger &ledger, const SiteTable &sites, const Primary &primary
   const size_t slots = ledger.devices.size();
   const bool enough = n > w && n - w >= static_cast<uint32_t>(std::max(2, o.min_post_warmup_iterations));
   const size_t m = n > w ? n - w : 0;
+  std::vector<double> scratch;
 
   for (size_t d = 0; d < slots; ++d) {
     DeviceSummary &dev = out->devices[d];
@@ -96,9 +101,10 @@ void decide(const Ledger &ledger, const SiteTable &sites, const Primary &primary
       std::vector<double> y(n);
       for (uint32_t j = 0; j < n; ++j)
         y[j] = static_cast<double>(ledger.per_span[primary.spans[j]][d].live_end_bytes);
-      Trend t = trend(y, w);
+      Trend t = trend(y, w, &scratch, true);
       dev.growth_bytes_per_iteration = t.fit.slope;
-      dev.growth_r2 = t.fit.r2;
+      dev.growth_fit_quality = t.fit.quality;
+      dev.growth_r2 = t.r2;
       dev.verdict = rises(t, m, o) ? Verdict::kGrowth : Verdict::kClean;
     }
   }
@@ -156,17 +162,23 @@ void decide(const Ledger &ledger, const SiteTable &sites, const Primary &primary
       y[j] = static_cast<double>(bytes);
       c[j] = static_cast<double>(count);
     }
-    Trend t = trend(y, w);
-    Trend tc = trend(c, w);
+    Trend t = trend(y, w, &scratch, true);
+    Trend tc = trend(c, w, &scratch, false);
     if (!rises(t, m, o) || tc.fit.slope <= 0 || tc.last <= tc.mid) continue;
     Leak leak;
     leak.device = ledger.devices[s.slot];
     leak.site = sites.sites[s.site];
-    leak.bytes_per_iteration = t.fit.slope;
-    leak.r2 = t.fit.r2;
-    leak.iterations_observed = static_cast<uint32_t>(m);
-    leak.confidence = t.fit.r2 * static_cast<double>(m) / static_cast<double>(m + 2);
     leak.first_iteration = first_leaking_iteration(s, n, w);
+    // The rate since the leak began: a leak that starts late is not diluted by the flat start.
+    uint32_t from = std::max(w, leak.first_iteration);
+    leak.bytes_per_iteration =
+        from > w && n - from >= 2 ? fit_robust(y.data() + from, n - from, &scratch).slope : t.fit.slope;
+    leak.fit_quality = t.fit.quality;
+    leak.r2 = t.r2;
+    leak.iterations_observed = static_cast<uint32_t>(m);
+    leak.confidence = t.fit.quality * static_cast<double>(m) / static_cast<double>(m + 2);
+    leak.live_bytes = static_cast<uint64_t>(y[n - 1]);
+    leak.live_count = static_cast<uint64_t>(c[n - 1]);
     leak.live_by_iteration.assign(y.begin(), y.end());
     leak_of[static_cast<uint64_t>(s.slot) << 32 | s.site] = out->leaks.size();
     out->leaks.push_back(std::move(leak));
@@ -177,8 +189,8 @@ void decide(const Ledger &ledger, const SiteTable &sites, const Primary &primary
       if (a.death != kNone || !on_device(a.space)) continue;
       auto it = leak_of.find(static_cast<uint64_t>(a.slot) << 32 | a.site);
       if (it == leak_of.end()) continue;
-      out->leaks[it->second].live_bytes += a.size;
-      ++out->leaks[it->second].live_count;
+      out->leaks[it->second].live_at_exit_bytes += a.size;
+      ++out->leaks[it->second].live_at_exit_count;
     }
   }
   std::sort(out->leaks.begin(), out->leaks.end(), [](const Leak &a, const Leak &b) {

@@ -155,6 +155,11 @@ void write_devices(State *s, const RunFacts &facts) {
     batch += again;
   }
   int count = s->probe.device_count && s->probe.device_info ? s->probe.device_count() : 0;
+  s->device_count = count;
+  for (int d = 0; d < count && d < LiveTable::kMaxDevices; ++d)
+    if (!s->probe.pci_bus_id || !s->probe.pci_bus_id(d, s->pci_bus_ids[d], sizeof s->pci_bus_ids[d]))
+      s->pci_bus_ids[d][0] = '\0';
+  s->devices_known.store(true, std::memory_order_release);
   for (int d = 0; d < count && d < LiveTable::kMaxDevices; ++d) {
     char name[256] = {0};
     format::DeviceRecord r{};

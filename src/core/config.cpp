@@ -100,6 +100,7 @@ Config read_config() {
     return true;
   });
   read(&c, "GPULEAK_QUIET", [&](const char *v) { return parse_bool(v, &c.quiet); });
+  read(&c, "GPULEAK_NVML", [&](const char *v) { return parse_bool(v, &c.nvml); });
   read(&c, "GPULEAK_UNDER_RUN", [&](const char *v) { return parse_bool(v, &c.under_run); });
   read(&c, "GPULEAK_CLI", [&](const char *v) {
     c.cli_path = v;

@@ -20,6 +20,7 @@ struct Config {
   std::string cli_path;            // GPULEAK_CLI, else set by the preload: ../bin/gpuleak next to the shim
   unsigned exit_code = 0;          // GPULEAK_EXITCODE: exit with this when a leak was found (0 = off)
   unsigned report_timeout_s = 60;  // GPULEAK_REPORT_TIMEOUT: bound on the at-exit analysis (0 = skip it)
+  bool nvml = true;                // GPULEAK_NVML=0: do not ask NVML for the process's usage at exit
   std::string error;               // non-empty: the first bad value, tracking is off
 
   // GPULEAK_ACTIVITY=0: with CUPTI on, no kernels, copies or memsets for the timeline.

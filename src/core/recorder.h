@@ -27,6 +27,7 @@ struct DriverProbe {
   int (*device_count)() = nullptr;
   bool (*device_info)(int device, char *name, size_t name_size, uint64_t *total_bytes) = nullptr;
   int (*driver_version)() = nullptr;
+  bool (*pci_bus_id)(int device, char *buf, size_t size) = nullptr;  // cuDeviceGetPCIBusId
 };
 
 // What a hook knows about one call. Address and size as the API reports them.

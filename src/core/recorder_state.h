@@ -60,6 +60,12 @@ struct State {
   std::atomic<const char *> first_uncaptured{nullptr};  // CUPTI's static function name
   std::atomic<bool> summary_printed{false};
   std::atomic<uint64_t> activity_bytes{0};  // GPU activity records appended (GPULEAK_ACTIVITY_MB)
+
+  // PCI bus ids of the CUDA devices, read by the writer thread at start (write_devices) so that
+  // NVML can be asked about the same devices at exit; devices_known says they are filled.
+  char pci_bus_ids[LiveTable::kMaxDevices][32] = {};
+  int device_count = 0;
+  std::atomic<bool> devices_known{false};
 };
 
 State *state();
@@ -82,5 +88,9 @@ uint32_t intern_string(State *s, const char *text, size_t length);
 enum class Counted : uint8_t { kNone, kAllocation, kFree };
 bool append_memory_record(State *s, const format::MemoryRecord &r, Counted counted);
 inline BufferCounters counter_totals(const State *s) { return s->buffers.totals(); }
+
+// NVML's view of each device this process used, as DeviceUsage records (nvml_usage.h); called at
+// an ordinary exit (not _exit), before writer_stop. Does nothing when GPULEAK_NVML=0.
+void record_device_usage(State *s);
 
 }  // namespace gpuleak::core

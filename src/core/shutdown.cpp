@@ -82,7 +82,9 @@ int recorder_shutdown(const char *why) {
     s->phase.compare_exchange_strong(idle, static_cast<int>(Phase::kStopped));
     return -1;  // nothing was captured: no file, no output
   }
-  (void)why;
+  // NVML (dlopen, nvmlInit) only on the ordinary exit path: _exit may be called from a signal
+  // handler that interrupted the loader or malloc.
+  if (std::strcmp(why, "exit") == 0) record_device_usage(s);
   writer_stop(s);
   // Under `gpuleak run` the command prints the analyzed summary instead of this one.
   if (uint64_t missed = s->uncaptured.load())  // always said: it means a capture path is missing

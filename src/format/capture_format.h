@@ -23,7 +23,7 @@ namespace gpuleak::format {
 
 inline constexpr char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\0'};
 inline constexpr uint16_t kMajorVersion = 1;
-inline constexpr uint16_t kMinorVersion = 1;  // 1.1 added kGpuActivity
+inline constexpr uint16_t kMinorVersion = 1;  // 1.1 added kGpuActivity and kDeviceUsage
 // A record larger than this is corruption, not data (the largest real one is a module record).
 inline constexpr uint32_t kMaxRecordSize = 1u << 20;
 
@@ -53,6 +53,7 @@ enum class RecordType : uint16_t {
   kDisabled = 11,  // DisabledRecord + reason: tracking was turned off here
   // GpuActivityRecord (format 1.1): a kernel, copy or memset CUPTI saw run on the GPU.
   kGpuActivity = 12,
+  kDeviceUsage = 13,  // DeviceUsageRecord (since 1.1)
 };
 
 struct RecordHeader {
@@ -278,6 +279,27 @@ struct StatsRecord {
   uint32_t final_record;    // 1 when written at a clean exit
 };
 static_assert(sizeof(StatsRecord) == 56);
+
+// NVML's view of one device, read at exit by gpuleak's own code (never in a hook) from
+// libnvidia-ml.so.1 loaded with dlopen. Written only when NVML answered; any NVML failure means no
+// record. Compare process_used_bytes with tracked_live_bytes: the difference is memory the program
+// holds that no tracked call allocated (the CUDA context, module globals, other allocators).
+struct DeviceUsageRecord {
+  uint64_t ts_ns;
+  uint64_t process_used_bytes;  // this pid's usedGpuMemory (nvmlDeviceGetComputeRunningProcesses)
+  uint64_t device_used_bytes;   // nvmlDeviceGetMemoryInfo: used by everyone on the device
+  uint64_t device_total_bytes;
+  uint64_t tracked_live_bytes;  // the recorder's device live bytes at the same moment
+  int32_t device;               // CUDA device ordinal
+  uint32_t flags;               // DeviceUsageFlags
+};
+static_assert(sizeof(DeviceUsageRecord) == 48);
+
+enum DeviceUsageFlags : uint32_t {
+  kUsageProcessKnown = 1u << 0,  // the pid was listed with a value (else process_used_bytes is 0):
+                                 // NVML in a container often lists host pids only
+  kUsageAtExit = 1u << 1,        // read at the end of the capture
+};
 
 struct RunInfoRecord {
   uint32_t pid;

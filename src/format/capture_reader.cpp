@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 namespace gpuleak::format {
 namespace {
@@ -172,6 +173,8 @@ bool decode_record(uint16_t type, const uint8_t *p, size_t n, Capture *out) {
     }
     case RecordType::kGpuActivity:
       return fixed(p, n, &out->gpu_activity.emplace_back());
+    case RecordType::kDeviceUsage:
+      return fixed(p, n, &out->device_usage.emplace_back());
     case RecordType::kDisabled: {
       std::string why(reinterpret_cast<const char *>(p), n);
       out->disabled.push_back(std::move(why));
@@ -190,8 +193,10 @@ const std::string &Capture::string(uint32_t id) const {
   return it == strings.end() ? empty : it->second;
 }
 
-bool parse_capture(const uint8_t *data, size_t size, Capture *out, std::string *error) {
-  *out = Capture{};
+namespace {
+
+// The file header: checked, copied to out->header; *pos set past it.
+bool parse_header(const uint8_t *data, size_t size, Capture *out, std::string *error, size_t *pos) {
   if (size < sizeof(FileHeader) || std::memcmp(data, kMagic, sizeof(kMagic)) != 0) {
     *error = size < sizeof(kMagic) ? "not a gpuleak capture (file too short)" : "not a gpuleak capture (bad magic)";
     return false;
@@ -206,58 +211,104 @@ bool parse_capture(const uint8_t *data, size_t size, Capture *out, std::string *
     *error = "corrupt capture header (header size " + std::to_string(out->header.header_size) + ")";
     return false;
   }
-  size_t pos = out->header.header_size;
-  while (pos < size) {
+  *pos = out->header.header_size;
+  return true;
+}
+
+// Decodes the whole records of data[0, size). Returns false on corruption; *used is the bytes
+// consumed. A record cut short stops the loop: at the end of the file that is truncation,
+// elsewhere the caller brings more bytes. `offset` is data's position in the file (for errors).
+bool parse_records(const uint8_t *data, size_t size, uint64_t offset, Capture *out, std::string *error, size_t *used) {
+  size_t pos = 0;
+  while (size - pos >= sizeof(RecordHeader)) {
     RecordHeader h;
-    if (size - pos < sizeof h) {
-      out->truncated = true;
-      break;
-    }
     std::memcpy(&h, data + pos, sizeof h);
     if (h.size > kMaxRecordSize) {
-      *error =
-          "corrupt capture: record at offset " + std::to_string(pos) + " claims " + std::to_string(h.size) + " bytes";
+      *error = "corrupt capture: record at offset " + std::to_string(offset + pos) + " claims " +
+               std::to_string(h.size) + " bytes";
       return false;
     }
-    if (size - pos - sizeof h < h.size) {
-      out->truncated = true;
-      break;
-    }
+    if (size - pos - sizeof h < h.size) break;
     if (!decode_record(h.type, data + pos + sizeof h, h.size, out)) {
-      *error =
-          "corrupt capture: malformed record of type " + std::to_string(h.type) + " at offset " + std::to_string(pos);
+      *error = "corrupt capture: malformed record of type " + std::to_string(h.type) + " at offset " +
+               std::to_string(offset + pos);
       return false;
     }
     pos += sizeof h + h.size;
   }
+  *used = pos;
+  return true;
+}
+
+}  // namespace
+
+bool parse_capture(const uint8_t *data, size_t size, Capture *out, std::string *error) {
+  *out = Capture{};
+  size_t pos = 0, used = 0;
+  if (!parse_header(data, size, out, error, &pos)) return false;
+  if (!parse_records(data + pos, size - pos, pos, out, error, &used)) return false;
+  pos += used;
+  out->truncated = pos < size;
   out->bytes_read = pos;
   return true;
 }
 
+// Streams the file through a fixed buffer: a 10-million-event capture is never held twice (file
+// bytes and decoded records). The memory records are reserved up front from the file size.
 bool read_capture_file(const std::string &path, Capture *out, std::string *error) {
+  *out = Capture{};
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     *error = path + ": " + std::strerror(errno);
     return false;
   }
-  std::string bytes;
-  char buf[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      *error = path + ": " + std::strerror(errno);
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && st.st_size > 0)
+    out->memory.reserve(static_cast<size_t>(st.st_size) / (sizeof(RecordHeader) + sizeof(MemoryRecord)));
+  constexpr size_t kChunk = 4u << 20;  // > the largest record (kMaxRecordSize + header)
+  std::vector<uint8_t> buf(kChunk);
+  size_t have = 0;        // bytes in buf
+  uint64_t consumed = 0;  // file offset of buf[0]
+  bool header_done = false, eof = false;
+  while (!eof || have > 0) {
+    while (!eof && have < buf.size()) {
+      ssize_t n = ::read(fd, buf.data() + have, buf.size() - have);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        *error = path + ": " + std::strerror(errno);
+        ::close(fd);
+        return false;
+      }
+      if (n == 0) eof = true;
+      have += static_cast<size_t>(n);
+    }
+    size_t pos = 0, used = 0;
+    if (!header_done) {
+      // The header (and any extension of it) fits the first chunk unless it claims more.
+      if (!parse_header(buf.data(), have, out, error, &pos)) {
+        ::close(fd);
+        *error = path + ": " + *error;
+        return false;
+      }
+      header_done = true;
+    }
+    if (!parse_records(buf.data() + pos, have - pos, consumed + pos, out, error, &used)) {
       ::close(fd);
+      *error = path + ": " + *error;
       return false;
     }
-    if (n == 0) break;
-    bytes.append(buf, static_cast<size_t>(n));
+    pos += used;
+    if (eof) {  // whatever is left is a record cut short
+      out->truncated = pos < have;
+      consumed += pos;
+      break;
+    }
+    std::memmove(buf.data(), buf.data() + pos, have - pos);
+    have -= pos;
+    consumed += pos;
   }
   ::close(fd);
-  if (!parse_capture(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size(), out, error)) {
-    *error = path + ": " + *error;
-    return false;
-  }
+  out->bytes_read = consumed;
   return true;
 }
 

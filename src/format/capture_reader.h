@@ -43,6 +43,9 @@ struct Device {
   uint64_t total_bytes = 0;
 };
 
+// One DeviceUsageRecord as read (capture_format.h).
+using DeviceUsage = DeviceUsageRecord;
+
 struct Capture {
   FileHeader header{};
   std::optional<RunInfo> run;
@@ -55,6 +58,7 @@ struct Capture {
   std::vector<OomRecord> ooms;
   std::vector<Device> devices;
   std::vector<GpuActivityRecord> gpu_activity;  // file order (not time order: CUPTI delivers late)
+  std::vector<DeviceUsage> device_usage;        // NVML's view (format 1.1), in file order
   std::optional<StatsRecord> stats;             // the last one in the file
   std::vector<std::string> disabled;            // reasons tracking was turned off, in order
   bool truncated = false;                       // the file ends inside a record (killed mid-write)

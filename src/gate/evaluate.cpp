@@ -52,7 +52,7 @@ void evaluate_leaks(ReportOutcome *out, const Budgets &budgets, Suppressions &su
     f.message = leak.stack.describe() + " leaks " + rate(leak.bytes_per_iteration) + " on device " +
                 std::to_string(leak.device) + " (budget " + rate(static_cast<double>(budget)) +
                 (rule ? " from " + rule->match.text() : "") + "; " + format_size(static_cast<double>(leak.live_bytes)) +
-                " live in " + std::to_string(leak.live_count) + " allocations since iteration " +
+                " live in " + std::to_string(leak.live_count) + " allocations at the last iteration, since iteration " +
                 std::to_string(leak.first_iteration) + (is_new ? "; new since the baseline" : "") + ") [site " +
                 leak.site_id + "]";
     if (const Suppression *s = supp.match(leak.stack, leak.site_id)) {

@@ -139,6 +139,7 @@ json run_json(const format::Capture &c, const analysis::Analysis &a, const Repor
   if (info && !info->allocator_env.empty()) env["PYTORCH_CUDA_ALLOC_CONF"] = info->allocator_env;
   run["allocator_env"] = std::move(env);
   run["allocator_mode"] = a.allocator_mode;
+  run["allocator_note"] = text_or_null(a.allocator_note);
   run["unwinder"] = info ? text_or_null(info->unwinder) : json(nullptr);
   run["stack_depth"] = info ? json(info->fixed.stack_depth) : json(nullptr);
   json cap;
@@ -165,15 +166,17 @@ json devices_json(const analysis::Analysis &a, const ReportContext &ctx) {
     if (nvml != ctx.nvml_used_bytes.end()) {
       j["nvml_used_bytes"] = nvml->second;
       j["untracked_bytes"] = nvml->second > d.live_at_exit_bytes ? nvml->second - d.live_at_exit_bytes : 0;
-    } else {
-      j["nvml_used_bytes"] = nullptr;
-      j["untracked_bytes"] = nullptr;
+    } else {  // what the capture's DeviceUsage records said (analysis.h), else unknown
+      j["nvml_used_bytes"] = d.nvml_process_used_bytes ? json(*d.nvml_process_used_bytes) : json(nullptr);
+      j["untracked_bytes"] = d.untracked_bytes ? json(*d.untracked_bytes) : json(nullptr);
     }
+    j["nvml_device_used_bytes"] = d.nvml_device_used_bytes ? json(*d.nvml_device_used_bytes) : json(nullptr);
     j["alloc_count"] = d.alloc_count;
     j["free_count"] = d.free_count;
     j["verdict"] = analysis::verdict_name(d.verdict);
     j["growth_bytes_per_iteration"] = number(d.growth_bytes_per_iteration);
     j["growth_r2"] = number(d.growth_r2);
+    j["growth_fit_quality"] = number(d.growth_fit_quality);
     if (d.forecast) {
       j["forecast"] = {{"iterations_left", d.forecast->iterations_left},
                        {"seconds_left", number(d.forecast->seconds_left, 6)},
@@ -324,8 +327,11 @@ json make_report(const format::Capture &capture, const analysis::Analysis &a,
     j["bytes_per_iteration"] = number(l.bytes_per_iteration);
     j["live_bytes"] = l.live_bytes;
     j["live_count"] = l.live_count;
+    j["live_at_exit_bytes"] = l.live_at_exit_bytes;
+    j["live_at_exit_count"] = l.live_at_exit_count;
     j["first_iteration"] = l.first_iteration;
     j["confidence"] = number(l.confidence);
+    j["fit_quality"] = number(l.fit_quality);
     j["r2"] = number(l.r2);
     j["iterations_observed"] = l.iterations_observed;
     j["live_by_iteration"] = l.live_by_iteration;

@@ -79,11 +79,14 @@ std::string text_summary(const nlohmann::json &r, const std::string &report_path
   out += "\n";
   for (const auto &leak : field(r, "leaks", none)) {
     char line[512];
-    // Live counts are taken at the end of the capture: a leak the program released at exit (an
-    // interpreter tearing down its objects) still grew every iteration; say so instead of "0 live".
+    // live_* are counted at the end of the last iteration; a leak the program released at exit (an
+    // interpreter tearing down its objects) still grew every iteration, and says so. Reports from
+    // before live_at_exit_* counted live_* at the end of the capture.
+    auto at_exit = leak.find("live_at_exit_count");
+    bool released = at_exit != leak.end() && at_exit->is_number() && at_exit->get<int64_t>() == 0;
     std::string live = integer(leak, "live_count") > 0
-                           ? std::to_string(integer(leak, "live_count")) + " allocations live (" +
-                                 human_bytes(number(leak, "live_bytes")) + ")"
+                           ? std::to_string(integer(leak, "live_count")) + " allocations live at the last iteration (" +
+                                 human_bytes(number(leak, "live_bytes")) + ")" + (released ? ", released at exit" : "")
                            : std::string("released only at exit");
     std::snprintf(line, sizeof line,
                   "  leak: %s per iteration at %s, %s, first seen at iteration %" PRId64 ", confidence %.2f\n",
@@ -94,6 +97,11 @@ std::string text_summary(const nlohmann::json &r, const std::string &report_path
   for (const auto &d : field(r, "devices", none)) {
     out += "  device " + std::to_string(integer(d, "index")) + ": peak " + human_bytes(number(d, "peak_live_bytes")) +
            ", live at exit " + human_bytes(number(d, "live_at_exit_bytes")) + ", " + text(d, "verdict");
+    auto nvml = d.find("nvml_used_bytes");
+    auto untracked = d.find("untracked_bytes");
+    if (nvml != d.end() && nvml->is_number() && untracked != d.end() && untracked->is_number())
+      out += "; NVML: process uses " + human_bytes(nvml->get<double>()) + ", " + human_bytes(untracked->get<double>()) +
+             " not tracked (CUDA context, other allocators)";
     const auto &forecast = field(d, "forecast", empty);
     if (forecast.contains("iterations_left"))
       out += "; out of memory in ~" + std::to_string(integer(forecast, "iterations_left")) + " iterations at this rate";
@@ -107,6 +115,8 @@ std::string text_summary(const nlohmann::json &r, const std::string &report_path
              std::to_string(integer(site, "live_count")) + " allocations at " + where(field(site, "stack", none)) + "\n";
     }
   }
+  std::string note = text(run, "allocator_note");
+  if (!note.empty()) out += "  note: " + note + "\n";
   const auto &oom = field(r, "oom", empty);
   if (oom.contains("events")) {
     out += "  out of memory: " + std::to_string(field(oom, "events", none).size()) +

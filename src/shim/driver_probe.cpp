@@ -23,6 +23,7 @@ struct Driver {
   PFN_cuDriverGetVersion_v2020 driver_get_version = nullptr;
   PFN_cuCtxSetCurrent_v4000 ctx_set_current = nullptr;
   PFN_cuDevicePrimaryCtxRetain_v7000 primary_ctx_retain = nullptr;
+  CUresult (*device_get_pci_bus_id)(char *, int, CUdevice) = nullptr;
 };
 
 // Resolved once libcuda.so.1 is in the process (it is, by the time any hook runs).
@@ -45,6 +46,7 @@ const Driver *driver() {
   fresh->driver_get_version = reinterpret_cast<PFN_cuDriverGetVersion_v2020>(sym("cuDriverGetVersion"));
   fresh->ctx_set_current = reinterpret_cast<PFN_cuCtxSetCurrent_v4000>(sym("cuCtxSetCurrent"));
   fresh->primary_ctx_retain = reinterpret_cast<PFN_cuDevicePrimaryCtxRetain_v7000>(sym("cuDevicePrimaryCtxRetain"));
+  fresh->device_get_pci_bus_id = reinterpret_cast<CUresult (*)(char *, int, CUdevice)>(sym("cuDeviceGetPCIBusId"));
   const Driver *expected = nullptr;
   if (!cached.compare_exchange_strong(expected, fresh)) {
     delete fresh;
@@ -89,6 +91,17 @@ bool device_info(int index, char *name, size_t name_size, uint64_t *total) {
   return true;
 }
 
+// "0000:41:00.0": how NVML finds the same device whatever CUDA_VISIBLE_DEVICES renumbered.
+bool pci_bus_id(int index, char *buf, size_t size) {
+  const Driver *d = driver();
+  CUdevice dev;
+  if (!d || !d->device_get || !d->device_get_pci_bus_id || size < 16) return false;
+  if (d->device_get(&dev, index) != CUDA_SUCCESS) return false;
+  if (d->device_get_pci_bus_id(buf, static_cast<int>(size), dev) != CUDA_SUCCESS) return false;
+  buf[size - 1] = '\0';
+  return true;
+}
+
 int driver_version() {
   const Driver *d = driver();
   int v = 0;
@@ -115,6 +128,7 @@ core::DriverProbe driver_probe() {
   p.device_count = device_count;
   p.device_info = device_info;
   p.driver_version = driver_version;
+  p.pci_bus_id = pci_bus_id;
   return p;
 }
 

@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -55,6 +56,14 @@ CUresult CUDAAPI cuDeviceGetName(char* name, int len, CUdevice dev) {
     std::strncpy(name, "Fake CUDA Device", static_cast<size_t>(len) - 1);
     name[len - 1] = '\0';
     return CUDA_SUCCESS;
+}
+
+// "00000000:1N:00.0" for device N: the fake libnvidia-ml.so.1 finds the device by it.
+CUresult CUDAAPI cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev) {
+  if (!pciBusId || len < 17) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  std::snprintf(pciBusId, static_cast<size_t>(len), "00000000:%02X:00.0", 0x10 + dev);
+  return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {

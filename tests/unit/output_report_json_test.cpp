@@ -183,6 +183,65 @@ TEST(ReportJson, HasTheDocumentedShape) {
   EXPECT_TRUE(r["oom"].is_null());
 }
 
+// NVML's view comes from the capture's DeviceUsage records (format 1.1): the last one per device.
+TEST(ReportJson, NvmlUsageFromDeviceUsageRecords) {
+  CaptureBuilder b = leaking_run();
+  b.device(1, "NVIDIA H200", 150754820096ull);
+  format::DeviceUsageRecord early{};
+  early.device = 0;
+  early.flags = format::kUsageProcessKnown;
+  early.process_used_bytes = 1;
+  format::DeviceUsageRecord last = early;
+  last.process_used_bytes = 900 * kMiB;
+  last.tracked_live_bytes = 276 * kMiB;
+  last.device_used_bytes = 2000 * kMiB;
+  last.flags = format::kUsageProcessKnown | format::kUsageAtExit;
+  format::DeviceUsageRecord unlisted{};  // device 1: NVML answered, but not for this pid
+  unlisted.device = 1;
+  unlisted.device_used_bytes = 5 * kMiB;
+  unlisted.flags = format::kUsageAtExit;
+  b.capture.device_usage = {early, last, unlisted};
+  b.alloc(1 * kMiB, 3, format::Kind::kDevice, 1);
+  json r = report_of(b.capture);
+  ASSERT_EQ(r["devices"].size(), 2u);
+  const json &d0 = r["devices"][0];
+  EXPECT_EQ(d0["nvml_used_bytes"], 900 * kMiB);
+  EXPECT_EQ(d0["untracked_bytes"], 624 * kMiB);  // minus what gpuleak counted at that moment
+  EXPECT_EQ(d0["nvml_device_used_bytes"], 2000 * kMiB);
+  const json &d1 = r["devices"][1];
+  EXPECT_TRUE(d1["nvml_used_bytes"].is_null());
+  EXPECT_TRUE(d1["untracked_bytes"].is_null());
+  EXPECT_EQ(d1["nvml_device_used_bytes"], 5 * kMiB);
+
+  // A process using less than gpuleak counted (NVML rounding): 0, never negative.
+  b.capture.device_usage = {last};
+  b.capture.device_usage[0].process_used_bytes = 100 * kMiB;
+  EXPECT_EQ(report_of(b.capture)["devices"][0]["untracked_bytes"], 0);
+  // No record: unknown.
+  b.capture.device_usage.clear();
+  json none = report_of(b.capture);
+  EXPECT_TRUE(none["devices"][0]["nvml_used_bytes"].is_null());
+  EXPECT_TRUE(none["devices"][0]["nvml_device_used_bytes"].is_null());
+}
+
+TEST(ReportJson, LeakLiveAtTheLastIterationAndAtExit) {
+  CaptureBuilder b = leaking_run();
+  json before = report_of(b.capture);
+  EXPECT_EQ(before["leaks"][0]["live_at_exit_bytes"], 20 * kMiB);
+  EXPECT_EQ(before["leaks"][0]["fit_quality"], 1);
+  EXPECT_EQ(before["leaks"][0]["r2"], 1);
+  EXPECT_EQ(before["devices"][0]["growth_fit_quality"], 1);
+  // The program frees its cache at exit, after the loop: the leak still says what it held.
+  for (const auto &m : std::vector<format::MemoryRecord>(b.capture.memory))
+    if (m.stack_id == 7) b.free(m.address, format::Kind::kAsync);
+  json after = report_of(b.capture);
+  ASSERT_EQ(after["leaks"].size(), 1u);
+  EXPECT_EQ(after["leaks"][0]["live_bytes"], 20 * kMiB);
+  EXPECT_EQ(after["leaks"][0]["live_count"], 20);
+  EXPECT_EQ(after["leaks"][0]["live_at_exit_bytes"], 0);
+  EXPECT_EQ(after["leaks"][0]["live_at_exit_count"], 0);
+}
+
 TEST(ReportJson, SiteIdIgnoresAddressesAndModuleDirectories) {
   Stack a = {native("f", "a.cpp", 10, "/usr/lib/libx.so", 0x1000), python("g", "t.py", 3)};
   Stack b = {native("f", "a.cpp", 10, "/opt/other/libx.so", 0x7f0000001000), python("g", "t.py", 3)};

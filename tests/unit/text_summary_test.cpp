@@ -17,8 +17,8 @@ TEST(TextSummary, NamesTheLeakingFunctionAndItsLine) {
   std::string s = text_summary(r, "out/train.7.report.json");
   EXPECT_EQ(s,
             "gpuleak: train (pid 7): verdict leak, 3 iterations (nvtx)\n"
-            "  leak: 1.0 MiB per iteration at cache_activation (train.cu:88), 3 allocations live (3.0 MiB), first seen "
-            "at iteration 1, confidence 0.90\n"
+            "  leak: 1.0 MiB per iteration at cache_activation (train.cu:88), 3 allocations live at the last "
+            "iteration (3.0 MiB), first seen at iteration 1, confidence 0.90\n"
             "  device 0: peak 4.0 MiB, live at exit 3.0 MiB, leak; out of memory in ~4100 iterations at this rate\n"
             "  report: out/train.7.report.json\n");
 }
@@ -35,7 +35,33 @@ TEST(TextSummary, LeakReleasedOnlyAtExitSaysSo) {
   auto r = nlohmann::json::parse(R"({"leaks": [{"bytes_per_iteration": 1048576, "live_count": 0, "live_bytes": 0,
     "first_iteration": 0, "confidence": 0.9, "stack": [{"kind": "native", "function": "f", "file": "a.cu", "line": 3}]}]})");
   std::string s = text_summary(r, "");
-  EXPECT_NE(s.find("leak: 1.0 MiB per iteration at f (a.cu:3), released only at exit, first seen"), std::string::npos) << s;
+  EXPECT_NE(s.find("leak: 1.0 MiB per iteration at f (a.cu:3), released only at exit, first seen"), std::string::npos)
+      << s;
+}
+
+TEST(TextSummary, LeakCountedAtTheLastIterationAndReleasedAtExitSaysBoth) {
+  auto r = nlohmann::json::parse(R"({"leaks": [{"bytes_per_iteration": 1048576, "live_count": 30,
+    "live_bytes": 31457280, "live_at_exit_count": 0, "live_at_exit_bytes": 0, "first_iteration": 0,
+    "confidence": 0.9, "stack": [{"kind": "native", "function": "f", "file": "a.cu", "line": 3}]}]})");
+  std::string s = text_summary(r, "");
+  EXPECT_NE(s.find("at f (a.cu:3), 30 allocations live at the last iteration (30.0 MiB), released at exit, first"),
+            std::string::npos)
+      << s;
+}
+
+TEST(TextSummary, NvmlLineOnlyWhenKnownAndAllocatorNote) {
+  auto r = nlohmann::json::parse(R"({"run": {"allocator_note": "gpuleak saw segments"}, "devices": [
+    {"index": 0, "peak_live_bytes": 1048576, "live_at_exit_bytes": 0, "verdict": "clean",
+     "nvml_used_bytes": 524288000, "untracked_bytes": 513802240},
+    {"index": 1, "peak_live_bytes": 1048576, "live_at_exit_bytes": 0, "verdict": "clean",
+     "nvml_used_bytes": null, "untracked_bytes": null}]})");
+  std::string s = text_summary(r, "");
+  EXPECT_NE(s.find("device 0: peak 1.0 MiB, live at exit 0 B, clean; NVML: process uses 500.0 MiB, 490.0 MiB not "
+                   "tracked (CUDA context, other allocators)\n"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("device 1: peak 1.0 MiB, live at exit 0 B, clean\n"), std::string::npos) << s;
+  EXPECT_NE(s.find("  note: gpuleak saw segments\n"), std::string::npos) << s;
 }
 
 TEST(TextSummary, NullsAndMissingKeysDoNotThrow) {

@@ -55,7 +55,8 @@ int run_command(const RunOptions &options);
 struct ReportOptions {
   std::vector<std::string> inputs;  // captures (.gpuleak)
   std::string output;               // report path ("" = next to the capture)
-  bool json_to_stdout = false;
+  bool json_to_stdout = false;      // --json: the same as format "json"
+  std::string format;               // --format text|json|markdown ("" = write the report JSON, summary on stderr)
   bool quiet = false;
   bool fail_on_leak = false;        // exit 1 when any report's verdict is leak (GPULEAK_EXITCODE)
   std::string iteration_range;      // NVTX iteration pattern ("" = the default)

@@ -16,6 +16,7 @@
 #include "format/capture_reader.h"
 #include "gate/rank_compare.h"
 #include "output/report_json.h"
+#include "output/report_markdown.h"
 #include "output/symbolizer.h"
 #include "output/text_summary.h"
 
@@ -79,6 +80,9 @@ bool is_report_file(const std::string &path) {
 int report_command(const ReportOptions &o) {
   if (o.inputs.empty()) throw UsageError{"report: no capture given"};
   if (!o.output.empty() && o.inputs.size() > 1) throw UsageError{"report: -o takes a single capture"};
+  if (o.json_to_stdout && !o.format.empty() && o.format != "json")
+    throw UsageError{"report: --json and --format " + o.format + " disagree"};
+  const std::string format = o.json_to_stdout ? "json" : o.format;
   bool leak = false;
   std::vector<gate::Report> compared;  // several processes (ranks): compared at the end
   for (const std::string &input : o.inputs) {
@@ -116,9 +120,16 @@ int report_command(const ReportOptions &o) {
         std::fprintf(stderr, "gpuleak: warning: %s is left out of the comparison: %s\n", input.c_str(), e.what());
       }
     }
-    if (o.json_to_stdout) {
-      std::fwrite(text.data(), 1, text.size(), stdout);
-      std::fputc('\n', stdout);
+    if (!format.empty()) {  // one rendering, to -o or stdout, nothing else written
+      std::string rendered = format == "json"       ? text + "\n"
+                             : format == "markdown" ? output::report_markdown(report)
+                                                    : output::text_summary(report, "");
+      if (!o.output.empty()) {
+        write_file_atomically(o.output, rendered, true);
+      } else {
+        std::fwrite(rendered.data(), 1, rendered.size(), stdout);
+        if (o.inputs.size() > 1 && format != "json") std::fputc('\n', stdout);
+      }
       continue;
     }
     std::string path = o.output.empty() ? report_path_for(input) : o.output;
@@ -144,7 +155,11 @@ void register_report(CLI::App &app, Action *action) {
       ->required();
   cmd->add_option("--ranks-json", o->ranks_json, "Write the comparison of several processes here (gpuleak.ranks/1)");
   cmd->add_option("-o,--output", o->output, "Report path (default: next to the capture)");
-  cmd->add_flag("--json", o->json_to_stdout, "Print the report JSON to stdout instead");
+  cmd->add_flag("--json", o->json_to_stdout, "Print the report JSON to stdout instead (= --format json)");
+  cmd->add_option("--format", o->format,
+                  "Print the report as text, json or markdown to stdout (to -o PATH when given) instead of "
+                  "writing <stem>.report.json")
+      ->check(CLI::IsMember({"text", "json", "markdown"}));
   cmd->add_flag("--quiet", o->quiet, "No summary on stderr");
   cmd->add_option("--iteration-range", o->iteration_range,
                   "NVTX ranges whose whole name matches this regex are iterations (GPULEAK_ITERATION_RANGE)")

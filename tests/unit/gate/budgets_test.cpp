@@ -43,7 +43,7 @@ TEST(GateBudgets, AnyLeakFailsByDefaultAndTheMessageSaysWhereHowMuchAndTheBudget
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->message,
             "cache_activation (/src/leaky.cpp:14) leaks 1 MiB/iteration on device 0 (budget 0 B/iteration; 10 MiB live "
-            "in 10 allocations since iteration 0) [site 00000000000000aa]");
+            "in 10 allocations at the last iteration, since iteration 0) [site 00000000000000aa]");
   EXPECT_EQ(*f->file, "/src/leaky.cpp");
   EXPECT_EQ(*f->line, 14);
 }

@@ -85,6 +85,8 @@ class Device:
     verdict: Optional[str] = None
     growth_bytes_per_iteration: float = 0
     growth_r2: float = 0
+    growth_fit_quality: Optional[float] = None
+    nvml_device_used_bytes: Optional[int] = None
     forecast: Optional[Forecast] = None
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -117,10 +119,13 @@ class Leak:
     site_id: str = ""
     device: int = 0
     bytes_per_iteration: float = 0
-    live_bytes: int = 0
+    live_bytes: int = 0  # at the end of the last primary iteration
     live_count: int = 0
+    live_at_exit_bytes: Optional[int] = None  # at the end of the capture (absent before issue #3's fix)
+    live_at_exit_count: Optional[int] = None
     first_iteration: Optional[int] = None
     confidence: Optional[float] = None
+    fit_quality: Optional[float] = None
     r2: Optional[float] = None
     iterations_observed: Optional[int] = None
     live_by_iteration: List[int] = field(default_factory=list)

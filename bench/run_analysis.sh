@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Analysis of a large capture: generates a synthetic capture (bench/gen_capture.cpp) once, then
+# times `gpuleak report --json CAPTURE` ROUNDS times under /usr/bin/time -v and prints wall time
+# and peak RSS of each round. Not run by CI (docs/benchmarks.md has the method and the numbers).
+# usage: bench/run_analysis.sh BUILD_DIR [EVENTS=10000000] [ITERATIONS=5000] [SITES=300]
+set -euo pipefail
+build=$(cd "$1" && pwd)
+events=${2:-10000000}
+iterations=${3:-5000}
+sites=${4:-300}
+rounds=${ROUNDS:-3}
+dir=${BENCH_DIR:-/tmp/gpuleak-bench}
+mkdir -p "$dir"
+capture=$dir/synthetic.$events.$iterations.$sites.gpuleak
+if [[ ! -f $capture ]]; then
+  "$build/bench/gen_capture" "$capture" "$events" "$iterations" "$sites"
+fi
+ls -l "$capture"
+for ((r = 0; r < rounds; r++)); do
+  /usr/bin/time -v "$build/bin/gpuleak" report --json "$capture" >"$dir/report.json" 2>"$dir/time.txt"
+  wall=$(sed -n 's/.*Elapsed (wall clock) time.*: //p' "$dir/time.txt")
+  rss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$dir/time.txt")
+  user=$(sed -n 's/.*User time (seconds): //p' "$dir/time.txt")
+  echo "round $r: wall $wall, user ${user} s, peak RSS $((rss / 1024)) MiB"
+done
+python3 - "$dir/report.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print("verdict", r["verdict"], "iterations", r["analysis"]["primary_iterations"], "leaks",
+      [round(l["bytes_per_iteration"]) for l in r["leaks"]])
+PY

@@ -1,0 +1,112 @@
+// nvml_read (nvml_usage.h): the few NVML entry points gpuleak needs, declared here with their
+// stable C ABI (nvml.h is not needed to build): nvmlInit_v2, nvmlShutdown,
+// nvmlDeviceGetHandleByPciBusId_v2, nvmlDeviceGetHandleByIndex_v2, nvmlDeviceGetCount_v2,
+// nvmlDeviceGetComputeRunningProcesses_v3 (else _v2: same nvmlProcessInfo_t layout),
+// nvmlDeviceGetMemoryInfo.
+#include "core/nvml_usage.h"
+
+#include <dlfcn.h>
+
+namespace gpuleak::core {
+
+namespace {
+
+using Return = int;  // nvmlReturn_t
+constexpr Return kSuccess = 0;
+constexpr Return kInsufficientSize = 7;
+constexpr unsigned long long kNotAvailable = ~0ull;  // NVML_VALUE_NOT_AVAILABLE
+using Device = void *;                               // nvmlDevice_t
+
+struct Memory {  // nvmlMemory_t
+  unsigned long long total, free, used;
+};
+struct ProcessInfo {  // nvmlProcessInfo_t (v2 layout, taken by _v2 and _v3)
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+};
+
+struct Api {
+  Return (*init)() = nullptr;
+  Return (*shutdown)() = nullptr;
+  Return (*by_bus_id)(const char *, Device *) = nullptr;
+  Return (*by_index)(unsigned int, Device *) = nullptr;
+  Return (*count)(unsigned int *) = nullptr;
+  Return (*processes)(Device, unsigned int *, ProcessInfo *) = nullptr;
+  Return (*memory)(Device, Memory *) = nullptr;
+};
+
+template <typename Fn>
+void bind(void *lib, const char *name, Fn *out) {
+  *out = reinterpret_cast<Fn>(dlsym(lib, name));
+}
+
+bool find_device(const Api &api, const NvmlQuery &q, int cuda_device_count, Device *out) {
+  if (q.pci_bus_id && *q.pci_bus_id) return api.by_bus_id && api.by_bus_id(q.pci_bus_id, out) == kSuccess;
+  // No bus id: only an unambiguous single device can be matched.
+  unsigned int n = 0;
+  if (cuda_device_count != 1 || q.device != 0 || !api.count || !api.by_index) return false;
+  return api.count(&n) == kSuccess && n == 1 && api.by_index(0, out) == kSuccess;
+}
+
+// This pid's used bytes on the device; false when NVML failed. *known is false when the pid is not
+// listed or NVML has no value for it.
+bool process_usage(const Api &api, Device device, pid_t pid, bool *known, uint64_t *bytes) {
+  std::vector<ProcessInfo> infos(64);
+  unsigned int n = static_cast<unsigned int>(infos.size());
+  Return r = api.processes(device, &n, infos.data());
+  for (int tries = 0; r == kInsufficientSize && tries < 3 && n <= 65536; ++tries) {
+    infos.resize(n + 16);
+    n = static_cast<unsigned int>(infos.size());
+    r = api.processes(device, &n, infos.data());
+  }
+  if (r != kSuccess || n > infos.size()) return false;
+  *known = false;
+  *bytes = 0;
+  for (unsigned int i = 0; i < n; ++i) {
+    if (infos[i].pid != static_cast<unsigned int>(pid) || infos[i].usedGpuMemory == kNotAvailable) continue;
+    *known = true;
+    *bytes += infos[i].usedGpuMemory;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<NvmlAnswer> nvml_read(pid_t pid, const std::vector<NvmlQuery> &devices, int cuda_device_count) {
+  std::vector<NvmlAnswer> answers;
+  if (devices.empty()) return answers;
+  void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return answers;
+  Api api;
+  bind(lib, "nvmlInit_v2", &api.init);
+  bind(lib, "nvmlShutdown", &api.shutdown);
+  bind(lib, "nvmlDeviceGetHandleByPciBusId_v2", &api.by_bus_id);
+  bind(lib, "nvmlDeviceGetHandleByIndex_v2", &api.by_index);
+  bind(lib, "nvmlDeviceGetCount_v2", &api.count);
+  bind(lib, "nvmlDeviceGetComputeRunningProcesses_v3", &api.processes);
+  if (!api.processes) bind(lib, "nvmlDeviceGetComputeRunningProcesses_v2", &api.processes);
+  bind(lib, "nvmlDeviceGetMemoryInfo", &api.memory);
+  if (!api.init || !api.shutdown || !api.processes || !api.memory || api.init() != kSuccess) {
+    dlclose(lib);
+    return answers;
+  }
+  for (const NvmlQuery &q : devices) {
+    Device device = nullptr;
+    NvmlAnswer a;
+    a.device = q.device;
+    Memory mem{};
+    if (!find_device(api, q, cuda_device_count, &device)) continue;
+    if (api.memory(device, &mem) != kSuccess) continue;
+    if (!process_usage(api, device, pid, &a.process_known, &a.process_used_bytes)) continue;
+    a.device_used_bytes = mem.used;
+    a.device_total_bytes = mem.total;
+    answers.push_back(a);
+  }
+  api.shutdown();
+  dlclose(lib);
+  return answers;
+}
+
+}  // namespace gpuleak::core

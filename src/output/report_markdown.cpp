@@ -1,0 +1,224 @@
+// Markdown rendering of a report (report_markdown.h). Sections: the verdict line, leaks (site,
+// file:line, rate, live at the last iteration, first iteration, forecast of its device,
+// confidence), devices (with NVML's view when read), out-of-memory events, notes.
+#include "output/report_markdown.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <vector>
+
+#include "gate/escape.h"
+#include "output/text_summary.h"
+
+namespace gpuleak::output {
+
+namespace {
+
+using nlohmann::json;
+
+const json &member(const json &j, const char *key) {
+  static const json null;
+  if (!j.is_object()) return null;
+  auto it = j.find(key);
+  return it == j.end() ? null : *it;
+}
+const json &array(const json &j, const char *key) {
+  static const json empty = json::array();
+  const json &v = member(j, key);
+  return v.is_array() ? v : empty;
+}
+std::string text(const json &j, const char *key) {
+  const json &v = member(j, key);
+  return v.is_string() ? v.get<std::string>() : std::string();
+}
+bool has_number(const json &j, const char *key) { return member(j, key).is_number(); }
+double number(const json &j, const char *key) {
+  const json &v = member(j, key);
+  return v.is_number() ? v.get<double>() : 0.0;
+}
+std::string integer(const json &j, const char *key) {
+  const json &v = member(j, key);
+  if (v.is_number_unsigned()) return std::to_string(v.get<uint64_t>());
+  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
+  return "?";
+}
+std::string bytes(const json &j, const char *key) {
+  return has_number(j, key) ? human_bytes(number(j, key)) : std::string("?");
+}
+std::string fixed(double v, const char *format) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+// Untrusted text in a table cell or a line of prose.
+std::string md(const std::string &s) { return gate::markdown_escape(s); }
+// A site id in a code span, only when it is what gpuleak writes (hex digits): escapes do not work
+// inside code spans, so anything else is escaped text.
+std::string site(const std::string &s) {
+  bool hex = !s.empty() && s.find_first_not_of("0123456789abcdef") == std::string::npos;
+  return hex ? "`" + s + "`" : md(s);
+}
+
+std::string basename_of(const std::string &path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// The frame a reader looks for: the innermost Python frame with a file, else the innermost frame
+// with a function or file. "function (file:line)", escaped; "?" when nothing is known.
+std::string location(const json &stack) {
+  static const json none = json::array();
+  const json &frames = stack.is_array() ? stack : none;  // a reference: pick points into it
+  const json *pick = nullptr;
+  for (const json &f : frames)
+    if (text(f, "kind") == "python" && !text(f, "file").empty()) {
+      pick = &f;
+      break;
+    }
+  if (!pick)
+    for (const json &f : frames)
+      if (!text(f, "function").empty() || !text(f, "file").empty()) {
+        pick = &f;
+        break;
+      }
+  if (!pick) return stack.is_array() && !stack.empty() ? "(unsymbolized)" : "(unknown site)";
+  std::string fn = text(*pick, "function"), file = text(*pick, "file");
+  std::string s = md(fn.empty() ? "?" : fn);
+  if (!file.empty()) {
+    s += " (" + md(basename_of(file));
+    if (member(*pick, "line").is_number_integer()) s += ":" + integer(*pick, "line");
+    s += ")";
+  }
+  return s;
+}
+
+const json *device_of(const json &report, const json &index) {
+  for (const json &d : array(report, "devices"))
+    if (member(d, "index") == index) return &d;
+  return nullptr;
+}
+
+std::string forecast_text(const json *device) {
+  if (!device) return "-";
+  const json &f = member(*device, "forecast");
+  if (!f.is_object()) return "-";
+  std::string s = "~" + integer(f, "iterations_left") + " iterations";
+  if (has_number(f, "seconds_left")) s += " (~" + fixed(number(f, "seconds_left"), "%.0f") + " s)";
+  return s;
+}
+
+void heading(std::string &out, const json &r) {
+  const json &run = member(r, "run");
+  std::string program = text(run, "program");
+  out += "# gpuleak report: " + (program.empty() ? std::string("(unknown program)") : md(program)) + " (pid " +
+         integer(run, "pid") + ")\n\n";
+  std::string verdict = text(r, "verdict");
+  std::string source = text(r, "iteration_source");
+  const json &analysis = member(r, "analysis");
+  out += "**Verdict: " + md(verdict.empty() ? "?" : verdict) + "**";
+  if (source.empty() || source == "none") {
+    out += ", no iterations found";
+  } else {
+    std::string loop = text(analysis, "primary_loop");
+    out += ", " + integer(analysis, "primary_iterations") + " iterations of loop \"" + md(loop) + "\" (" + md(source) +
+           "; " + integer(analysis, "warmup_iterations") + " warm-up)";
+  }
+  std::string mode = text(run, "allocator_mode");
+  if (!mode.empty()) out += "; allocator: " + md(mode);
+  out += "\n\n";
+}
+
+void leaks(std::string &out, const json &r) {
+  const json &list = array(r, "leaks");
+  out += "## Leaks\n\n";
+  if (list.empty()) {
+    out += "No leaking call site.\n\n";
+    return;
+  }
+  out +=
+      "| site | where | device | rate | live at the last iteration | first iteration | out of memory in | confidence "
+      "|\n";
+  out += "|---|---|---|---|---|---|---|---|\n";
+  for (const json &l : list) {
+    std::string live = bytes(l, "live_bytes") + " in " + integer(l, "live_count");
+    if (member(l, "live_at_exit_count") == json(0) && member(l, "live_count") != json(0)) live += " (released at exit)";
+    out += "| " + site(text(l, "site_id")) + " | " + location(member(l, "stack")) + " | " + integer(l, "device") +
+           " | " + bytes(l, "bytes_per_iteration") + "/iteration | " + live + " | " + integer(l, "first_iteration") +
+           " | " + forecast_text(device_of(r, member(l, "device"))) + " | " +
+           (has_number(l, "confidence") ? fixed(number(l, "confidence"), "%.2f") : "?") + " |\n";
+  }
+  out += "\n";
+}
+
+void devices(std::string &out, const json &r) {
+  const json &list = array(r, "devices");
+  if (list.empty()) return;
+  out += "## Devices\n\n";
+  out += "| device | name | verdict | peak | live at exit | NVML process usage | untracked | out of memory in |\n";
+  out += "|---|---|---|---|---|---|---|---|\n";
+  for (const json &d : list) {
+    out += "| " + integer(d, "index") + " | " + md(text(d, "name")) + " | " + md(text(d, "verdict")) + " | " +
+           bytes(d, "peak_live_bytes") + " | " + bytes(d, "live_at_exit_bytes") + " | " +
+           (has_number(d, "nvml_used_bytes") ? bytes(d, "nvml_used_bytes") : "-") + " | " +
+           (has_number(d, "untracked_bytes") ? bytes(d, "untracked_bytes") : "-") + " | " + forecast_text(&d) + " |\n";
+  }
+  out += "\n";
+}
+
+void ooms(std::string &out, const json &r) {
+  const json &events = array(member(r, "oom"), "events");
+  out += "## Out of memory\n\n";
+  if (events.empty()) {
+    out += "No allocation failed.\n\n";
+    return;
+  }
+  out += "| time | device | requested | free / total | live (gpuleak) | recovered | where |\n";
+  out += "|---|---|---|---|---|---|---|\n";
+  for (const json &e : events) {
+    const json &recovered = member(e, "recovered");
+    out += "| " + (has_number(e, "t_ns") ? fixed(number(e, "t_ns") / 1e9, "%.3f s") : "?") + " | " +
+           integer(e, "device") + " | " + bytes(e, "requested_bytes") + " | " + bytes(e, "free_bytes") + " / " +
+           bytes(e, "total_bytes") + " | " + bytes(e, "live_bytes") + " | " +
+           (recovered.is_boolean() ? (recovered.get<bool>() ? "yes" : "**no**") : "?") + " | " +
+           location(member(e, "stack")) + " |\n";
+  }
+  // What held the memory at the newest failure.
+  const json &top = array(events.front(), "live_by_site");
+  if (!top.empty()) {
+    out += "\nLive at the newest failure, by call site:\n\n| site | where | bytes | allocations |\n|---|---|---|---|\n";
+    size_t shown = 0;
+    for (const json &s : top) {
+      if (shown++ == 10) break;
+      out += "| " + site(text(s, "site_id")) + " | " + location(member(s, "stack")) + " | " + bytes(s, "bytes") +
+             " | " + integer(s, "count") + " |\n";
+    }
+  }
+  out += "\n";
+}
+
+void notes(std::string &out, const json &r) {
+  std::vector<std::string> lines;
+  std::string note = text(member(r, "run"), "allocator_note");
+  if (!note.empty()) lines.push_back(md(note));
+  for (const json &w : array(member(r, "analysis"), "warnings"))
+    if (w.is_string()) lines.push_back(md(w.get<std::string>()));
+  if (lines.empty()) return;
+  out += "## Notes\n\n";
+  for (const std::string &l : lines) out += "- " + l + "\n";
+  out += "\n";
+}
+
+}  // namespace
+
+std::string report_markdown(const json &report) {
+  std::string out;
+  heading(out, report);
+  leaks(out, report);
+  devices(out, report);
+  ooms(out, report);
+  notes(out, report);
+  return out;
+}
+
+}  // namespace gpuleak::output
