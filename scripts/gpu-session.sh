@@ -5,7 +5,10 @@
 # and one folder or log per stage. Build everything here first:
 #   scripts/build.sh && scripts/bundle-runtime-libs.sh build && tests/gpu/build.sh build
 # and carry it (README "GPU checks"). STAGES="matrix overhead" runs only those stages.
-# Stage limits (seconds) can be overridden as LIMIT_<stage>=N.
+# Stage limits (seconds) can be overridden as LIMIT_<stage>=N. PARALLEL=1 runs the overhead
+# benchmark alone first, then every other stage at once (16 cores and one or two H200s take it;
+# it turns a sum of stage times into their maximum when device time is short, at the price of
+# noisier wall-time figures in the advice stage's before/after timings).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/gpu-session}
@@ -38,18 +41,29 @@ stage() {
   echo "$name: $verdict after $((SECONDS - t0)) s" | tee -a "$summary"
 }
 
-# The C++ capture paths with and without CUPTI, and one PyTorch mode with Python frames: the
-# capture core's conformance (the other PyTorch modes, CuPy and JAX are in the full matrix).
-stage matrix 150 env MATRIX_CASES="${MATRIX_CASES:-^(leaky|driver|async|vmm|memory|graph|oom|threads)|^torch_async$}" \
-  tests/gpu/run_matrix.sh "$build" "$out/matrix"
+# A stage is run in the background when PARALLEL=1 (except the overhead benchmark).
+bg() {
+  if [[ ${PARALLEL:-0} == 1 ]]; then
+    stage "$@" &
+  else
+    stage "$@"
+  fi
+}
+
 # Added cost per allocation pair, the four configurations alternately, pinned to two CPUs.
 stage overhead 120 env WITH_CUPTI=1 ROUNDS="${ROUNDS:-11}" PAIRS=20000 REPS=9 PIN="taskset -c 2,3" \
   bench/run_overhead.sh "$build" "$build/gpu-tests/alloc_pair"
-[[ -x tests/gpu/run_leak_shapes.sh ]] && stage leak_shapes 150 tests/gpu/run_leak_shapes.sh "$build" "$out/leak_shapes"
-[[ -x tests/gpu/run_advice.sh ]] && stage advice 120 tests/gpu/run_advice.sh "$build" "$out/advice"
-[[ -x tests/gpu/run_trace_cases.sh ]] && stage trace 120 tests/gpu/run_trace_cases.sh "$build" "$out/trace"
+# The C++ capture paths with and without CUPTI, and one PyTorch mode with Python frames: the
+# capture core's conformance (the other PyTorch modes, CuPy and JAX are in the full matrix).
+bg matrix 150 env MATRIX_CASES="${MATRIX_CASES:-^(leaky|driver|async|vmm|memory|graph|oom|threads)|^torch_async$}" \
+  tests/gpu/run_matrix.sh "$build" "$out/matrix"
+[[ -x tests/gpu/run_leak_shapes.sh ]] && bg leak_shapes 150 tests/gpu/run_leak_shapes.sh "$build" "$out/leak_shapes"
+[[ -x tests/gpu/run_advice.sh ]] && bg advice 120 tests/gpu/run_advice.sh "$build" "$out/advice"
+[[ -x tests/gpu/run_trace_cases.sh ]] && bg trace 120 tests/gpu/run_trace_cases.sh "$build" "$out/trace"
+wait
 
 cat "$out/machine.txt" "$summary"
 [[ -f $out/overhead.log ]] && cat "$out/overhead.log"
 tail -n 40 "$out/matrix/matrix.md" 2>/dev/null
+for f in leak_shapes/summary.md advice/advice.md trace/summary.txt; do [[ -f $out/$f ]] && cat "$out/$f"; done
 exit 0
