@@ -9,20 +9,28 @@ namespace gpuleak::analysis {
 
 const char *verdict_name(Verdict v) {
   switch (v) {
-    case Verdict::kClean: return "clean";
-    case Verdict::kInconclusive: return "inconclusive";
-    case Verdict::kGrowth: return "growth";
-    case Verdict::kLeak: return "leak";
+    case Verdict::kClean:
+      return "clean";
+    case Verdict::kInconclusive:
+      return "inconclusive";
+    case Verdict::kGrowth:
+      return "growth";
+    case Verdict::kLeak:
+      return "leak";
   }
   return "inconclusive";
 }
 
 const char *iteration_source_name(IterationSource s) {
   switch (s) {
-    case IterationSource::kNone: return "none";
-    case IterationSource::kAuto: return "auto";
-    case IterationSource::kNvtx: return "nvtx";
-    case IterationSource::kApi: return "api";
+    case IterationSource::kNone:
+      return "none";
+    case IterationSource::kAuto:
+      return "auto";
+    case IterationSource::kNvtx:
+      return "nvtx";
+    case IterationSource::kApi:
+      return "api";
   }
   return "none";
 }
@@ -44,8 +52,7 @@ std::vector<Span> find_iterations(const Capture &capture, const Timeline &timeli
     try {
       pattern = std::regex(o.iteration_range_regex, flags);
     } catch (const std::regex_error &) {
-      out->warnings.push_back("invalid iteration range pattern '" + o.iteration_range_regex +
-                              "': using the default");
+      out->warnings.push_back("invalid iteration range pattern '" + o.iteration_range_regex + "': using the default");
       pattern = std::regex(AnalysisOptions{}.iteration_range_regex, flags);
     }
     try {
@@ -75,6 +82,16 @@ uint32_t warmup_for(uint32_t n, int requested) {
 
 bool contains(const std::string &s, const char *needle) { return s.find(needle) != std::string::npos; }
 
+// libc10_cuda.so holds PyTorch's CUDA caching allocator: loaded means PyTorch allocates here.
+bool loaded_pytorch_cuda(const Capture &capture) {
+  for (const format::Module &m : capture.modules) {
+    size_t slash = m.path.rfind('/');
+    std::string base = m.path.substr(slash == std::string::npos ? 0 : slash + 1);
+    if (base.compare(0, 12, "libc10_cuda.") == 0) return true;
+  }
+  return false;
+}
+
 // Informational: what the allocator environment and the allocation pattern suggest.
 std::string allocator_mode(const Capture &capture, const Ledger &ledger) {
   std::string env = capture.run ? capture.run->allocator_env : std::string();
@@ -89,14 +106,23 @@ std::string allocator_mode(const Capture &capture, const Ledger &ledger) {
         ++device;
         if (r.size % (2u << 20) == 0) ++device_2mib;
         break;
-      case format::Kind::kAsync: ++async; break;
-      case format::Kind::kVmm: ++vmm; break;
-      default: break;
+      case format::Kind::kAsync:
+        ++async;
+        break;
+      case format::Kind::kVmm:
+        ++vmm;
+        break;
+      default:
+        break;
     }
   }
   if (ledger.accounting.allocations == 0) return "none";
   if (vmm > 0) return "virtual memory (cuMemCreate/cuMemMap)";
   if (async > device) return "stream-ordered (cudaMallocAsync)";
+  // PyTorch with its default allocator: what cudaMalloc sees are its cached segments, whatever
+  // their sizes (a short run has few segments beside cuBLAS's own allocations).
+  if (loaded_pytorch_cuda(capture) && !contains(env, "PYTORCH_NO_CUDA_MEMORY_CACHING=") && device > 0)
+    return "segments (PyTorch's caching allocator)";
   // Libraries beside the caching allocator (cuBLAS, NCCL) make a few allocations of their own: 3/4
   // suffice. A caching allocator keeps its segments: most are never freed (a per-tensor run with
   // 2 MiB activations frees nearly everything it allocates).

@@ -85,6 +85,10 @@ RunFacts read_run_facts() {
     if (f.rank >= 0) break;
   }
   if (const char *conf = std::getenv("PYTORCH_CUDA_ALLOC_CONF")) f.allocator_env = conf;
+  // PyTorch's other switch: with it, every tensor is its own cudaMalloc (no caching allocator).
+  const char *no_caching = std::getenv("PYTORCH_NO_CUDA_MEMORY_CACHING");
+  if (no_caching && no_caching[0])
+    f.allocator_env += std::string(f.allocator_env.empty() ? "" : ";") + "PYTORCH_NO_CUDA_MEMORY_CACHING=" + no_caching;
   return f;
 }
 

@@ -215,6 +215,33 @@ TEST(HardCases, TwoThreadsMarkingTwoLoopsAtOnce) {
   EXPECT_EQ(a.leaks[0].first_iteration, 0u);
 }
 
+TEST(HardCases, PyTorchLoadedWithItsDefaultAllocatorMeansSegments) {
+  // Seen on the H200: a short PyTorch run has few segments beside cuBLAS's own odd-sized blocks,
+  // so the 2 MiB rule alone misses it; libc10_cuda.so in the process says whose allocator it is.
+  auto build = [](const std::string &env) {
+    CaptureBuilder b;
+    format::Module torch;
+    torch.path = "/venv/lib/python3.12/site-packages/torch/lib/libc10_cuda.so";
+    b.capture.modules.push_back(torch);
+    format::RunInfo run;
+    run.allocator_env = env;
+    b.capture.run = run;
+    for (int i = 0; i < 4; ++i) b.alloc(3 * 1000 * 1000 + i, 1);  // cuBLAS workspaces
+    for (int i = 0; i < 20; ++i) {
+      b.begin("step");
+      if (i % 5 == 0) b.alloc(20 * kMiB, 2);
+      b.end();
+    }
+    return analyze(b.capture);
+  };
+  Analysis cached = build("");
+  EXPECT_EQ(cached.allocator_mode, "segments (PyTorch's caching allocator)");
+  EXPECT_NE(cached.allocator_note.find("may be hidden"), std::string::npos) << cached.allocator_note;
+  Analysis per_tensor = build("PYTORCH_NO_CUDA_MEMORY_CACHING=1");
+  EXPECT_EQ(per_tensor.allocator_mode, "per-allocation");
+  EXPECT_EQ(per_tensor.allocator_note, "");
+}
+
 TEST(HardCases, CachingAllocatorSegmentsGetTheNoteThatALeakMayHide) {
   // PyTorch's default allocator: 2 MiB segments, plus one odd-sized block from another library.
   CaptureBuilder seg;
