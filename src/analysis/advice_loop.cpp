@@ -119,9 +119,10 @@ void thrash_finding(const LoopView &loop, uint16_t slot, const ThrashDevice &dev
   a.message = "Every iteration the device's cached blocks are released in one burst (" +
               std::to_string(static_cast<uint64_t>(blocks + 0.5)) + " blocks, " + bytes_text(bytes) +
               ", as torch.cuda.empty_cache() does) and allocated again: do not empty the cache inside the loop "
-              "(once after it, if at all); that saves about " +
-              duration_text(time) + " per iteration in " + api_text(loop.timeline, dev.example_free) +
-              " and the matching allocations.";
+              "(once after it, if at all); that saves up to " +
+              duration_text(time) + " per iteration spent in " + api_text(loop.timeline, dev.example_free) +
+              " and the matching allocations (a synchronous free also waits for the GPU's queued work, which "
+              "the loop would otherwise wait for elsewhere).";
   out->push_back(std::move(a));
 }
 
