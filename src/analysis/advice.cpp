@@ -38,6 +38,18 @@ uint32_t LoopView::ends_crossed(uint32_t birth, uint32_t death) const {
   return death <= birth ? 0 : static_cast<uint32_t>(after(death) - after(birth));
 }
 
+const std::vector<Change> &LoopView::changes(uint16_t slot) const {
+  if (changes_.size() <= slot) {
+    changes_.resize(slot + 1u);
+    changes_ready_.resize(slot + 1u, false);
+  }
+  if (!changes_ready_[slot]) {
+    changes_[slot] = device_changes(ledger, slot);
+    changes_ready_[slot] = true;
+  }
+  return changes_[slot];
+}
+
 bool LoopView::enough() const { return post() >= static_cast<uint32_t>(std::max(2, min_post_warmup)); }
 
 bool LoopView::most(uint64_t iterations) const {

@@ -14,6 +14,14 @@
 namespace gpuleak::analysis::detail {
 
 // The primary loop as the advice rules read it.
+struct Change {
+  uint32_t pos = 0;
+  uint8_t order = 1;  // 0: applied before the events at pos (a free moved to an iteration's end)
+  int64_t delta = 0;
+  uint32_t alloc = 0;
+};
+std::vector<Change> device_changes(const Ledger &ledger, uint16_t slot);
+
 struct LoopView {
   LoopView(const format::Capture &c, const Timeline &t, const SiteTable &s, const Ledger &l, const AdviceOptions &o)
       : capture(c), timeline(t), sites(s), ledger(l), options(o) {}
@@ -41,17 +49,18 @@ struct LoopView {
   bool enough() const;
   // At least min_iteration_share of the post-warm-up iterations.
   bool most(uint64_t iterations) const;
+  // device_changes(ledger, slot), computed once per device and shared by the rules (one sort of
+  // every birth and death of a device is the most expensive step of the advice).
+  const std::vector<Change> &changes(uint16_t slot) const;
+
+ private:
+  mutable std::vector<std::vector<Change>> changes_;
+  mutable std::vector<bool> changes_ready_;
 };
 
 // Device live bytes after every change, with some allocations' deaths moved: the baseline and
 // the counterfactuals the late-release and peak rules compare.
-struct Change {
-  uint32_t pos = 0;
-  uint8_t order = 1;  // 0: applied before the events at pos (a free moved to an iteration's end)
-  int64_t delta = 0;
-  uint32_t alloc = 0;
-};
-std::vector<Change> device_changes(const Ledger &ledger, uint16_t slot);
+
 struct PeakAt {
   uint64_t bytes = 0;
   uint32_t pos = 0;        // the change that reached it (kNone: the iteration's start value)

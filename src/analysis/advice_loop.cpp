@@ -46,7 +46,7 @@ ThrashDevice find_bursts(const LoopView &loop, uint16_t slot, std::vector<bool> 
   const Timeline &t = loop.timeline;
   const AdviceOptions &o = loop.options;
   ThrashDevice dev;
-  std::vector<Change> changes = device_changes(loop.ledger, slot);
+  const std::vector<Change> &changes = loop.changes(slot);
   uint64_t live = 0;
   size_t k = 0;
   while (k < changes.size()) {

@@ -6,18 +6,19 @@
 #include <unordered_map>
 
 #include "analysis/advice_internal.h"
+#include "format/huge_pages.h"
 
 namespace gpuleak::analysis::detail {
 
 namespace {
 
-void sort_changes(std::vector<Change> *changes) {
-  std::sort(changes->begin(), changes->end(), [](const Change &a, const Change &b) {
-    if (a.pos != b.pos) return a.pos < b.pos;
-    if (a.order != b.order) return a.order < b.order;
-    return a.delta < b.delta;  // a release before a birth at the same event (an address reused)
-  });
+bool change_before(const Change &a, const Change &b) {
+  if (a.pos != b.pos) return a.pos < b.pos;
+  if (a.order != b.order) return a.order < b.order;
+  return a.delta < b.delta;  // a release before a birth at the same event (an address reused)
 }
+
+void sort_changes(std::vector<Change> *changes) { std::sort(changes->begin(), changes->end(), change_before); }
 
 uint64_t key_of(uint16_t slot, uint32_t site) { return static_cast<uint64_t>(slot) << 32 | site; }
 
@@ -30,7 +31,12 @@ uint64_t device_total(const LoopView &loop, int device) {
 }  // namespace
 
 std::vector<Change> device_changes(const Ledger &ledger, uint16_t slot) {
+  size_t n = 0;
+  for (const Alloc &a : ledger.allocs)
+    if (on_device(a.space) && a.slot == slot) n += a.death != kNone ? 2 : 1;
   std::vector<Change> changes;
+  changes.reserve(n);
+  format::prefer_huge_pages(changes);
   for (uint32_t i = 0; i < ledger.allocs.size(); ++i) {
     const Alloc &a = ledger.allocs[i];
     if (!on_device(a.space) || a.slot != slot) continue;
@@ -116,19 +122,35 @@ void advise_late_release(const LoopView &loop, std::vector<Advice> *out) {
   for (const LateSite &s : sites) {
     if (s.late == 0 || static_cast<double>(s.late) < o.late_min_share * static_cast<double>(s.eligible)) continue;
     if (static_cast<double>(s.iterations) < o.min_iteration_share * (loop.post() - o.late_max_lag)) continue;
-    std::vector<Change> changes = device_changes(ledger, s.slot);
+    const std::vector<Change> &all = loop.changes(s.slot);
     auto base = baseline.find(s.slot);
-    if (base == baseline.end()) base = baseline.emplace(s.slot, steady_peak(loop, changes)).first;
+    if (base == baseline.end()) base = baseline.emplace(s.slot, steady_peak(loop, all)).first;
     // The counterfactual: each late allocation freed at the end of the iteration that made it.
+    // The moved frees are sorted on their own and merged back into the rest, still in order.
     std::vector<bool> late(ledger.allocs.size(), false);
     for (uint32_t i : s.allocs) late[i] = true;
-    for (Change &c : changes)
-      if (c.delta < 0 && late[c.alloc]) c.pos = loop.end[loop.iteration_of(ledger.allocs[c.alloc].birth)], c.order = 0;
+    std::vector<Change> kept, moved;
+    kept.reserve(all.size());
+    format::prefer_huge_pages(kept);
+    for (const Change &c : all) {
+      if (c.delta < 0 && late[c.alloc]) {
+        Change m = c;
+        m.pos = loop.end[loop.iteration_of(ledger.allocs[c.alloc].birth)], m.order = 0;
+        moved.push_back(m);
+      } else {
+        kept.push_back(c);
+      }
+    }
     for (uint32_t i : s.tail) {
       const Alloc &a = ledger.allocs[i];
-      changes.push_back({loop.end[loop.iteration_of(a.birth)], 0, -static_cast<int64_t>(a.size), i});
+      moved.push_back({loop.end[loop.iteration_of(a.birth)], 0, -static_cast<int64_t>(a.size), i});
     }
-    sort_changes(&changes);
+    sort_changes(&moved);
+    std::vector<Change> changes;
+    changes.reserve(kept.size() + moved.size());
+    format::prefer_huge_pages(changes);
+    changes.resize(kept.size() + moved.size());
+    std::merge(kept.begin(), kept.end(), moved.begin(), moved.end(), changes.begin(), change_before);
     const PeakAt fixed = steady_peak(loop, changes);
     const uint64_t peak = base->second.bytes;
     if (fixed.bytes >= peak) continue;
@@ -214,7 +236,7 @@ void advise_peak(const LoopView &loop, const std::vector<OomEvent> &ooms, std::v
     const int device = ledger.devices[slot];
     const uint64_t total = device_total(loop, device);
     const bool oom = std::any_of(ooms.begin(), ooms.end(), [&](const OomEvent &e) { return e.device == device; });
-    const std::vector<Change> changes = device_changes(ledger, slot);
+    const std::vector<Change> &changes = loop.changes(slot);
     const PeakAt peak = steady_peak(loop, changes);
     if (peak.bytes == 0) continue;
     const bool full =

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "analysis/internal.h"
+#include "format/huge_pages.h"
 
 namespace gpuleak::analysis::detail {
 
@@ -19,6 +20,7 @@ template <typename Record>
 std::vector<const Record *> by_time(const std::vector<Record> &records) {
   std::vector<const Record *> out;
   out.reserve(records.size());
+  format::prefer_huge_pages(out);
   for (const auto &r : records) out.push_back(&r);
   // Stable: each thread's records are already in order, and must stay so at equal times.
   std::stable_sort(out.begin(), out.end(), [](const Record *a, const Record *b) { return a->ts_ns < b->ts_ns; });
@@ -92,8 +94,7 @@ std::vector<Span> spans_from_markers(const Capture &capture, uint64_t capture_en
 // ranges whose whole message matches count; the loop's name is the pattern's first group,
 // lowercased ("Step 12" -> "step"), or without a group the message less its trailing number. A
 // matching range inside another matching range is part of it: only the outermost is kept.
-std::vector<Span> spans_from_nvtx(const Capture &capture, const std::regex &pattern,
-                                  uint64_t capture_end_ns) {
+std::vector<Span> spans_from_nvtx(const Capture &capture, const std::regex &pattern, uint64_t capture_end_ns) {
   std::unordered_map<uint32_t, std::optional<std::string>> names;  // message id -> loop name
   auto loop_of = [&](uint32_t message_id) -> const std::optional<std::string> & {
     auto [it, fresh] = names.try_emplace(message_id);
@@ -123,7 +124,9 @@ std::vector<Span> spans_from_nvtx(const Capture &capture, const std::regex &patt
   std::unordered_map<uint64_t, Pending> started;              // by range id
   for (const format::NvtxRecord *r : by_time(capture.nvtx)) {
     switch (static_cast<format::NvtxOp>(r->op)) {
-      case format::NvtxOp::kPush: stacks[r->tid].push_back({r->message_id, r->ts_ns}); break;
+      case format::NvtxOp::kPush:
+        stacks[r->tid].push_back({r->message_id, r->ts_ns});
+        break;
       case format::NvtxOp::kPop: {
         auto it = stacks.find(r->tid);
         if (it == stacks.end() || it->second.empty()) break;
@@ -131,7 +134,9 @@ std::vector<Span> spans_from_nvtx(const Capture &capture, const std::regex &patt
         it->second.pop_back();
         break;
       }
-      case format::NvtxOp::kStart: started[r->range_id] = {r->message_id, r->ts_ns}; break;
+      case format::NvtxOp::kStart:
+        started[r->range_id] = {r->message_id, r->ts_ns};
+        break;
       case format::NvtxOp::kEnd: {
         auto it = started.find(r->range_id);
         if (it == started.end()) break;
@@ -139,7 +144,8 @@ std::vector<Span> spans_from_nvtx(const Capture &capture, const std::regex &patt
         started.erase(it);
         break;
       }
-      default: break;
+      default:
+        break;
     }
   }
   for (auto &[tid, stack] : stacks)
@@ -177,8 +183,7 @@ std::string primary_loop(const std::vector<Span> &spans) {
   const std::string *best = nullptr;
   std::pair<size_t, uint64_t> best_key{0, 0};
   for (const auto &[name, key] : loops) {
-    if (!best || key.first > best_key.first ||
-        (key.first == best_key.first && key.second < best_key.second)) {
+    if (!best || key.first > best_key.first || (key.first == best_key.first && key.second < best_key.second)) {
       best = &name;
       best_key = key;
     }

@@ -8,6 +8,7 @@
 
 #include "analysis/flat_map.h"
 #include "analysis/internal.h"
+#include "format/huge_pages.h"
 
 namespace gpuleak::analysis::detail {
 
@@ -21,13 +22,18 @@ Space space_of(uint8_t kind) {
     case Kind::kDevice:
     case Kind::kAsync:
     case Kind::kManaged:
-    case Kind::kPitched: return Space::kDevicePtr;
+    case Kind::kPitched:
+      return Space::kDevicePtr;
     case Kind::kArray:
-    case Kind::kMipmappedArray: return Space::kArray;
-    case Kind::kVmm: return Space::kVmm;
+    case Kind::kMipmappedArray:
+      return Space::kArray;
+    case Kind::kVmm:
+      return Space::kVmm;
     case Kind::kHostPinned:
-    case Kind::kHostRegistered: return Space::kHost;
-    default: return Space::kNotOwned;  // imported, virtual ranges, unknown
+    case Kind::kHostRegistered:
+      return Space::kHost;
+    default:
+      return Space::kNotOwned;  // imported, virtual ranges, unknown
   }
 }
 
@@ -42,9 +48,14 @@ Timeline make_timeline(const Capture &capture) {
   for (uint32_t i = 1; i < n && sorted; ++i) sorted = mem[i - 1].ts_ns <= mem[i].ts_ns;
   if (!sorted) {
     // (ts, file index) pairs: sorting them is a stable sort by ts, and cache friendly.
-    std::vector<std::pair<uint64_t, uint32_t>> keyed(n);
+    std::vector<std::pair<uint64_t, uint32_t>> keyed;
+    keyed.reserve(n);
+    format::prefer_huge_pages(keyed);
+    keyed.resize(n);
     for (uint32_t i = 0; i < n; ++i) keyed[i] = {mem[i].ts_ns, i};
     std::sort(keyed.begin(), keyed.end());
+    t.order.reserve(n);
+    format::prefer_huge_pages(t.order);
     t.order.resize(n);
     for (uint32_t i = 0; i < n; ++i) t.order[i] = keyed[i].second;
   }
@@ -60,8 +71,10 @@ uint32_t Timeline::lower_bound(uint64_t t) const {
   uint32_t lo = 0, hi = size;
   while (lo < hi) {
     uint32_t mid = lo + (hi - lo) / 2;
-    if (ts(mid) < t) lo = mid + 1;
-    else hi = mid;
+    if (ts(mid) < t)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo;
 }
@@ -70,8 +83,10 @@ uint32_t Timeline::upper_bound(uint64_t t) const {
   uint32_t lo = 0, hi = size;
   while (lo < hi) {
     uint32_t mid = lo + (hi - lo) / 2;
-    if (ts(mid) <= t) lo = mid + 1;
-    else hi = mid;
+    if (ts(mid) <= t)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo;
 }
@@ -83,8 +98,8 @@ struct U64Hash {
 };
 
 bool owned_alloc(const MemoryRecord &r) {
-  return r.op == static_cast<uint8_t>(Op::kAlloc) && r.result == 0 &&
-         !(r.flags & format::kFlagGraphReservation) && space_of(r.kind) != Space::kNotOwned;
+  return r.op == static_cast<uint8_t>(Op::kAlloc) && r.result == 0 && !(r.flags & format::kFlagGraphReservation) &&
+         space_of(r.kind) != Space::kNotOwned;
 }
 
 }  // namespace
@@ -125,9 +140,7 @@ struct Key {
   uint64_t address;
   int32_t device;
   Space space;
-  bool operator==(const Key &o) const {
-    return address == o.address && device == o.device && space == o.space;
-  }
+  bool operator==(const Key &o) const { return address == o.address && device == o.device && space == o.space; }
 };
 struct KeyHash {
   uint64_t operator()(const Key &k) const {
@@ -138,8 +151,8 @@ struct KeyHash {
 
 class Replayer {
  public:
-  Replayer(const Capture &capture, const Timeline &timeline, const SiteTable &sites,
-           const std::vector<Span> &spans, Ledger *out)
+  Replayer(const Capture &capture, const Timeline &timeline, const SiteTable &sites, const std::vector<Span> &spans,
+           Ledger *out)
       : capture_(capture), timeline_(timeline), sites_(sites), spans_(spans), out_(*out) {}
 
   void run() {
@@ -159,6 +172,7 @@ class Replayer {
                      [&](uint32_t a, uint32_t b) { return spans_[a].end < spans_[b].end; });
     size_t n = timeline_.size, nb = 0, ne = 0;
     out_.allocs.reserve(sites_.alloc_sequence.size());
+    format::prefer_huge_pages(out_.allocs);
     open_pos_.assign(spans_.size(), kNone);
     for (size_t k = 0; k <= n; ++k) {
       // Open before closing, so that an empty span [k, k) opens and closes at the same moment.
@@ -213,11 +227,16 @@ class Replayer {
       return;  // a failed call changes nothing
     }
     switch (op) {
-      case Op::kAlloc: return alloc(k, r);
-      case Op::kFree: return free(k, r);
-      case Op::kMap: return map(k, r);
-      case Op::kContextReset: return reset(k, r);
-      default: return;  // unmap, reserve, pool ops: no owned bytes change (VMM counts at create)
+      case Op::kAlloc:
+        return alloc(k, r);
+      case Op::kFree:
+        return free(k, r);
+      case Op::kMap:
+        return map(k, r);
+      case Op::kContextReset:
+        return reset(k, r);
+      default:
+        return;  // unmap, reserve, pool ops: no owned bytes change (VMM counts at create)
     }
   }
 
@@ -349,13 +368,13 @@ class Replayer {
   const SiteTable &sites_;
   const std::vector<Span> &spans_;
   Ledger &out_;
-  std::vector<int> lookup_;      // device index -> slot
-  std::vector<uint64_t> live_;   // per slot
+  std::vector<int> lookup_;     // device index -> slot
+  std::vector<uint64_t> live_;  // per slot
   uint64_t host_live_ = 0, host_peak_ = 0;
   FlatMap<Key, uint32_t, KeyHash> live_map_;  // -> index in allocs
-  std::vector<bool> mapped_;     // per alloc: its VMM handle was mapped already
-  size_t next_map_ = 0;          // cursor in sites_.map_sequence
-  std::vector<uint32_t> open_;   // spans open at the current position
+  std::vector<bool> mapped_;                  // per alloc: its VMM handle was mapped already
+  size_t next_map_ = 0;                       // cursor in sites_.map_sequence
+  std::vector<uint32_t> open_;                // spans open at the current position
   std::vector<uint32_t> open_pos_;
 };
 

@@ -1,4 +1,5 @@
 #include "format/capture_reader.h"
+#include "format/huge_pages.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -265,6 +266,7 @@ bool read_capture_file(const std::string &path, Capture *out, std::string *error
   struct stat st {};
   if (::fstat(fd, &st) == 0 && st.st_size > 0)
     out->memory.reserve(static_cast<size_t>(st.st_size) / (sizeof(RecordHeader) + sizeof(MemoryRecord)));
+  prefer_huge_pages(out->memory);
   constexpr size_t kChunk = 4u << 20;  // > the largest record (kMaxRecordSize + header)
   std::vector<uint8_t> buf(kChunk);
   size_t have = 0;        // bytes in buf
