@@ -82,7 +82,8 @@ class Sites {
     }
     s = native;
     auto worker = std::find_if(s.begin(), s.end(), [](const Frame &f) {
-      return f.kind == Frame::Kind::kNative && f.function.find("torch::autograd::Engine::thread_main") != std::string::npos;
+      return f.kind == Frame::Kind::kNative &&
+             f.function.find("torch::autograd::Engine::thread_main") != std::string::npos;
     });
     if (worker != s.end()) {
       Frame marker;
@@ -189,9 +190,25 @@ json devices_json(const analysis::Analysis &a, const ReportContext &ctx) {
   return out;
 }
 
+// At most kMaxReportedIterations entries: a run of 300,000 one-allocation iterations would
+// otherwise write a report of over 100 MB. Kept: the first and the last kEdgeIterations, and an
+// even sample of the rest, each entry with its own index; analysis.iterations_total says how
+// many there were.
+constexpr size_t kMaxReportedIterations = 10000;
+constexpr size_t kEdgeIterations = 1000;
+
+bool reported(size_t i, size_t n) {
+  if (n <= kMaxReportedIterations || i < kEdgeIterations || i >= n - kEdgeIterations) return true;
+  const size_t middle = n - 2 * kEdgeIterations, slots = kMaxReportedIterations - 2 * kEdgeIterations;
+  const size_t k = i - kEdgeIterations;  // kept when it is the first of its slot
+  return k * slots / middle != (k == 0 ? slots : (k - 1) * slots / middle);
+}
+
 json iterations_json(const analysis::Analysis &a) {
   json out = json::array();
-  for (const auto &it : a.iterations) {
+  for (size_t i = 0; i < a.iterations.size(); ++i) {
+    if (!reported(i, a.iterations.size())) continue;
+    const auto &it = a.iterations[i];
     json devices = json::array();
     for (const auto &d : it.devices) {
       devices.push_back({{"index", d.device},
@@ -259,6 +276,7 @@ json analysis_json(const analysis::Analysis &a) {
   for (const auto &w : a.warnings) warnings.push_back(w);
   return {{"primary_loop", text_or_null(a.primary_loop)},
           {"primary_iterations", a.primary_iterations},
+          {"iterations_total", a.iterations.size()},
           {"warmup_iterations", a.warmup_iterations},
           {"allocations", c.allocations},
           {"frees", c.frees},
@@ -278,7 +296,7 @@ json analysis_json(const analysis::Analysis &a) {
 std::string iso8601_utc(uint64_t realtime_ns) {
   time_t secs = static_cast<time_t>(realtime_ns / 1000000000ull);
   unsigned ms = static_cast<unsigned>(realtime_ns / 1000000ull % 1000);
-  struct tm tm{};
+  struct tm tm {};
   gmtime_r(&secs, &tm);
   char buf[40];
   size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);

@@ -15,8 +15,7 @@ using nlohmann::json;
 using testing::CaptureBuilder;
 using testing::kMiB;
 
-Frame native(const std::string &fn, const std::string &file, int line, const std::string &module,
-             uint64_t address) {
+Frame native(const std::string &fn, const std::string &file, int line, const std::string &module, uint64_t address) {
   Frame f;
   f.kind = Frame::Kind::kNative;
   f.function = fn;
@@ -39,7 +38,9 @@ Frame python(const std::string &fn, const std::string &file, int line) {
 
 // Stack 7: the leaking native site; 100: its Python stack; anything else: unknown.
 Stack fake_symbolize(uint32_t id) {
-  if (id == 7) return {native("at::native::empty_cuda(...)", "EmptyTensor.cpp", 51, "/opt/torch/lib/libtorch_cuda.so", 0x7f2a91c0e4d3)};
+  if (id == 7)
+    return {native("at::native::empty_cuda(...)", "EmptyTensor.cpp", 51, "/opt/torch/lib/libtorch_cuda.so",
+                   0x7f2a91c0e4d3)};
   if (id == 100) return {python("train_step", "/home/ana/train.py", 42), python("main", "/home/ana/train.py", 77)};
   return {};
 }
@@ -255,7 +256,8 @@ TEST(ReportJson, SiteIdIgnoresAddressesAndModuleDirectories) {
 }
 
 TEST(ReportJson, HostileStringsStayValidJson) {
-  const std::string hostile = std::string("q\"b\\s\x01\x1f\n</script><script>alert(1)</script>") + "\xff\xfe" + "\xc3\x28";
+  const std::string hostile =
+      std::string("q\"b\\s\x01\x1f\n</script><script>alert(1)</script>") + "\xff\xfe" + "\xc3\x28";
   CaptureBuilder b = leaking_run();
   b.capture.run->host = hostile;
   b.capture.run->allocator_env = hostile;
@@ -279,8 +281,8 @@ TEST(ReportJson, HostileStringsStayValidJson) {
   EXPECT_EQ(text.find('\x01'), std::string::npos);
   json r = json::parse(text);
 
-  const std::string replaced = std::string("q\"b\\s\x01\x1f\n</script><script>alert(1)</script>") +
-                               "\xef\xbf\xbd\xef\xbf\xbd" + "\xef\xbf\xbd(";
+  const std::string replaced =
+      std::string("q\"b\\s\x01\x1f\n</script><script>alert(1)</script>") + "\xef\xbf\xbd\xef\xbf\xbd" + "\xef\xbf\xbd(";
   EXPECT_EQ(r["run"]["host"], replaced);
   EXPECT_EQ(r["run"]["command"][0], replaced);
   EXPECT_EQ(r["run"]["command"][1], "ok");
@@ -323,6 +325,33 @@ TEST(ReportJson, OomEvents) {
   EXPECT_EQ(e["history"][3]["site_id"], site_id(fake_symbolize(7)));
   EXPECT_EQ(e["site_id"], site_id(fake_symbolize(7)));
   EXPECT_EQ(r["analysis"]["failed_allocations"], 1);
+}
+
+TEST(ReportJson, AtMostTenThousandIterationsListed) {
+  CaptureBuilder b;
+  b.device(0, "NVIDIA H200", 150754820096ull);
+  const uint32_t n = 25000;
+  for (uint32_t i = 0; i < n; ++i) {
+    b.begin("step");
+    b.free(b.alloc(1 * kMiB, 2), format::Kind::kDevice);
+    b.end();
+  }
+  json r = report_of(b.capture);
+  EXPECT_EQ(r["analysis"]["iterations_total"], n);
+  EXPECT_EQ(r["analysis"]["primary_iterations"], n);
+  const json &its = r["iterations"];
+  ASSERT_EQ(its.size(), 10000u);
+  for (uint32_t i = 0; i < 1000; ++i) {  // both ends whole, in order
+    ASSERT_EQ(its[i]["index"], i);
+    ASSERT_EQ(its[its.size() - 1000 + i]["index"], n - 1000 + i);
+  }
+  for (size_t i = 1; i < its.size(); ++i) ASSERT_LT(its[i - 1]["index"], its[i]["index"]);
+  // The middle is an even sample: gaps of 2 or 3 iterations between 1000 and 24000.
+  for (size_t i = 1000; i < its.size() - 1000; ++i) {
+    uint32_t gap = its[i]["index"].get<uint32_t>() - its[i - 1]["index"].get<uint32_t>();
+    ASSERT_GE(gap, 1u);
+    ASSERT_LE(gap, 3u);
+  }
 }
 
 TEST(ReportJson, NoIterationsListsLiveAtExit) {
