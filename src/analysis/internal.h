@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "analysis/analysis.h"
+#include "format/address_space.h"
 #include "format/capture_reader.h"
 
 namespace gpuleak::analysis::detail {
@@ -24,8 +25,8 @@ namespace gpuleak::analysis::detail {
 inline constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
 
 // Address spaces a free is matched in (a VMM handle may equal a device pointer value).
-enum class Space : uint8_t { kDevicePtr, kArray, kVmm, kHost, kNotOwned };
-Space space_of(uint8_t kind);
+using Space = format::AddressSpace;
+inline Space space_of(uint8_t kind) { return format::address_space_of(kind); }
 inline bool on_device(Space s) { return s == Space::kDevicePtr || s == Space::kArray || s == Space::kVmm; }
 inline int device_of(int16_t device) { return device < 0 ? 0 : device; }
 // Monotonic time -> ns since the run's start (clamped at 0).
@@ -38,7 +39,7 @@ struct Timeline {
   const format::MemoryRecord *memory = nullptr;
   std::vector<uint32_t> order;  // indices into Capture::memory; empty when file order is time order
   uint32_t size = 0;
-  uint64_t end_ns = 0;          // latest timestamp of any record (memory, NVTX, marker, OOM)
+  uint64_t end_ns = 0;  // latest timestamp of any record (memory, NVTX, marker, OOM)
 
   const format::MemoryRecord &at(uint32_t k) const { return memory[order.empty() ? k : order[k]]; }
   uint64_t ts(uint32_t k) const { return at(k).ts_ns; }
@@ -69,8 +70,7 @@ struct Span {
 };
 
 std::vector<Span> spans_from_markers(const format::Capture &capture, uint64_t capture_end_ns);
-std::vector<Span> spans_from_nvtx(const format::Capture &capture, const std::regex &pattern,
-                                  uint64_t capture_end_ns);
+std::vector<Span> spans_from_nvtx(const format::Capture &capture, const std::regex &pattern, uint64_t capture_end_ns);
 // Sets begin/end from the times: events at or after start_ns and at or before end_ns.
 void place_spans(const Timeline &timeline, std::vector<Span> *spans);
 // The loop with the most iterations (ties: the one that started first).
@@ -85,7 +85,7 @@ struct Alloc {
   uint32_t birth = 0;
   uint32_t death = kNone;
   uint32_t site = 0;
-  uint16_t slot = 0;   // device slot (Ledger::devices)
+  uint16_t slot = 0;  // device slot (Ledger::devices)
   Space space = Space::kDevicePtr;
 };
 
@@ -97,30 +97,28 @@ struct DeviceTotals {
 };
 
 struct Ledger {
-  std::vector<int> devices;             // slot -> device index, ascending
-  std::vector<Alloc> allocs;            // owned memory (device and host), in birth order
-  std::vector<DeviceTotals> totals;     // per slot
+  std::vector<int> devices;                            // slot -> device index, ascending
+  std::vector<Alloc> allocs;                           // owned memory (device and host), in birth order
+  std::vector<DeviceTotals> totals;                    // per slot
   std::vector<std::vector<IterationDevice>> per_span;  // per span, per slot
   Accounting accounting;
-  int slot_of(int device) const;        // -1 when the device was never seen
+  int slot_of(int device) const;  // -1 when the device was never seen
 };
 Ledger replay(const format::Capture &capture, const Timeline &timeline, const SiteTable &sites,
               const std::vector<Span> &spans);
 
 // The iterations the verdicts are computed on: the primary loop's spans in end order.
 struct Primary {
-  std::vector<uint32_t> spans;     // indices into the span list
-  std::vector<uint32_t> end_pos;   // spans[i]'s end position, ascending
+  std::vector<uint32_t> spans;    // indices into the span list
+  std::vector<uint32_t> end_pos;  // spans[i]'s end position, ascending
   uint32_t warmup = 0;
 };
 
 // Fills out->leaks, the devices' verdicts and growth fits, and out->verdict.
-void decide(const Ledger &ledger, const SiteTable &sites, const Primary &primary,
-            const AnalysisOptions &options, Analysis *out);
-void forecast(const std::vector<Span> &spans, const Primary &primary, const Ledger &ledger,
-              Analysis *out);
-std::vector<OomEvent> oom_events(const format::Capture &capture, const Timeline &timeline,
-                                 const SiteTable &sites, const Ledger &ledger,
-                                 const AnalysisOptions &options);
+void decide(const Ledger &ledger, const SiteTable &sites, const Primary &primary, const AnalysisOptions &options,
+            Analysis *out);
+void forecast(const std::vector<Span> &spans, const Primary &primary, const Ledger &ledger, Analysis *out);
+std::vector<OomEvent> oom_events(const format::Capture &capture, const Timeline &timeline, const SiteTable &sites,
+                                 const Ledger &ledger, const AnalysisOptions &options);
 
 }  // namespace gpuleak::analysis::detail

@@ -17,26 +17,6 @@ using format::Kind;
 using format::MemoryRecord;
 using format::Op;
 
-Space space_of(uint8_t kind) {
-  switch (static_cast<Kind>(kind)) {
-    case Kind::kDevice:
-    case Kind::kAsync:
-    case Kind::kManaged:
-    case Kind::kPitched:
-      return Space::kDevicePtr;
-    case Kind::kArray:
-    case Kind::kMipmappedArray:
-      return Space::kArray;
-    case Kind::kVmm:
-      return Space::kVmm;
-    case Kind::kHostPinned:
-    case Kind::kHostRegistered:
-      return Space::kHost;
-    default:
-      return Space::kNotOwned;  // imported, virtual ranges, unknown
-  }
-}
-
 Timeline make_timeline(const Capture &capture) {
   Timeline t;
   const auto &mem = capture.memory;

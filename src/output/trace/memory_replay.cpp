@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "format/address_space.h"
+
 namespace gpuleak::output::trace {
 
 using format::Kind;
@@ -13,28 +15,8 @@ using format::Op;
 
 namespace {
 
-// The address spaces a free is matched in (a VMM handle may equal a device pointer value).
-enum class Space : uint8_t { kDevicePtr, kArray, kVmm, kHost, kNotOwned };
-
-Space space_of(uint8_t kind) {
-  switch (static_cast<Kind>(kind)) {
-    case Kind::kDevice:
-    case Kind::kAsync:
-    case Kind::kManaged:
-    case Kind::kPitched:
-      return Space::kDevicePtr;
-    case Kind::kArray:
-    case Kind::kMipmappedArray:
-      return Space::kArray;
-    case Kind::kVmm:
-      return Space::kVmm;
-    case Kind::kHostPinned:
-    case Kind::kHostRegistered:
-      return Space::kHost;
-    default:
-      return Space::kNotOwned;
-  }
-}
+using Space = format::AddressSpace;
+Space space_of(uint8_t kind) { return format::address_space_of(kind); }
 
 int device_of(int16_t device) { return device < 0 ? 0 : device; }
 
