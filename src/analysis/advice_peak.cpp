@@ -126,31 +126,26 @@ void advise_late_release(const LoopView &loop, std::vector<Advice> *out) {
     auto base = baseline.find(s.slot);
     if (base == baseline.end()) base = baseline.emplace(s.slot, steady_peak(loop, all)).first;
     // The counterfactual: each late allocation freed at the end of the iteration that made it.
-    // The moved frees are sorted on their own and merged back into the rest, still in order.
+    // The moved frees are sorted on their own and merged into the rest, which stays in order.
     std::vector<bool> late(ledger.allocs.size(), false);
-    for (uint32_t i : s.allocs) late[i] = true;
-    std::vector<Change> kept, moved;
-    kept.reserve(all.size());
-    format::prefer_huge_pages(kept);
-    for (const Change &c : all) {
-      if (c.delta < 0 && late[c.alloc]) {
-        Change m = c;
-        m.pos = loop.end[loop.iteration_of(ledger.allocs[c.alloc].birth)], m.order = 0;
-        moved.push_back(m);
-      } else {
-        kept.push_back(c);
-      }
-    }
-    for (uint32_t i : s.tail) {
+    std::vector<Change> moved;
+    auto freed_at_end = [&](uint32_t i) {
       const Alloc &a = ledger.allocs[i];
       moved.push_back({loop.end[loop.iteration_of(a.birth)], 0, -static_cast<int64_t>(a.size), i});
-    }
+    };
+    for (uint32_t i : s.allocs) late[i] = true, freed_at_end(i);
+    for (uint32_t i : s.tail) freed_at_end(i);
     sort_changes(&moved);
     std::vector<Change> changes;
-    changes.reserve(kept.size() + moved.size());
+    changes.reserve(all.size() + s.tail.size());
     format::prefer_huge_pages(changes);
-    changes.resize(kept.size() + moved.size());
-    std::merge(kept.begin(), kept.end(), moved.begin(), moved.end(), changes.begin(), change_before);
+    size_t m = 0;
+    for (const Change &c : all) {
+      if (c.delta < 0 && late[c.alloc]) continue;  // its moved copy takes its place
+      while (m < moved.size() && change_before(moved[m], c)) changes.push_back(moved[m++]);
+      changes.push_back(c);
+    }
+    changes.insert(changes.end(), moved.begin() + static_cast<std::ptrdiff_t>(m), moved.end());
     const PeakAt fixed = steady_peak(loop, changes);
     const uint64_t peak = base->second.bytes;
     if (fixed.bytes >= peak) continue;
