@@ -12,6 +12,7 @@ struct Config {
   bool enabled = true;                  // GPULEAK_DISABLE=1 turns everything off
   std::string out_dir = "gpuleak-out";  // GPULEAK_OUT
   unsigned stack_depth = 32;            // GPULEAK_STACK_DEPTH (0 = no stacks, at most 128)
+  bool stack_memo = true;               // GPULEAK_STACK_MEMO=0: unwind every stack (stack_memo.h)
   bool cupti = false;                   // GPULEAK_CUPTI=1
   bool quiet = false;                   // GPULEAK_QUIET=1: no at-exit summary
   unsigned buffer_kib = 256;            // GPULEAK_BUFFER_KB: per-thread event buffer (16..65536)

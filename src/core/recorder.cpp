@@ -8,6 +8,7 @@
 
 #include "core/clock.h"
 #include "core/recorder_state.h"
+#include "core/stack_memo.h"
 
 namespace gpuleak::core {
 
@@ -51,18 +52,31 @@ bool ensure_running(State *s, int32_t result) {
 
 // `has_python`: the thread's Python frames were captured, so the native stack stops where the
 // interpreter's own frames begin (they would only split one Python call site into several).
-uint32_t capture_stack(State *s, bool has_python = false) {
+// A thread back at a stack pointer it unwound from before gets its stack from the memo when
+// nothing the unwind depended on changed (stack_memo.h). Not inlined: the memo's proof starts at
+// this function's own stack pointer.
+__attribute__((noinline)) uint32_t capture_stack(State *s, bool has_python = false) {
   if (s->config.stack_depth == 0) return 0;
+  uintptr_t sp, bp;
+  asm volatile("mov %%rsp, %0\n\tmov %%rbp, %1" : "=r"(sp), "=r"(bp));
+  StackMemo *memo = s->config.stack_memo ? StackMemo::for_thread(s, s->config.stack_depth) : nullptr;
+  StackProof *proof = nullptr;
+  if (memo)
+    if (uint32_t id = memo->find(sp, bp, has_python, &proof)) return id;
   uint64_t frames[128];
-  unsigned n = s->stacks.capture(frames, s->config.stack_depth);
+  unsigned n = proof ? s->stacks.capture_with_proof(frames, s->config.stack_depth, proof) : 0;
+  if (n == 0) n = s->stacks.capture(frames, s->config.stack_depth);
   if (has_python) n = PythonStacks::frames_before_interpreter(frames, n);
-  if (n == 0) return 0;
-  bool is_new = false;
-  uint32_t id = s->stack_ids.intern(frames, n, &is_new);
-  if (is_new) {
-    format::StackRecord r{id, static_cast<uint16_t>(n), 0};
-    append_record(s, format::RecordType::kStack, &r, sizeof r, frames, n * sizeof(uint64_t));
+  uint32_t id = 0;
+  if (n > 0) {
+    bool is_new = false;
+    id = s->stack_ids.intern(frames, n, &is_new);
+    if (is_new) {
+      format::StackRecord r{id, static_cast<uint16_t>(n), 0};
+      append_record(s, format::RecordType::kStack, &r, sizeof r, frames, n * sizeof(uint64_t));
+    }
   }
+  if (memo) memo->remember(sp, bp, has_python, proof, id);
   return id;
 }
 

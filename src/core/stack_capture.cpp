@@ -1,6 +1,7 @@
 #include "core/stack_capture.h"
 
 #include <dlfcn.h>
+#include <libunwind.h>  // types and register numbers only: the functions are looked up with dlsym
 #include <unwind.h>
 
 #include <algorithm>
@@ -31,8 +32,18 @@ int gcc_backtrace(void **out, int max) {
 }
 
 constexpr int kUnwCachePerThread = 2;  // UNW_CACHE_PER_THREAD in libunwind.h
+constexpr int kOwnFramesMax = 16;      // hook + recorder frames above the program's
 
 }  // namespace
+
+struct StackCapture::Cursor {
+  int (*getcontext)(unw_context_t *);
+  int (*init_local)(unw_cursor_t *, unw_context_t *);
+  int (*step)(unw_cursor_t *);
+  int (*get_reg)(unw_cursor_t *, int, unw_word_t *);
+  int (*get_save_loc)(unw_cursor_t *, int, unw_save_loc_t *);
+  int (*is_signal_frame)(unw_cursor_t *);
+};
 
 void StackCapture::init(uintptr_t own_begin, uintptr_t own_end) {
   own_begin_ = own_begin;
@@ -48,6 +59,17 @@ void StackCapture::init(uintptr_t own_begin, uintptr_t own_end) {
       if (set_size) set_size(*space, 1024, 0);
       backtrace_ = bt;
       which_ = 1;
+      static Cursor cursor;  // the same library for every State (a fork child copies this one)
+      cursor.getcontext = reinterpret_cast<decltype(cursor.getcontext)>(dlsym(lib, "_Ux86_64_getcontext"));
+      cursor.init_local = reinterpret_cast<decltype(cursor.init_local)>(dlsym(lib, "_ULx86_64_init_local"));
+      cursor.step = reinterpret_cast<decltype(cursor.step)>(dlsym(lib, "_ULx86_64_step"));
+      cursor.get_reg = reinterpret_cast<decltype(cursor.get_reg)>(dlsym(lib, "_ULx86_64_get_reg"));
+      cursor.get_save_loc = reinterpret_cast<decltype(cursor.get_save_loc)>(dlsym(lib, "_ULx86_64_get_save_loc"));
+      cursor.is_signal_frame =
+          reinterpret_cast<decltype(cursor.is_signal_frame)>(dlsym(lib, "_ULx86_64_is_signal_frame"));
+      if (cursor.getcontext && cursor.init_local && cursor.step && cursor.get_reg && cursor.get_save_loc &&
+          cursor.is_signal_frame)
+        cursor_ = &cursor;
       return;
     }
   }
@@ -57,7 +79,6 @@ void StackCapture::init(uintptr_t own_begin, uintptr_t own_end) {
 
 unsigned StackCapture::capture(uint64_t *out, unsigned max_frames) const {
   if (!backtrace_ || max_frames == 0) return 0;
-  constexpr int kOwnFramesMax = 16;  // hook + recorder frames above the program's
   void *raw[128 + kOwnFramesMax];
   int want = static_cast<int>(std::min(max_frames, 128u)) + kOwnFramesMax;
   int n = backtrace_(raw, want);
@@ -67,6 +88,58 @@ unsigned StackCapture::capture(uint64_t *out, unsigned max_frames) const {
     ++skip;
   unsigned count = 0;
   for (int i = skip; i < n && count < max_frames; ++i) out[count++] = reinterpret_cast<uintptr_t>(raw[i]);
+  return count;
+}
+
+namespace {
+
+// Adds a slot the unwind read: only those at or above the caller's stack pointer (below it lie
+// gpuleak's own frames of this very call, rebuilt the same way every time from `sp` and `bp`).
+bool add_slot(StackProof *p, const unw_save_loc_t &loc, uint64_t value) {
+  if (loc.type != UNW_SLT_MEMORY) return false;
+  uintptr_t a = loc.u.addr;
+  if (a < p->sp) {
+    return true;
+  }
+  if (a + sizeof(uint64_t) > p->stack_end || p->count == p->capacity) return false;
+  if (*reinterpret_cast<const uint64_t *>(a) != value) return false;
+  if (p->count && p->slots[p->count - 1].address == a) return true;  // restored from the same slot again
+  p->slots[p->count++] = StackSlot{a, value};
+  return true;
+}
+
+}  // namespace
+
+unsigned StackCapture::capture_with_proof(uint64_t *out, unsigned max_frames, StackProof *proof) const {
+  proof->count = 0;
+  proof->bp_used = false;
+  proof->valid = false;
+  if (!cursor_ || max_frames == 0) return 0;
+  const Cursor &c = *cursor_;
+  unw_context_t context;
+  unw_cursor_t cursor;
+  if (c.getcontext(&context) != 0 || c.init_local(&cursor, &context) != 0) return 0;
+  max_frames = std::min(max_frames, 128u);
+  bool ok = true;
+  unsigned count = 0;
+  for (unsigned frame = 0; frame < max_frames + kOwnFramesMax && count < max_frames; ++frame) {
+    unw_word_t ip = 0, bp = 0;
+    if (c.get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0) break;
+    unw_save_loc_t loc;
+    // Where this frame's address came from: the return-address slot of the frame below.
+    if (frame > 0) ok = ok && c.get_save_loc(&cursor, UNW_REG_IP, &loc) == 0 && add_slot(proof, loc, ip);
+    // A frame pointer into the stack may place a caller's frame (its canonical frame address): it
+    // is part of the proof, wherever it was restored from.
+    if (c.get_reg(&cursor, UNW_X86_64_RBP, &bp) == 0 && bp >= proof->sp && bp < proof->stack_end) {
+      ok = ok && c.get_save_loc(&cursor, UNW_X86_64_RBP, &loc) == 0 && add_slot(proof, loc, bp);
+      if (loc.type == UNW_SLT_MEMORY && loc.u.addr < proof->sp) proof->bp_used = true;
+    }
+    if (count > 0 || ip < own_begin_ || ip >= own_end_) out[count++] = ip;
+    if (count == max_frames) break;
+    if (c.is_signal_frame(&cursor) > 0) ok = false;  // a signal frame restores every register
+    if (c.step(&cursor) <= 0) break;
+  }
+  proof->valid = ok;
   return count;
 }
 

@@ -8,6 +8,25 @@
 
 namespace gpuleak::core {
 
+// One stack slot the unwinder read, and what it held.
+struct StackSlot {
+  uintptr_t address;
+  uint64_t value;
+};
+
+// What an unwind depended on (stack_memo.h says how it is used). The caller fills `sp`, `bp`,
+// `stack_end` and the slot buffer; capture_with_proof() fills the rest.
+struct StackProof {
+  uintptr_t sp = 0;         // the caller's stack pointer when it decided to unwind
+  uintptr_t bp = 0;         // its frame-pointer register at that moment
+  uintptr_t stack_end = 0;  // the end of the thread's stack (exclusive)
+  StackSlot *slots = nullptr;
+  unsigned capacity = 0;
+  unsigned count = 0;    // slots filled
+  bool bp_used = false;  // a frame's frame pointer came from `bp` itself
+  bool valid = false;    // false: the unwind went where the proof cannot follow (signal frame, ...)
+};
+
 class StackCapture {
  public:
   // Loads the unwinder; `own_begin/own_end` bound gpuleak's own code, whose frames are skipped.
@@ -15,11 +34,18 @@ class StackCapture {
   // Fills `out` with at most `max_frames` return addresses, innermost first, starting at the first
   // frame outside gpuleak. Returns the number of frames.
   unsigned capture(uint64_t *out, unsigned max_frames) const;
+  // The same frames through libunwind's step-by-step cursor (several times slower than capture()),
+  // and, in `proof`, every slot at or above proof->sp that decided one: where each return address
+  // was read, and where each frame pointer that points into the stack was restored from. Returns 0
+  // when the cursor is not available (libgcc fallback); the proof is then not valid.
+  unsigned capture_with_proof(uint64_t *out, unsigned max_frames, StackProof *proof) const;
   const char *unwinder_name() const;
 
  private:
   using Backtrace = int (*)(void **, int);
+  struct Cursor;  // libunwind's step-by-step entry points, when found
   Backtrace backtrace_ = nullptr;
+  const Cursor *cursor_ = nullptr;
   int which_ = 0;  // 0 none, 1 libunwind, 2 libgcc
   uintptr_t own_begin_ = 0, own_end_ = 0;
 };
