@@ -2,6 +2,7 @@
 # Added cost per cudaMallocAsync+cudaFreeAsync pair: the same binary without the shim, with it and
 # no stacks, with it at the default stack depth, and (GPU only) with CUPTI callbacks too. Runs the
 # configurations alternately, ROUNDS times, and prints every median so the spread is visible.
+# nomemo is stack32 with the stack memo off (GPULEAK_STACK_MEMO=0): every stack unwound in full.
 # usage: bench/run_overhead.sh BUILD_DIR [BINARY]   (BINARY defaults to the fake-CUDA build)
 # PIN="taskset -c 2,3" runs every configuration on the same two CPUs (the program and gpuleak's
 # writer thread each get one). No at-exit report is run (GPULEAK_REPORT_TIMEOUT=0): it is not part
@@ -16,7 +17,7 @@ bytes=${BYTES:-1048576}  # the fake CUDA mallocs for real: BYTES=256 keeps its o
 pin=${PIN:-}
 run() { $pin env GPULEAK_REPORT_TIMEOUT=0 "$@" "$bin" "${PAIRS:-20000}" "${REPS:-15}" "$bytes" | sed -n 's/.*median=\([0-9.]*\).*/\1/p'; }
 declare -A results
-configs=(plain nostack stack32)
+configs=(plain nostack stack32 nomemo)
 [ "${WITH_CUPTI:-0}" = 1 ] && configs+=(cupti)
 for ((r = 0; r < rounds; r++)); do
   for c in "${configs[@]}"; do
@@ -24,6 +25,7 @@ for ((r = 0; r < rounds; r++)); do
       plain) v=$(run GPULEAK_OUT="$out") ;;
       nostack) v=$(run LD_PRELOAD="$shim" GPULEAK_OUT="$out" GPULEAK_QUIET=1 GPULEAK_STACK_DEPTH=0) ;;
       stack32) v=$(run LD_PRELOAD="$shim" GPULEAK_OUT="$out" GPULEAK_QUIET=1) ;;
+      nomemo) v=$(run LD_PRELOAD="$shim" GPULEAK_OUT="$out" GPULEAK_QUIET=1 GPULEAK_STACK_MEMO=0) ;;
       cupti) v=$(run LD_PRELOAD="$shim" GPULEAK_OUT="$out" GPULEAK_QUIET=1 GPULEAK_CUPTI=1) ;;
     esac
     results[$c]+="$v "

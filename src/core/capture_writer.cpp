@@ -240,8 +240,12 @@ bool append_record(State *s, format::RecordType type, const void *payload, size_
 }
 
 bool append_memory_record(State *s, const format::MemoryRecord &r, Counted counted) {
-  bool ok = append_record(s, format::RecordType::kMemory, &r, sizeof r);
-  ThreadBuffer *b = t_buffer_owner == s ? t_buffer : nullptr;
+  ThreadBuffer *b = thread_buffer(s);
+  const format::RecordHeader h{sizeof r, static_cast<uint16_t>(format::RecordType::kMemory), 0};
+  bool ok = b && buffer_append_fixed<sizeof h, sizeof r>(b, &h, &r);
+  if (ok && buffer_used(b) > b->capacity / 4) request_drain(s);               // as append_record does
+  if (!ok) ok = append_record(s, format::RecordType::kMemory, &r, sizeof r);  // full: wait, or drop
+  b = t_buffer_owner == s ? t_buffer : nullptr;
   if (!b) return ok;
   if (ok) bump(b->events);
   if (counted == Counted::kAllocation) bump(b->allocations);

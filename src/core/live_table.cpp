@@ -15,15 +15,22 @@ void raise_peak(std::atomic<uint64_t> &peak, uint64_t value) {
 int slot(int device) { return device < 0 ? 0 : device % LiveTable::kMaxDevices; }
 }  // namespace
 
+// One locked instruction per allocation or free (the device's live bytes); the peaks move only
+// when passed, and the totals are summed when asked for (once a second, at exit).
 void LiveTable::account(const LiveEntry &e, int64_t sign) {
   if (e.counts_on_device) {
     int d = slot(e.device);
     if (sign > 0) {
-      raise_peak(peak_[d], live_[d].fetch_add(e.size, std::memory_order_relaxed) + e.size);
-      raise_peak(total_peak_, total_live_.fetch_add(e.size, std::memory_order_relaxed) + e.size);
+      uint64_t live = live_[d].fetch_add(e.size, std::memory_order_relaxed) + e.size;
+      raise_peak(peak_[d], live);
+      uint64_t bit = 1ull << d;
+      uint64_t used = devices_used_.load(std::memory_order_relaxed);
+      if (!(used & bit)) used = devices_used_.fetch_or(bit, std::memory_order_relaxed) | bit;
+      // Exact with one device; with several, the sum of each device's count at nearly one moment.
+      if (used != bit) live = total_device_live();
+      raise_peak(total_peak_, live);
     } else {
       live_[d].fetch_sub(e.size, std::memory_order_relaxed);
-      total_live_.fetch_sub(e.size, std::memory_order_relaxed);
     }
   }
   if (e.counts_on_host) {
@@ -32,10 +39,6 @@ void LiveTable::account(const LiveEntry &e, int64_t sign) {
     else
       host_live_.fetch_sub(e.size, std::memory_order_relaxed);
   }
-  if (sign > 0)
-    live_count_.fetch_add(1, std::memory_order_relaxed);
-  else
-    live_count_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 namespace {
@@ -96,7 +99,7 @@ void LiveTable::insert(Space space, uint64_t address, const LiveEntry &e) {
       replaced = true;
     } else {
       if (slot->state == 0) ++s.used;
-      ++s.full;
+      s.full.store(s.full.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     }
     *slot = Slot{k, e, 1};
   }
@@ -113,7 +116,7 @@ bool LiveTable::take(Space space, uint64_t address, LiveEntry *out) {
     if (!slot) return false;
     *out = slot->entry;
     slot->state = 2;
-    --s.full;
+    s.full.store(s.full.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
   }
   account(*out, -1);
   return true;
@@ -138,7 +141,18 @@ void LiveTable::drop_device(int device) {
 
 uint64_t LiveTable::device_live(int device) const { return live_[slot(device)].load(std::memory_order_relaxed); }
 uint64_t LiveTable::device_peak(int device) const { return peak_[slot(device)].load(std::memory_order_relaxed); }
-uint64_t LiveTable::total_device_live() const { return total_live_.load(std::memory_order_relaxed); }
+uint64_t LiveTable::total_device_live() const {
+  uint64_t total = 0;
+  for (uint64_t used = devices_used_.load(std::memory_order_relaxed); used; used &= used - 1)
+    total += live_[__builtin_ctzll(used)].load(std::memory_order_relaxed);
+  return total;
+}
+
+uint64_t LiveTable::live_count() const {
+  uint64_t n = 0;
+  for (const Shard &s : shards_) n += s.full.load(std::memory_order_relaxed);
+  return n;
+}
 
 std::vector<LiveTable::SiteTotal> LiveTable::by_site(int device) const {
   std::unordered_map<uint32_t, SiteTotal> sites;

@@ -43,7 +43,7 @@ class LiveTable {
   uint64_t total_device_live() const;
   uint64_t total_device_peak() const { return total_peak_.load(std::memory_order_relaxed); }
   uint64_t host_live() const { return host_live_.load(std::memory_order_relaxed); }
-  uint64_t live_count() const { return live_count_.load(std::memory_order_relaxed); }
+  uint64_t live_count() const;
 
   // Live bytes and count per call site of one device (-1: all), for the OOM record and summary.
   struct SiteTotal {
@@ -64,9 +64,9 @@ class LiveTable {
   };
   struct alignas(64) Shard {  // one cache line each: threads on different shards never meet
     mutable SpinLock lock;
-    std::vector<Slot> slots;  // power-of-two size
-    size_t used = 0;          // full + erased
-    size_t full = 0;
+    std::vector<Slot> slots;      // power-of-two size
+    size_t used = 0;              // full + erased
+    std::atomic<size_t> full{0};  // written under the lock, read without it
     Slot *find(uint64_t key);
     Slot *claim(uint64_t key);  // the slot for `key`, full or free to fill
     void grow();
@@ -78,10 +78,9 @@ class LiveTable {
   std::array<Shard, kShards> shards_;
   std::array<std::atomic<uint64_t>, kMaxDevices> live_{};
   std::array<std::atomic<uint64_t>, kMaxDevices> peak_{};
-  std::atomic<uint64_t> total_live_{0};
+  std::atomic<uint64_t> devices_used_{0};  // bit per slot of live_ ever counted
   std::atomic<uint64_t> total_peak_{0};
   std::atomic<uint64_t> host_live_{0};
-  std::atomic<uint64_t> live_count_{0};
 };
 
 }  // namespace gpuleak::core

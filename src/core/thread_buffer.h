@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace gpuleak::core {
 
@@ -39,6 +40,21 @@ inline uint64_t buffer_used(const ThreadBuffer *b) {
 // Appends `n` bytes made of two parts (record header + payload) atomically with respect to the
 // consumer; false when there is not enough room (the caller decides to wait or drop).
 bool buffer_append(ThreadBuffer *b, const void *part1, size_t n1, const void *part2, size_t n2);
+
+// The hot path's append of a header and a body of fixed sizes: constant-size copies when the
+// record does not wrap, else buffer_append(). False when there is not enough room.
+template <size_t N1, size_t N2>
+inline bool buffer_append_fixed(ThreadBuffer *b, const void *part1, const void *part2) {
+  uint64_t head = b->head.load(std::memory_order_relaxed);
+  uint64_t tail = b->tail.load(std::memory_order_acquire);
+  if (b->capacity - (head - tail) < N1 + N2) return false;
+  size_t start = static_cast<size_t>(head & (b->capacity - 1));
+  if (start + N1 + N2 > b->capacity) return buffer_append(b, part1, N1, part2, N2);
+  std::memcpy(b->data + start, part1, N1);
+  std::memcpy(b->data + start + N1, part2, N2);
+  b->head.store(head + N1 + N2, std::memory_order_release);
+  return true;
+}
 
 // Copies every complete byte currently in `b` to `sink(data, n)` (called at most twice, for the
 // wrap-around) and advances tail. Returns the number of bytes drained.
