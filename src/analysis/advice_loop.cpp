@@ -51,7 +51,8 @@ ThrashDevice find_bursts(const LoopView &loop, uint16_t slot, std::vector<bool> 
   size_t k = 0;
   while (k < changes.size()) {
     const Change &c = changes[k];
-    if (c.delta >= 0 || !is_free(t, c.pos)) {
+    // A stream-ordered free gives its block back to the pool, which keeps it: no cache is emptied.
+    if (c.delta >= 0 || !is_free(t, c.pos) || stream_ordered(t.at(c.pos))) {
       live += c.delta;
       ++k;
       continue;
@@ -65,7 +66,8 @@ ThrashDevice find_bursts(const LoopView &loop, uint16_t slot, std::vector<bool> 
     size_t e = k;
     uint64_t bytes = 0;
     while (e < changes.size() && changes[e].delta < 0 && changes[e].pos < stop && is_free(t, changes[e].pos) &&
-           t.at(changes[e].pos).stack_id == first.stack_id && t.at(changes[e].pos).py_stack_id == first.py_stack_id) {
+           !stream_ordered(t.at(changes[e].pos)) && t.at(changes[e].pos).stack_id == first.stack_id &&
+           t.at(changes[e].pos).py_stack_id == first.py_stack_id) {
       bytes += static_cast<uint64_t>(-changes[e].delta);
       ++e;
     }

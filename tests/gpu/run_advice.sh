@@ -115,7 +115,7 @@ if "$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else
   case_ torch-empty_cache cache_thrash -- "$python" "$here/torch_advice.py" empty_cache 30
   case_ torch-empty_cache-fixed '!cache_thrash' -- "$python" "$here/torch_advice.py" empty_cache-fixed 30
   case_ torch-late late_release --torch per-tensor -- "$python" "$here/torch_advice.py" late 30
-  case_ torch-late-fixed '!late_release' --torch per-tensor -- "$python" "$here/torch_advice.py" late-fixed 30
+  case_ torch-late-fixed none --torch per-tensor -- "$python" "$here/torch_advice.py" late-fixed 30
 else
   echo "torch cases SKIPPED: torch not installed or no CUDA device" | tee -a "$md"
 fi

@@ -176,6 +176,21 @@ TEST(Advice, CacheThrashWhenTheCacheIsEmptiedEveryIteration) {
   EXPECT_TRUE(of_kind(a, AdviceKind::kChurn).empty()) << kinds(a);
 }
 
+// PyTorch's cudaMallocAsync backend frees each step's tensors together: the blocks go back to
+// the stream-ordered pool, which keeps them; nothing is emptied (seen on the H200, run 4).
+TEST(Advice, StreamOrderedFreesTogetherAreNoThrash) {
+  Analysis a = analyze(loop(
+                           12,
+                           [](CaptureBuilder &b, int) {
+                             std::vector<uint64_t> blocks;
+                             for (int k = 0; k < 8; ++k) blocks.push_back(b.alloc(64 * kMiB, 3, Kind::kAsync));
+                             for (uint64_t p : blocks) b.free(p, Kind::kAsync).stack_id = 9;
+                           },
+                           /*weights=*/4 * kMiB)
+                           .capture);
+  EXPECT_TRUE(of_kind(a, AdviceKind::kCacheThrash).empty()) << kinds(a);
+}
+
 TEST(Advice, BigButStablePoolIsNoThrash) {
   CaptureBuilder b;
   std::vector<uint64_t> pool;
