@@ -66,7 +66,10 @@ __attribute__((noinline)) uint32_t capture_stack(State *s, bool has_python = fal
   uint64_t frames[128];
   unsigned n = proof ? s->stacks.capture_with_proof(frames, s->config.stack_depth, proof) : 0;
   if (n == 0) n = s->stacks.capture(frames, s->config.stack_depth);
-  if (has_python) n = PythonStacks::frames_before_interpreter(frames, n);
+  if (has_python) {
+    n = PythonStacks::frames_before_interpreter(frames, n);
+    if (proof) proof->keep_frames(n);  // the interpreter's frames above the cut may vary freely
+  }
   uint32_t id = 0;
   if (n > 0) {
     bool is_new = false;

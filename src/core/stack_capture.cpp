@@ -134,7 +134,10 @@ unsigned StackCapture::capture_with_proof(uint64_t *out, unsigned max_frames, St
       ok = ok && c.get_save_loc(&cursor, UNW_X86_64_RBP, &loc) == 0 && add_slot(proof, loc, bp);
       if (loc.type == UNW_SLT_MEMORY && loc.u.addr < proof->sp) proof->bp_used = true;
     }
-    if (count > 0 || ip < own_begin_ || ip >= own_end_) out[count++] = ip;
+    if (count > 0 || ip < own_begin_ || ip >= own_end_) {
+      proof->upto[count] = static_cast<uint16_t>(proof->count);
+      out[count++] = ip;
+    }
     if (count == max_frames) break;
     if (c.is_signal_frame(&cursor) > 0) ok = false;  // a signal frame restores every register
     if (c.step(&cursor) <= 0) break;

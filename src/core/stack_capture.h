@@ -22,9 +22,15 @@ struct StackProof {
   uintptr_t stack_end = 0;  // the end of the thread's stack (exclusive)
   StackSlot *slots = nullptr;
   unsigned capacity = 0;
-  unsigned count = 0;    // slots filled
-  bool bp_used = false;  // a frame's frame pointer came from `bp` itself
-  bool valid = false;    // false: the unwind went where the proof cannot follow (signal frame, ...)
+  unsigned count = 0;       // slots filled
+  uint16_t upto[128] = {};  // slots filled when frame i (of those returned) had been read
+  bool bp_used = false;     // a frame's frame pointer came from `bp` itself
+  bool valid = false;       // false: the unwind went where the proof cannot follow (signal frame, ...)
+
+  // Keeps only what decided the first `frames` frames (a stack cut short keeps a shorter proof).
+  void keep_frames(unsigned frames) {
+    if (frames > 0 && frames <= 128) count = upto[frames - 1];
+  }
 };
 
 class StackCapture {
