@@ -57,9 +57,13 @@ bool ensure_running(State *s, int32_t result) {
 // this function's own stack pointer.
 __attribute__((noinline)) uint32_t capture_stack(State *s, bool has_python = false) {
   if (s->config.stack_depth == 0) return 0;
-  uintptr_t sp, bp;
+  uintptr_t sp = 0, bp = 0;
+#if defined(__x86_64__)  // the proof follows x86-64's registers (stack_capture.cpp)
   asm volatile("mov %%rsp, %0\n\tmov %%rbp, %1" : "=r"(sp), "=r"(bp));
   StackMemo *memo = s->config.stack_memo ? StackMemo::for_thread(s, s->config.stack_depth) : nullptr;
+#else
+  StackMemo *memo = nullptr;
+#endif
   StackProof *proof = nullptr;
   if (memo)
     if (uint32_t id = memo->find(sp, bp, has_python, &proof)) return id;
