@@ -44,6 +44,14 @@ void add_advice_flags(CLI::App *cmd, ReportOptions *o) {
                   "Serialization: share of the iteration in synchronous allocation calls (default 0.1; "
                   "GPULEAK_ADVICE_SERIALIZATION_MIN_SHARE)")
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--advice-reserve-min-mb", o->advice_reserve_min_mb,
+                  "Fragmentation (reserved above live): least excess over the recent live peak, in MiB "
+                  "(default 256; GPULEAK_ADVICE_RESERVE_MIN_MB)")
+      ->check(CLI::Range(0.0, 1048576.0));
+  cmd->add_option("--advice-reserve-min-share", o->advice_reserve_min_share,
+                  "Fragmentation (reserved above live): least excess as a share of the recent live peak "
+                  "(default 0.25; GPULEAK_ADVICE_RESERVE_MIN_SHARE)")
+      ->check(CLI::Range(0.0, 1000.0));
 }
 
 void apply_advice_options(const ReportOptions &o, analysis::AdviceOptions *out) {
@@ -58,6 +66,14 @@ void apply_advice_options(const ReportOptions &o, analysis::AdviceOptions *out) 
       o.advice_serialization_min_share >= 0
           ? o.advice_serialization_min_share
           : env_number("GPULEAK_ADVICE_SERIALIZATION_MIN_SHARE", 0, 1, out->serialization_min_share);
+  const double reserve_mb = o.advice_reserve_min_mb >= 0
+                                ? o.advice_reserve_min_mb
+                                : env_number("GPULEAK_ADVICE_RESERVE_MIN_MB", 0, 1048576,
+                                             static_cast<double>(out->reserve_min_bytes) / 1048576.0);
+  out->reserve_min_bytes = static_cast<uint64_t>(reserve_mb * 1048576.0);
+  out->reserve_min_share = o.advice_reserve_min_share >= 0
+                               ? o.advice_reserve_min_share
+                               : env_number("GPULEAK_ADVICE_RESERVE_MIN_SHARE", 0, 1000, out->reserve_min_share);
 }
 
 }  // namespace gpuleak::cli
