@@ -67,8 +67,9 @@ struct AdviceOptions {
   size_t peak_top_sites = 5;
 
   // Fragmentation from NVML's samples (reserved far above live): over at least
-  // reserve_min_samples consecutive samples, the process's usage above its baseline exceeds the
-  // highest live bytes of the last two primary iterations (else the last second) by at least
+  // reserve_min_samples consecutive samples, the process's usage above its baseline (the least
+  // usage beyond live bytes after the warm-up: context, modules) exceeds the highest live bytes of
+  // the last two primary iterations (else the last second) by at least
   // max(reserve_min_bytes, reserve_min_share x that peak). 0 samples: the rule is off.
   uint64_t reserve_min_bytes = 256ull << 20;
   double reserve_min_share = 0.25;

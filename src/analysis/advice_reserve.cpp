@@ -1,10 +1,10 @@
 // Fragmentation, its second shape: memory reserved far above live, without any failure. Read from
 // the NVML samples the writer thread took while the capture ran (DeviceUsage records,
 // docs/capture-format.md): per device, what the process used beyond the bytes gpuleak tracked,
-// less the smallest such remainder over the samples (the CUDA context, module images), is memory
-// that a pool or caching allocator keeps. The finding is made when that reserve stays, over
-// consecutive samples, far above the highest live bytes of the last iterations: memory the program
-// no longer uses and did not recently need (a stream-ordered pool with a high release threshold).
+// less the smallest such remainder over the samples from the end of the warm-up on (the CUDA
+// context, module images), is memory that a pool or caching allocator keeps. The finding is made when that reserve
+// stays, over consecutive samples, far above the highest live bytes of the last iterations: memory the program no
+// longer uses and did not recently need (a stream-ordered pool with a high release threshold).
 #include <algorithm>
 
 #include "analysis/advice_internal.h"
@@ -88,8 +88,14 @@ void advise_reserve(const LoopView &loop, std::vector<Advice> *out) {
     auto untracked = [](const format::DeviceUsage &u) {
       return u.process_used_bytes - std::min(u.tracked_live_bytes, u.process_used_bytes);
     };
-    uint64_t baseline = untracked(*samples.front().usage);
-    for (const Sample &s : samples) baseline = std::min(baseline, untracked(*s.usage));
+    // The baseline is taken once the loop's warm-up is over: lazily loaded kernels (CUDA's module
+    // loading is lazy by default) arrive during the first iterations and stay, as a context does.
+    // A reserve kept from before the loop is missed that way, rather than modules reported as one.
+    const uint64_t settled = loop.w < loop.n ? loop.start_ns[loop.w] : 0;
+    const bool any_settled = samples.back().usage->ts_ns >= settled;
+    uint64_t baseline = UINT64_MAX;
+    for (const Sample &s : samples)
+      if (!any_settled || s.usage->ts_ns >= settled) baseline = std::min(baseline, untracked(*s.usage));
 
     const LiveSeries series(loop.timeline, loop.changes(slot));
     uint64_t previous = samples.front().usage->ts_ns;
