@@ -116,7 +116,7 @@ TEST(Nvml, PeriodicSamplesWhileTheCaptureRuns) {
     ++samples;
     EXPECT_EQ(u.flags, format::kUsageSample | format::kUsageProcessKnown);
     EXPECT_EQ(u.process_used_bytes, 500 * kMiB);
-    EXPECT_LE(u.tracked_live_bytes, 10 * kMiB);
+    EXPECT_LE(u.tracked_live_bytes, 14 * kMiB);  // at most 10 kept and one 4 MiB temporary
   }
   EXPECT_GE(samples, 5u) << o.log;
   EXPECT_EQ(at_exit(o.capture).size(), 1u);
