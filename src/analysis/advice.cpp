@@ -103,6 +103,7 @@ void advise(const format::Capture &capture, const Timeline &timeline, const Site
   }
   if (loop.n > 0) advise_peak(loop, out->ooms, &found);
   advise_fragmentation(loop, out->ooms, &found);
+  advise_reserve(loop, &found);
 
   std::stable_sort(found.begin(), found.end(), [](const Advice &a, const Advice &b) {
     if (a.kind != b.kind) return a.kind < b.kind;

@@ -5,8 +5,8 @@
 //
 // Decided here, in src/analysis, from the same replay as the verdicts: every front-end (the
 // report's advice[], the stderr summary, the viewer) renders these findings and decides nothing.
-// Every rule is conservative and needs the primary loop (except fragmentation at an OOM): a
-// loop that allocates nothing in its body gets no advice at all.
+// Every rule is conservative and needs the primary loop (except fragmentation, at an OOM or from
+// NVML's samples): a loop that allocates nothing in its body gets no advice at all.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +23,8 @@ enum class AdviceKind : uint8_t {
   kCacheThrash = 1,      // cached blocks released in a burst and re-acquired every iteration
   kLateRelease = 2,      // allocations freed one iteration after the one that made them
   kPeakComposition = 3,  // what the peak is made of, when the device is nearly full
-  kFragmentation = 4,    // an allocation failed while the device reported enough free memory
+  kFragmentation = 4,    // an allocation failed while the device reported enough free memory, or
+                         // the process kept reserved far more than it had live (no site then)
   kSerialization = 5,    // synchronous allocation calls take a large share of each iteration
 };
 
@@ -64,6 +65,15 @@ struct AdviceOptions {
   double peak_min_device_share = 0.8;
   double peak_dominant_share = 0.3;
   size_t peak_top_sites = 5;
+
+  // Fragmentation from NVML's samples (reserved far above live): over at least
+  // reserve_min_samples consecutive samples, the process's usage above its baseline (the least
+  // usage beyond live bytes after the warm-up: context, modules) exceeds the highest live bytes of
+  // the last two primary iterations (else the last second) by at least
+  // max(reserve_min_bytes, reserve_min_share x that peak). 0 samples: the rule is off.
+  uint64_t reserve_min_bytes = 256ull << 20;
+  double reserve_min_share = 0.25;
+  uint32_t reserve_min_samples = 3;
 
   // Serialization: synchronous allocation calls (everything but stream-ordered ones) take at
   // least this share of the median iteration, and at least this long.

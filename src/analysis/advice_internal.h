@@ -3,6 +3,7 @@
 //   advice.cpp       advise(): builds the LoopView, runs the rules, orders and caps the findings
 //   advice_loop.cpp  churn, cache thrash, serialization: what happens inside each iteration
 //   advice_peak.cpp  late release, peak composition, fragmentation: what the peak is made of
+//   advice_reserve.cpp  fragmentation without a failure: NVML's samples, reserved far above live
 //   advice_text.cpp  the sentences and the units they print
 #pragma once
 
@@ -74,6 +75,7 @@ void advise_serialization(const LoopView &loop, std::vector<Advice> *out);
 void advise_late_release(const LoopView &loop, std::vector<Advice> *out);
 void advise_peak(const LoopView &loop, const std::vector<OomEvent> &ooms, std::vector<Advice> *out);
 void advise_fragmentation(const LoopView &loop, const std::vector<OomEvent> &ooms, std::vector<Advice> *out);
+void advise_reserve(const LoopView &loop, std::vector<Advice> *out);
 
 // Units for the sentences: "4.0 MiB", "35 us", "12 %".
 std::string bytes_text(double bytes);

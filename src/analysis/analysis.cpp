@@ -146,8 +146,8 @@ void fill_devices(const Capture &capture, const Ledger &ledger, Analysis *out) {
     dev.live_at_exit_bytes = ledger.totals[d].live;
     dev.alloc_count = ledger.totals[d].allocs;
     dev.free_count = ledger.totals[d].frees;
-    for (const auto &u : capture.device_usage) {  // the last one of the device wins
-      if (u.device != dev.index) continue;
+    for (const auto &u : capture.device_usage) {  // the last exit reading of the device wins
+      if (u.device != dev.index || !(u.flags & format::kUsageAtExit)) continue;
       dev.nvml_device_used_bytes = u.device_used_bytes;
       dev.nvml_process_used_bytes.reset();
       dev.untracked_bytes.reset();

@@ -178,6 +178,7 @@ RunFacts *g_facts = nullptr;
 void *writer_main(void *arg) {
   auto *s = static_cast<State *>(arg);
   write_devices(s, *g_facts);
+  UsageSampler usage;
   uint64_t last_stats = monotonic_ns();
   for (;;) {
     bool stop;
@@ -191,6 +192,7 @@ void *writer_main(void *arg) {
     call_clock_calibrate();
     drain(s);
     s->buffers.reap();
+    sample_device_usage(s, &usage);
     if (monotonic_ns() - last_stats > 1000000000ull) {
       format::StatsRecord st = make_stats(s, false);
       append_record(s, format::RecordType::kStats, &st, sizeof st);

@@ -102,6 +102,8 @@ Config read_config() {
   });
   read(&c, "GPULEAK_QUIET", [&](const char *v) { return parse_bool(v, &c.quiet); });
   read(&c, "GPULEAK_NVML", [&](const char *v) { return parse_bool(v, &c.nvml); });
+  read(&c, "GPULEAK_NVML_INTERVAL_MS",
+       [&](const char *v) { return parse_unsigned(v, 0, 3600000, &c.nvml_interval_ms); });
   read(&c, "GPULEAK_UNDER_RUN", [&](const char *v) { return parse_bool(v, &c.under_run); });
   read(&c, "GPULEAK_CLI", [&](const char *v) {
     c.cli_path = v;

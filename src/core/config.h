@@ -22,6 +22,9 @@ struct Config {
   unsigned exit_code = 0;          // GPULEAK_EXITCODE: exit with this when a leak was found (0 = off)
   unsigned report_timeout_s = 60;  // GPULEAK_REPORT_TIMEOUT: bound on the at-exit analysis (0 = skip it)
   bool nvml = true;                // GPULEAK_NVML=0: do not ask NVML for the process's usage at exit
+  // GPULEAK_NVML_INTERVAL_MS: NVML usage samples while the capture runs, taken by the writer thread
+  // (0 = at exit only). Ignored with GPULEAK_NVML=0.
+  unsigned nvml_interval_ms = 250;
   std::string error;               // non-empty: the first bad value, tracking is off
 
   // GPULEAK_ACTIVITY=0: with CUPTI on, no kernels, copies or memsets for the timeline.

@@ -1,5 +1,5 @@
-// nvml_read (nvml_usage.h): the few NVML entry points gpuleak needs, declared here with their
-// stable C ABI (nvml.h is not needed to build): nvmlInit_v2, nvmlShutdown,
+// NvmlSession and nvml_read (nvml_usage.h): the few NVML entry points gpuleak needs, declared here
+// with their stable C ABI (nvml.h is not needed to build): nvmlInit_v2, nvmlShutdown,
 // nvmlDeviceGetHandleByPciBusId_v2, nvmlDeviceGetHandleByIndex_v2, nvmlDeviceGetCount_v2,
 // nvmlDeviceGetComputeRunningProcesses_v3 (else _v2: same nvmlProcessInfo_t layout),
 // nvmlDeviceGetMemoryInfo.
@@ -27,7 +27,9 @@ struct ProcessInfo {  // nvmlProcessInfo_t (v2 layout, taken by _v2 and _v3)
   unsigned int computeInstanceId;
 };
 
-struct Api {
+}  // namespace
+
+struct NvmlSession::Api {
   Return (*init)() = nullptr;
   Return (*shutdown)() = nullptr;
   Return (*by_bus_id)(const char *, Device *) = nullptr;
@@ -36,6 +38,10 @@ struct Api {
   Return (*processes)(Device, unsigned int *, ProcessInfo *) = nullptr;
   Return (*memory)(Device, Memory *) = nullptr;
 };
+
+namespace {
+
+using Api = NvmlSession::Api;
 
 template <typename Fn>
 void bind(void *lib, const char *name, Fn *out) {
@@ -74,39 +80,62 @@ bool process_usage(const Api &api, Device device, pid_t pid, bool *known, uint64
 
 }  // namespace
 
-std::vector<NvmlAnswer> nvml_read(pid_t pid, const std::vector<NvmlQuery> &devices, int cuda_device_count) {
-  std::vector<NvmlAnswer> answers;
-  if (devices.empty()) return answers;
+bool NvmlSession::open() {
+  if (lib_) return true;
   void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) return answers;
-  Api api;
-  bind(lib, "nvmlInit_v2", &api.init);
-  bind(lib, "nvmlShutdown", &api.shutdown);
-  bind(lib, "nvmlDeviceGetHandleByPciBusId_v2", &api.by_bus_id);
-  bind(lib, "nvmlDeviceGetHandleByIndex_v2", &api.by_index);
-  bind(lib, "nvmlDeviceGetCount_v2", &api.count);
-  bind(lib, "nvmlDeviceGetComputeRunningProcesses_v3", &api.processes);
-  if (!api.processes) bind(lib, "nvmlDeviceGetComputeRunningProcesses_v2", &api.processes);
-  bind(lib, "nvmlDeviceGetMemoryInfo", &api.memory);
-  if (!api.init || !api.shutdown || !api.processes || !api.memory || api.init() != kSuccess) {
+  if (!lib) return false;
+  auto *api = new Api;
+  bind(lib, "nvmlInit_v2", &api->init);
+  bind(lib, "nvmlShutdown", &api->shutdown);
+  bind(lib, "nvmlDeviceGetHandleByPciBusId_v2", &api->by_bus_id);
+  bind(lib, "nvmlDeviceGetHandleByIndex_v2", &api->by_index);
+  bind(lib, "nvmlDeviceGetCount_v2", &api->count);
+  bind(lib, "nvmlDeviceGetComputeRunningProcesses_v3", &api->processes);
+  if (!api->processes) bind(lib, "nvmlDeviceGetComputeRunningProcesses_v2", &api->processes);
+  bind(lib, "nvmlDeviceGetMemoryInfo", &api->memory);
+  if (!api->init || !api->shutdown || !api->processes || !api->memory || api->init() != kSuccess) {
+    delete api;
     dlclose(lib);
-    return answers;
+    return false;
   }
+  lib_ = lib;
+  api_ = api;
+  return true;
+}
+
+void NvmlSession::close() {
+  if (!lib_) return;
+  api_->shutdown();
+  dlclose(lib_);
+  delete api_;
+  lib_ = nullptr;
+  api_ = nullptr;
+}
+
+std::vector<NvmlAnswer> NvmlSession::read(pid_t pid, const std::vector<NvmlQuery> &devices,
+                                          int cuda_device_count) const {
+  std::vector<NvmlAnswer> answers;
+  if (!lib_) return answers;
   for (const NvmlQuery &q : devices) {
     Device device = nullptr;
     NvmlAnswer a;
     a.device = q.device;
     Memory mem{};
-    if (!find_device(api, q, cuda_device_count, &device)) continue;
-    if (api.memory(device, &mem) != kSuccess) continue;
-    if (!process_usage(api, device, pid, &a.process_known, &a.process_used_bytes)) continue;
+    if (!find_device(*api_, q, cuda_device_count, &device)) continue;
+    if (api_->memory(device, &mem) != kSuccess) continue;
+    if (!process_usage(*api_, device, pid, &a.process_known, &a.process_used_bytes)) continue;
     a.device_used_bytes = mem.used;
     a.device_total_bytes = mem.total;
     answers.push_back(a);
   }
-  api.shutdown();
-  dlclose(lib);
   return answers;
+}
+
+std::vector<NvmlAnswer> nvml_read(pid_t pid, const std::vector<NvmlQuery> &devices, int cuda_device_count) {
+  if (devices.empty()) return {};
+  NvmlSession session;
+  if (!session.open()) return {};
+  return session.read(pid, devices, cuda_device_count);
 }
 
 }  // namespace gpuleak::core

@@ -14,6 +14,7 @@
 #include "core/interner.h"
 #include "core/live_table.h"
 #include "core/module_map.h"
+#include "core/nvml_usage.h"
 #include "core/python_stack.h"
 #include "core/recorder.h"
 #include "core/stack_capture.h"
@@ -92,5 +93,17 @@ inline BufferCounters counter_totals(const State *s) { return s->buffers.totals(
 // NVML's view of each device this process used, as DeviceUsage records (nvml_usage.h); called at
 // an ordinary exit (not _exit), before writer_stop. Does nothing when GPULEAK_NVML=0.
 void record_device_usage(State *s);
+
+// The writer thread's NVML samples (GPULEAK_NVML_INTERVAL_MS): its own session, opened at the first
+// sample that has a device to ask about and kept open until the writer ends.
+struct UsageSampler {
+  NvmlSession session;
+  uint64_t last_ns = 0;  // monotonic time of the last sample (0: none yet)
+  bool failed = false;   // NVML could not be opened: no more samples
+};
+// Called on every writer tick: one DeviceUsage record (kUsageSample) per device this process
+// allocated on, when the interval has passed since the last one. Does nothing with GPULEAK_NVML=0
+// or GPULEAK_NVML_INTERVAL_MS=0.
+void sample_device_usage(State *s, UsageSampler *sampler);
 
 }  // namespace gpuleak::core

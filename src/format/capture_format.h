@@ -280,10 +280,13 @@ struct StatsRecord {
 };
 static_assert(sizeof(StatsRecord) == 56);
 
-// NVML's view of one device, read at exit by gpuleak's own code (never in a hook) from
-// libnvidia-ml.so.1 loaded with dlopen. Written only when NVML answered; any NVML failure means no
-// record. Compare process_used_bytes with tracked_live_bytes: the difference is memory the program
-// holds that no tracked call allocated (the CUDA context, module globals, other allocators).
+// NVML's view of one device, read by gpuleak's own code (never in a hook) from libnvidia-ml.so.1
+// loaded with dlopen: at exit, and every GPULEAK_NVML_INTERVAL_MS while the capture runs (samples,
+// added within 1.1: a reader wanting the exit view takes the record flagged kUsageAtExit, not the
+// last one of the device, since the writer thread's samples may be drained after it). Written
+// only when NVML answered; any NVML failure means no record. Compare process_used_bytes with
+// tracked_live_bytes: the difference is memory the program holds that no tracked call allocated
+// (the CUDA context, module globals, other allocators, a pool's reserve).
 struct DeviceUsageRecord {
   uint64_t ts_ns;
   uint64_t process_used_bytes;  // this pid's usedGpuMemory (nvmlDeviceGetComputeRunningProcesses)
@@ -299,6 +302,7 @@ enum DeviceUsageFlags : uint32_t {
   kUsageProcessKnown = 1u << 0,  // the pid was listed with a value (else process_used_bytes is 0):
                                  // NVML in a container often lists host pids only
   kUsageAtExit = 1u << 1,        // read at the end of the capture
+  kUsageSample = 1u << 2,        // read by the writer thread while the capture ran (periodic)
 };
 
 struct RunInfoRecord {

@@ -197,6 +197,21 @@ void ooms(std::string &out, const json &r) {
   out += "\n";
 }
 
+// One line per loop advice finding, in the report's order: the kind, the device, the call site
+// when the finding has one (not a whole-device one such as reserved memory), the sentence.
+void advice(std::string &out, const json &r) {
+  const json &findings = array(r, "advice");
+  if (findings.empty()) return;
+  out += "## Advice\n\n";
+  for (const json &a : findings) {
+    const json &stack = member(a, "stack");
+    out += "- **" + md(text(a, "kind")) + "** (device " + integer(a, "device") + ")";
+    if (stack.is_array() && !stack.empty()) out += " at " + location(stack);
+    out += ": " + md(text(a, "message")) + "\n";
+  }
+  out += "\n";
+}
+
 void notes(std::string &out, const json &r) {
   std::vector<std::string> lines;
   std::string note = text(member(r, "run"), "allocator_note");
@@ -217,6 +232,7 @@ std::string report_markdown(const json &report) {
   leaks(out, report);
   devices(out, report);
   ooms(out, report);
+  advice(out, report);
   notes(out, report);
   return out;
 }

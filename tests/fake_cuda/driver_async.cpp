@@ -30,6 +30,7 @@ CUresult alloc_async(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool, CUstrea
         req.device = pool ? pool->device : stream_device_locked(s);
         req.graph = capture_graph_locked(s);
         req.charge = req.graph == nullptr;
+        req.pooled = true;
     }
     void* p = nullptr;
     CUresult rc = alloc_block(req, &p);
@@ -90,14 +91,17 @@ CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* poolP
 CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool) {
     std::lock_guard<std::mutex> lock(state_mutex());
     if (!pools().erase(pool)) return CUDA_ERROR_INVALID_VALUE;
+    pool_trim_locked(pool->device, 0);  // what it kept goes back (the fake pools of a device share one count)
     delete pool;
     return CUDA_SUCCESS;
 }
 
-// Nothing is cached by the fake pools, so there is nothing to trim.
-CUresult CUDAAPI cuMemPoolTrimTo(CUmemoryPool pool, size_t /*minBytesToKeep*/) {
+// Gives back what the pools of the pool's device keep beyond minBytesToKeep (FAKE_CUDA_POOL_KEEP).
+CUresult CUDAAPI cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
     std::lock_guard<std::mutex> lock(state_mutex());
-    return pools().count(pool) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    if (!pools().count(pool)) return CUDA_ERROR_INVALID_VALUE;
+    pool_trim_locked(pool->device, minBytesToKeep);
+    return CUDA_SUCCESS;
 }
 
 }  // extern "C"

@@ -78,6 +78,7 @@ struct AllocRequest {
     bool charge = true;           // false: graph reservation / pinned host
     bool low32 = false;           // legacy v1 API: address must fit 32 bits
     CUgraph_st* graph = nullptr;  // capture-owned allocation
+    bool pooled = false;          // stream-ordered, from a pool (see pool_held_locked)
 };
 CUresult alloc_block(const AllocRequest& req, void** out);
 // Frees the block starting exactly at p. INVALID_VALUE for unknown/interior
@@ -93,6 +94,12 @@ void free_graph_blocks(CUgraph_st* g);
 CUgraph_st* capture_graph_locked(CUstream s);
 bool valid_stream_locked(CUstream s);
 int stream_device_locked(CUstream s);  // creator's device, else current
+
+// What the pools hold. With FAKE_CUDA_POOL_KEEP=1 the pools of a device keep the highest bytes
+// their allocations reached (as with a release threshold of UINT64_MAX) until cuMemPoolTrimTo;
+// otherwise they hold only what is live. Not charged against the capacity beyond what is live.
+void pool_trim_locked(int dev, size_t keep_bytes);
+size_t pool_cached_locked(int dev);  // held beyond the live pooled blocks
 
 // Stream-ordered allocation shared by the legacy and _ptsz entry points.
 // pool == nullptr means the device's default pool (the stream's device).

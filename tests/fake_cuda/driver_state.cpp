@@ -5,6 +5,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -45,6 +46,7 @@ struct Config {
     int devices = 1;
     size_t capacity = kDefaultCapacity;
     long long fail_after = -1;  // -1: never inject
+    bool pool_keep = false;     // FAKE_CUDA_POOL_KEEP=1
 };
 
 const Config& config() {
@@ -61,6 +63,7 @@ const Config& config() {
             }
         }
         if (const char* f = std::getenv("FAKE_CUDA_FAIL_AFTER")) c.fail_after = std::atoll(f);
+        if (const char* k = std::getenv("FAKE_CUDA_POOL_KEEP")) c.pool_keep = std::strcmp(k, "1") == 0;
         return c;
     }();
     return cfg;
@@ -72,11 +75,14 @@ struct Block {
     int device;
     BlockKind kind;
     CUgraph_st* graph;
+    bool pooled;
 };
 
 struct Registry {
     std::map<uintptr_t, Block> blocks;
     size_t used[kMaxDevices] = {};
+    size_t pool_live[kMaxDevices] = {};  // pooled blocks' bytes
+    size_t pool_held[kMaxDevices] = {};  // what the pools hold (>= pool_live)
     unsigned long long alloc_calls = 0;
 };
 
@@ -149,6 +155,27 @@ void uncharge_locked(int dev, size_t bytes) {
 
 size_t used_locked(int dev) { return valid_device(dev) ? reg().used[dev] : 0; }
 
+namespace {
+void pool_change_locked(const Block& b, bool alloc) {
+    if (!b.pooled || !valid_device(b.device)) return;
+    Registry& r = reg();
+    if (alloc) r.pool_live[b.device] += b.bytes;
+    else r.pool_live[b.device] -= b.bytes;
+    size_t& held = r.pool_held[b.device];
+    held = config().pool_keep ? std::max(held, r.pool_live[b.device]) : r.pool_live[b.device];
+}
+}  // namespace
+
+void pool_trim_locked(int dev, size_t keep_bytes) {
+    if (!valid_device(dev)) return;
+    Registry& r = reg();
+    r.pool_held[dev] = std::max(r.pool_live[dev], std::min(r.pool_held[dev], keep_bytes));
+}
+
+size_t pool_cached_locked(int dev) {
+    return valid_device(dev) ? reg().pool_held[dev] - reg().pool_live[dev] : 0;
+}
+
 CUresult alloc_block(const AllocRequest& req, void** out) {
     if (!out || req.bytes == 0) return CUDA_ERROR_INVALID_VALUE;
     std::lock_guard<std::mutex> lock(state_mutex());
@@ -164,8 +191,9 @@ CUresult alloc_block(const AllocRequest& req, void** out) {
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     size_t charged = device && req.charge ? req.bytes : 0;
-    reg().blocks[reinterpret_cast<uintptr_t>(p)] =
-        Block{charged, map_len, req.device, req.kind, req.graph};
+    const Block block{charged, map_len, req.device, req.kind, req.graph, req.pooled && charged > 0};
+    reg().blocks[reinterpret_cast<uintptr_t>(p)] = block;
+    pool_change_locked(block, true);
     *out = p;
     return CUDA_SUCCESS;
 }
@@ -176,6 +204,7 @@ CUresult free_block(void* p, BlockKind kind) {
     auto it = blocks.find(reinterpret_cast<uintptr_t>(p));
     if (it == blocks.end() || it->second.kind != kind) return CUDA_ERROR_INVALID_VALUE;
     uncharge_locked(it->second.device, it->second.bytes);
+    pool_change_locked(it->second, false);
     backing_free(p, it->second.map_len);
     blocks.erase(it);
     return CUDA_SUCCESS;
@@ -189,6 +218,7 @@ void free_blocks_if(Pred pred) {
     for (auto it = blocks.begin(); it != blocks.end();) {
         if (pred(it->second)) {
             uncharge_locked(it->second.device, it->second.bytes);
+            pool_change_locked(it->second, false);
             backing_free(reinterpret_cast<void*>(it->first), it->second.map_len);
             it = blocks.erase(it);
         } else {
@@ -209,3 +239,11 @@ void free_graph_blocks(CUgraph_st* g) {
 }
 
 }  // namespace fake
+
+// For the fake libnvidia-ml.so.1 (fake_nvml.cpp, FAKE_NVML_FOLLOW_DRIVER=1): the device bytes the
+// process holds, as the real NVML's usedGpuMemory counts them: every charged allocation, and what
+// the pools keep beyond their live blocks.
+extern "C" size_t fake_cuda_process_bytes(int dev) {
+    std::lock_guard<std::mutex> lock(fake::state_mutex());
+    return fake::used_locked(dev) + fake::pool_cached_locked(dev);
+}

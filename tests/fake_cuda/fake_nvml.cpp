@@ -3,9 +3,13 @@
 // the bus ids the fake cuDeviceGetPCIBusId hands out). Found like the fake libcuda, through
 // LD_LIBRARY_PATH. Controlled by the environment:
 //   FAKE_NVML_PROCESS_BYTES  this process's usedGpuMemory on every device (default 300 MiB)
+//   FAKE_NVML_FOLLOW_DRIVER  1: FAKE_NVML_PROCESS_BYTES is only the base (the context); added to it,
+//                            the fake libcuda's charged bytes on that device and what its pools keep
+//                            (FAKE_CUDA_POOL_KEEP), read at each call, as a real driver's usage moves
 //   FAKE_NVML_FAIL           init: nvmlInit_v2 fails; memory: nvmlDeviceGetMemoryInfo fails;
 //                            not_listed: the process list holds only other pids
 // Every call is counted in FAKE_NVML_LOG (a file, appended) when set, so tests can see what ran.
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -42,9 +46,20 @@ int device_count() {
   int n = d ? std::atoi(d) : 1;
   return n < 0 ? 0 : n > 16 ? 16 : n;
 }
-unsigned long long process_bytes() {
+// The fake libcuda's own count (driver_state.cpp), when the program has loaded it.
+unsigned long long driver_bytes(int device) {
+  void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!cuda) return 0;
+  auto bytes = reinterpret_cast<size_t (*)(int)>(dlsym(cuda, "fake_cuda_process_bytes"));
+  unsigned long long n = bytes ? bytes(device) : 0;
+  dlclose(cuda);
+  return n;
+}
+unsigned long long process_bytes(int device) {
   const char *b = std::getenv("FAKE_NVML_PROCESS_BYTES");
-  return b ? std::strtoull(b, nullptr, 10) : 300ull << 20;
+  const char *follow = std::getenv("FAKE_NVML_FOLLOW_DRIVER");
+  unsigned long long base = b ? std::strtoull(b, nullptr, 10) : 300ull << 20;
+  return follow && std::strcmp(follow, "1") == 0 ? base + driver_bytes(device) : base;
 }
 void log(const char *call) {
   const char *path = std::getenv("FAKE_NVML_LOG");
@@ -63,8 +78,9 @@ Return processes(void *device, unsigned int *count, ProcessInfo *infos) {
     return kInsufficientSize;
   }
   *count = 2;
-  infos[0] =
-      ProcessInfo{static_cast<unsigned int>(getpid()) + (failing("not_listed") ? 100000u : 0u), process_bytes(), 0, 0};
+  const int index = static_cast<Device *>(device)->index;
+  infos[0] = ProcessInfo{static_cast<unsigned int>(getpid()) + (failing("not_listed") ? 100000u : 0u),
+                         process_bytes(index), 0, 0};
   infos[1] = ProcessInfo{1, 123ull << 20, 0, 0};  // another process on the same device
   return kSuccess;
 }
@@ -129,7 +145,7 @@ Return nvmlDeviceGetMemoryInfo(void *device, Memory *memory) {
   if (!device || !memory) return kInvalidArgument;
   if (failing("memory")) return kUnknown;
   memory->total = 1ull << 30;
-  memory->used = process_bytes() + (123ull << 20);
+  memory->used = process_bytes(static_cast<Device *>(device)->index) + (123ull << 20);
   memory->free = memory->total > memory->used ? memory->total - memory->used : 0;
   return kSuccess;
 }

@@ -9,13 +9,21 @@
 //                only after it (a reference kept one step too long)
 //   late-fixed   each activation freed at the end of its own iteration
 //   clean        every buffer allocated before the loop; the body only launches kernels
+//   pool-reserve the default memory pool with its release threshold at UINT64_MAX; every iteration
+//                cudaMallocAsync 64 MiB, a kernel fills it, cudaFreeAsync, synchronize, 10 ms of
+//                host work; at iteration N/3 a one-off 2 GiB phase (allocated, filled, freed): the
+//                pool keeps the 2 GiB to the end (N=300: about 3 s, the burst 1 s in, after a few of
+//                gpuleak's NVML samples at the default 250 ms, which set the baseline)
+//   pool-reserve-fixed the same with cudaMemPoolTrimTo(pool, 0) once, right after the 2 GiB phase
 // 128 MiB of "weights" are allocated before the loop. Iterations are marked with gpuleak_iteration_begin("train") / gpuleak_iteration_end().
 // Prints one line: TIMING mode=M iterations=N total_ms=T per_iteration_us=U (wall time of the
 // loop, synchronized at both ends), which tests/gpu/run_advice.sh puts next to the advice.
 #include <gpuleak/gpuleak.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "gpu_common.h"
@@ -58,14 +66,38 @@ extern "C" __attribute__((noinline)) void empty_cache(std::vector<void*>* cache)
     asm volatile("" ::: "memory");
 }
 
+// Stream-ordered: `bytes` from the stream's pool, filled, given back to it.
+static void use_async(size_t bytes, cudaStream_t s, unsigned v) {
+    void* p = nullptr;
+    CHECK_CUDA(cudaMallocAsync(&p, bytes, s));
+    fill_words<<<264, 512, 0, s>>>(static_cast<unsigned*>(p), bytes / sizeof(unsigned), v);
+    CHECK_CUDA(cudaGetLastError());
+    CHECK_CUDA(cudaFreeAsync(p, s));
+}
+
+// pool-reserve, pool-reserve-fixed: one iteration on stream s, the one-off phase when `burst`.
+static void pool_step(bool fixed, cudaMemPool_t pool, cudaStream_t s, bool burst, unsigned v) {
+    if (burst) {
+        use_async(size_t{2} << 30, s, v);
+        CHECK_CUDA(cudaStreamSynchronize(s));
+        if (fixed) CHECK_CUDA(cudaMemPoolTrimTo(pool, 0));  // once, after the phase that needed it
+    }
+    use_async(64u << 20, s, v);
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the host's share of the step
+}
+
 int main(int argc, char** argv) {
     const char* mode = argc > 1 ? argv[1] : "clean";
     long n = argc > 2 ? std::strtol(argv[2], nullptr, 10) : 200;
     if (n <= 0) n = 200;
     auto is = [&](const char* m) { return std::strcmp(mode, m) == 0; };
+    const bool pooled = is("pool-reserve") || is("pool-reserve-fixed");
     if (!(is("churn") || is("churn-fixed") || is("thrash") || is("thrash-fixed") || is("late") ||
-          is("late-fixed") || is("clean"))) {
-        std::fprintf(stderr, "usage: %s churn|churn-fixed|thrash|thrash-fixed|late|late-fixed|clean [N]\n",
+          is("late-fixed") || is("clean") || pooled)) {
+        std::fprintf(stderr,
+                     "usage: %s churn|churn-fixed|thrash|thrash-fixed|late|late-fixed|clean|pool-reserve|"
+                     "pool-reserve-fixed [N]\n",
                      argv[0]);
         return 2;
     }
@@ -78,6 +110,14 @@ int main(int argc, char** argv) {
     std::vector<void*> cache;
     if (is("thrash-fixed")) cache_refill(&cache, kBlock);
     void* prev = nullptr;
+    cudaMemPool_t pool = nullptr;
+    cudaStream_t stream = nullptr;
+    if (pooled) {
+        CHECK_CUDA(cudaDeviceGetDefaultMemPool(&pool, 0));
+        uint64_t keep_all = UINT64_MAX;  // the pool never gives memory back on its own
+        CHECK_CUDA(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all));
+        CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    }
     CHECK_CUDA(cudaDeviceSynchronize());
 
     auto t0 = std::chrono::steady_clock::now();
@@ -94,6 +134,8 @@ int main(int argc, char** argv) {
             cache_refill(&cache, kBlock);
             for (void* b : cache) fill(b, kBlock, v);
             if (is("thrash")) empty_cache(&cache);
+        } else if (pooled) {
+            pool_step(is("pool-reserve-fixed"), pool, stream, i == n / 3, v);
         } else {  // late, late-fixed
             void* act = activation(kAct);
             fill(act, kAct, v);
@@ -116,6 +158,7 @@ int main(int argc, char** argv) {
     if (prev) CHECK_CUDA(cudaFree(prev));
     if (!cache.empty()) empty_cache(&cache);
     if (scratch) CHECK_CUDA(cudaFree(scratch));
+    if (stream) CHECK_CUDA(cudaStreamDestroy(stream));
     CHECK_CUDA(cudaFree(weights));
     return 0;
 }

@@ -110,6 +110,9 @@ for mode in churn thrash late; do
   case_ "cuda-$mode-fixed" "!$expect" -- "$prog" "$mode-fixed" 200
 done
 case_ cuda-clean none -- "$prog" clean 200
+# Reserved far above live (fragmentation without a failure): NVML sampled every 250 ms (the default).
+case_ cuda-pool-reserve fragmentation -- "$prog" pool-reserve 300
+case_ cuda-pool-reserve-fixed '!fragmentation' -- "$prog" pool-reserve-fixed 300
 
 if "$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
   case_ torch-empty_cache cache_thrash -- "$python" "$here/torch_advice.py" empty_cache 30

@@ -116,5 +116,52 @@ TEST(Advice, LateReleaseAtTheActivation) {
   EXPECT_EQ(off.report["advice"], nlohmann::json::array());
 }
 
+// Reserved far above live: the fake pools keep what they held (FAKE_CUDA_POOL_KEEP=1) and the fake
+// NVML reports the fake driver's usage (FAKE_NVML_FOLLOW_DRIVER=1), sampled every 20 ms by the
+// shim's writer thread.
+std::map<std::string, std::string> pool_env() {
+  return {{"FAKE_CUDA_POOL_KEEP", "1"},
+          {"FAKE_NVML_FOLLOW_DRIVER", "1"},
+          {"FAKE_NVML_PROCESS_BYTES", std::to_string(300 << 20)},
+          {"GPULEAK_NVML_INTERVAL_MS", "20"}};
+}
+
+std::vector<nlohmann::json> reserve_findings(const nlohmann::json &report) {
+  std::vector<nlohmann::json> out;
+  for (const auto &a : of_kind(report, "fragmentation"))
+    if (a["site_id"].is_null()) out.push_back(a);
+  return out;
+}
+
+TEST(Advice, PoolKeepingAOneOffBurstIsReservedFarAboveLive) {
+  LoopRun r = run_loop("pool-reserve", pool_env());
+  auto found = reserve_findings(r.report);
+  ASSERT_EQ(found.size(), 1u) << r.report["advice"].dump(2) << r.err;
+  const auto &e = found[0]["evidence"];
+  EXPECT_EQ(e["baseline_bytes"], 300 << 20) << e.dump();
+  EXPECT_GE(e["reserve_bytes"].get<double>(), 512 << 20) << e.dump();
+  EXPECT_LE(e["window_peak_bytes"].get<double>(), 16 << 20) << e.dump();  // weights, input, one step
+  EXPECT_GE(e["samples_count"].get<int>(), 3) << e.dump();
+  EXPECT_GE(found[0]["saving"]["bytes"].get<double>(), 496 << 20);
+  EXPECT_NE(r.err.find("advice (fragmentation): For "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("cudaMemPoolTrimTo"), std::string::npos) << r.err;
+  // The same capture, with a threshold above the excess: nothing.
+  LoopRun strict = run_loop("pool-reserve", pool_env(), {"--advice-reserve-min-mb", "1024"});
+  EXPECT_TRUE(reserve_findings(strict.report).empty()) << strict.report["advice"].dump(2);
+}
+
+TEST(Advice, PoolTrimmedAfterTheBurstGetsNoReserveFinding) {
+  LoopRun r = run_loop("pool-reserve-fixed", pool_env());
+  // (Churn of the 4 MiB may be reported or not: the fake's stream-ordered calls cost more than
+  // 20 us each on a loaded machine.)
+  EXPECT_TRUE(of_kind(r.report, "fragmentation").empty()) << r.report["advice"].dump(2);
+  // Without samples (GPULEAK_NVML_INTERVAL_MS=0) the untrimmed pool gets none either: the exit
+  // reading alone cannot say what was kept.
+  auto env = pool_env();
+  env["GPULEAK_NVML_INTERVAL_MS"] = "0";
+  LoopRun exit_only = run_loop("pool-reserve", env);
+  EXPECT_TRUE(reserve_findings(exit_only.report).empty()) << exit_only.report["advice"].dump(2);
+}
+
 }  // namespace
 }  // namespace gpuleak::test

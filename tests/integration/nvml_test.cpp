@@ -44,12 +44,21 @@ Outcome leaky_under_nvml(const std::string &name, std::map<std::string, std::str
   return o;
 }
 
+// The readings taken at exit (the writer thread's periodic samples, if the run lasted long enough
+// for one, are not).
+std::vector<format::DeviceUsage> at_exit(const format::Capture &c) {
+  std::vector<format::DeviceUsage> out;
+  for (const auto &u : c.device_usage)
+    if (u.flags & format::kUsageAtExit) out.push_back(u);
+  return out;
+}
+
 TEST(Nvml, ProcessUsageAndTheUntrackedDifferenceReachTheReport) {
   Outcome o = leaky_under_nvml("nvml-ok", {});
   ASSERT_EQ(o.run.exit_code, 0) << o.run.err;
   EXPECT_EQ(o.capture.header.minor, 1u);
-  ASSERT_EQ(o.capture.device_usage.size(), 1u) << o.log;
-  const auto &u = o.capture.device_usage[0];
+  ASSERT_EQ(at_exit(o.capture).size(), 1u) << o.log;
+  const auto u = at_exit(o.capture)[0];
   EXPECT_EQ(u.device, 0);
   EXPECT_EQ(u.process_used_bytes, 500 * kMiB);
   EXPECT_EQ(u.device_used_bytes, 623 * kMiB);
@@ -89,11 +98,36 @@ TEST(Nvml, MemoryQueryFailureWritesNoRecord) {
 
 TEST(Nvml, ProcessNotListedKeepsTheDeviceViewOnly) {
   Outcome o = leaky_under_nvml("nvml-unlisted", {{"FAKE_NVML_FAIL", "not_listed"}});
-  ASSERT_EQ(o.capture.device_usage.size(), 1u);
-  EXPECT_EQ(o.capture.device_usage[0].flags, 2u);
+  ASSERT_EQ(at_exit(o.capture).size(), 1u);
+  EXPECT_EQ(at_exit(o.capture)[0].flags, 2u);
   ASSERT_TRUE(o.report.is_object());
   EXPECT_TRUE(o.report["devices"][0]["nvml_used_bytes"].is_null());
   EXPECT_EQ(o.report["devices"][0]["nvml_device_used_bytes"], 623 * kMiB);
+}
+
+// While the capture runs the writer thread samples NVML (GPULEAK_NVML_INTERVAL_MS) through one
+// session, each sample next to the live bytes gpuleak counted then; 0 keeps the exit reading only.
+TEST(Nvml, PeriodicSamplesWhileTheCaptureRuns) {
+  Outcome o = leaky_under_nvml("nvml-samples", {{"GPULEAK_NVML_INTERVAL_MS", "10"}, {"PROG_SLEEP_MS", "300"}});
+  ASSERT_EQ(o.run.exit_code, 0) << o.run.err;
+  size_t samples = 0;
+  for (const auto &u : o.capture.device_usage) {
+    if (!(u.flags & format::kUsageSample)) continue;
+    ++samples;
+    EXPECT_EQ(u.flags, format::kUsageSample | format::kUsageProcessKnown);
+    EXPECT_EQ(u.process_used_bytes, 500 * kMiB);
+    EXPECT_LE(u.tracked_live_bytes, 14 * kMiB);  // at most 10 kept and one 4 MiB temporary
+  }
+  EXPECT_GE(samples, 5u) << o.log;
+  EXPECT_EQ(at_exit(o.capture).size(), 1u);
+  // One nvmlInit for all the samples, one for the exit reading.
+  size_t inits = 0;
+  for (size_t p = o.log.find("nvmlInit_v2"); p != std::string::npos; p = o.log.find("nvmlInit_v2", p + 1)) ++inits;
+  EXPECT_EQ(inits, 2u) << o.log;
+  EXPECT_EQ(o.report["devices"][0]["nvml_used_bytes"], 500 * kMiB);
+
+  Outcome exit_only = leaky_under_nvml("nvml-exit-only", {{"GPULEAK_NVML_INTERVAL_MS", "0"}, {"PROG_SLEEP_MS", "300"}});
+  EXPECT_EQ(exit_only.capture.device_usage.size(), 1u) << exit_only.log;
 }
 
 TEST(Nvml, TurnedOffWithGpuleakNvml0) {

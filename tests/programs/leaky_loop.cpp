@@ -2,8 +2,11 @@
 //   cudaMalloc 4 MiB temp; cache_activation() -> cudaMalloc 1 MiB, kept; cudaFree temp.
 // Expected: 2N allocations, N frees, N MiB (N x 1 MiB) live at exit, all from
 // cache_activation. Built as prog_leaky_static and prog_leaky_shared.
+// PROG_SLEEP_MS=M: stay M ms after the loop (what the shim samples meanwhile, GPULEAK_NVML_INTERVAL_MS).
 #include <cuda_runtime_api.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <vector>
 
 #include "prog_common.h"
@@ -25,5 +28,6 @@ int main(int argc, char** argv) {
         cache.push_back(cache_activation(1u << 20));
         CHECK_CUDA(cudaFree(tmp));
     }
+    if (const char* ms = std::getenv("PROG_SLEEP_MS")) usleep(static_cast<useconds_t>(std::atoi(ms)) * 1000u);
     return 0;  // the cache is never freed
 }

@@ -45,6 +45,26 @@ TEST(Config, BadValuesDisableTrackingAndSayWhich) {
   }
 }
 
+TEST(Config, NvmlSampleInterval) {
+  EXPECT_EQ(read_config().nvml_interval_ms, 250u);
+  {
+    Env a("GPULEAK_NVML_INTERVAL_MS", "0");
+    Config c = read_config();
+    EXPECT_TRUE(c.enabled);
+    EXPECT_EQ(c.nvml_interval_ms, 0u);  // at exit only
+  }
+  {
+    Env a("GPULEAK_NVML_INTERVAL_MS", "20");
+    EXPECT_EQ(read_config().nvml_interval_ms, 20u);
+  }
+  for (const char *bad : {"-5", "fast", "", "3600001"}) {
+    Env a("GPULEAK_NVML_INTERVAL_MS", bad);
+    Config c = read_config();
+    EXPECT_FALSE(c.enabled) << bad;
+    EXPECT_EQ(c.error, std::string("bad value GPULEAK_NVML_INTERVAL_MS=\"") + bad + "\"");
+  }
+}
+
 TEST(Config, GpuActivitySettings) {
   Config defaults = read_config();
   EXPECT_TRUE(defaults.activity);

@@ -155,6 +155,24 @@ TEST(ReportMarkdown, CleanReportAndAllocatorNote) {
   EXPECT_NE(md.find("## Notes\n\n- gpuleak saw a caching allocator's segments\n"), std::string::npos) << md;
 }
 
+TEST(ReportMarkdown, AdviceOneLineEachWithItsSiteWhenItHasOne) {
+  json r = report_with("f", "a.py");
+  EXPECT_EQ(report_markdown(r).find("## Advice"), std::string::npos);  // no findings, no section
+  json frame = {{"kind", "native"}, {"function", "scratch_buffer"}, {"file", "/src/train.cu"}, {"line", 41}};
+  r["advice"] = json::array(
+      {{{"kind", "churn"}, {"device", 0}, {"stack", json::array({frame})}, {"message", "1 buffer of 4.0 MiB ..."}},
+       {{"kind", "fragmentation"},
+        {"device", 1},
+        {"site_id", nullptr},
+        {"stack", json::array()},
+        {"message", "a pool keeps 1.9 GiB <b>|</b>"}}});
+  std::string md = report_markdown(r);
+  EXPECT_NE(md.find("## Advice\n\n- **churn** (device 0) at scratch\\_buffer (train.cu:41): 1 buffer of 4.0 MiB ...\n"
+                    "- **fragmentation** (device 1): a pool keeps 1.9 GiB &lt;b&gt;\\|&lt;/b&gt;\n"),
+            std::string::npos)
+      << md;
+}
+
 TEST(ReportMarkdown, AnyJsonRendersWithoutThrowing) {
   for (const char *text : {"{}", "null", "[]", "5", R"({"run": null, "leaks": [null, 3], "devices": [null, {}]})",
                            R"({"leaks": [{"stack": [null, 3, {"line": "x"}]}], "oom": {"events": [{}]}})"}) {

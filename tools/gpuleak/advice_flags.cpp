@@ -44,20 +44,33 @@ void add_advice_flags(CLI::App *cmd, ReportOptions *o) {
                   "Serialization: share of the iteration in synchronous allocation calls (default 0.1; "
                   "GPULEAK_ADVICE_SERIALIZATION_MIN_SHARE)")
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--advice-reserve-min-mb", o->advice_reserve_min_mb,
+                  "Fragmentation (reserved above live): least excess over the recent live peak, in MiB "
+                  "(default 256; GPULEAK_ADVICE_RESERVE_MIN_MB)")
+      ->check(CLI::Range(0.0, 1048576.0));
+  cmd->add_option("--advice-reserve-min-share", o->advice_reserve_min_share,
+                  "Fragmentation (reserved above live): least excess as a share of the recent live peak "
+                  "(default 0.25; GPULEAK_ADVICE_RESERVE_MIN_SHARE)")
+      ->check(CLI::Range(0.0, 1000.0));
 }
 
 void apply_advice_options(const ReportOptions &o, analysis::AdviceOptions *out) {
-  out->enabled = o.advice >= 0 ? o.advice != 0 : env_number("GPULEAK_ADVICE", 0, 1, 1) != 0;
-  out->min_iteration_share = o.advice_min_iteration_share >= 0
-                                 ? o.advice_min_iteration_share
-                                 : env_number("GPULEAK_ADVICE_MIN_ITERATION_SHARE", 0, 1, out->min_iteration_share);
-  out->late_max_lag = static_cast<uint32_t>(
-      o.advice_late_max_lag >= 0 ? o.advice_late_max_lag
-                                 : env_number("GPULEAK_ADVICE_LATE_MAX_LAG", 0, 1000, out->late_max_lag));
-  out->serialization_min_share =
-      o.advice_serialization_min_share >= 0
-          ? o.advice_serialization_min_share
-          : env_number("GPULEAK_ADVICE_SERIALIZATION_MIN_SHARE", 0, 1, out->serialization_min_share);
+  // The flag when given (>= 0), else the variable, else what `out` holds (the default).
+  auto pick = [](double flag, const char *name, double lo, double hi, double fallback) {
+    return flag >= 0 ? flag : env_number(name, lo, hi, fallback);
+  };
+  out->enabled = pick(o.advice, "GPULEAK_ADVICE", 0, 1, 1) != 0;
+  out->min_iteration_share =
+      pick(o.advice_min_iteration_share, "GPULEAK_ADVICE_MIN_ITERATION_SHARE", 0, 1, out->min_iteration_share);
+  out->late_max_lag =
+      static_cast<uint32_t>(pick(o.advice_late_max_lag, "GPULEAK_ADVICE_LATE_MAX_LAG", 0, 1000, out->late_max_lag));
+  out->serialization_min_share = pick(o.advice_serialization_min_share, "GPULEAK_ADVICE_SERIALIZATION_MIN_SHARE", 0, 1,
+                                      out->serialization_min_share);
+  constexpr double kMiB = 1048576.0;
+  out->reserve_min_bytes = static_cast<uint64_t>(
+      pick(o.advice_reserve_min_mb, "GPULEAK_ADVICE_RESERVE_MIN_MB", 0, 1048576, out->reserve_min_bytes / kMiB) * kMiB);
+  out->reserve_min_share =
+      pick(o.advice_reserve_min_share, "GPULEAK_ADVICE_RESERVE_MIN_SHARE", 0, 1000, out->reserve_min_share);
 }
 
 }  // namespace gpuleak::cli

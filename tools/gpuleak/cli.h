@@ -68,6 +68,8 @@ struct ReportOptions {
   double advice_min_iteration_share = -1;
   int advice_late_max_lag = -1;
   double advice_serialization_min_share = -1;
+  double advice_reserve_min_mb = -1;
+  double advice_reserve_min_share = -1;
 };
 int report_command(const ReportOptions &options);
 

@@ -11,7 +11,7 @@ const TITLES = {
   cache_thrash: 'Cache emptied and refilled every iteration',
   late_release: 'Released one iteration late',
   peak_composition: 'What the peak is made of',
-  fragmentation: 'Out of memory with memory free',
+  fragmentation: 'Fragmented or reserved memory',
   serialization: 'The loop waits on allocation calls',
 };
 

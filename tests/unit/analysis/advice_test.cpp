@@ -5,12 +5,16 @@
 
 #include <functional>
 
+#include "analysis/advice_checks.h"
 #include "analysis/analysis.h"
 #include "analysis/capture_builder.h"
 
 namespace gpuleak::analysis {
 namespace {
 
+using checks::evidence;
+using checks::kinds;
+using checks::saving;
 using format::Kind;
 using testing::CaptureBuilder;
 using testing::kMiB;
@@ -44,25 +48,6 @@ std::vector<const Advice *> of_kind(const Analysis &a, AdviceKind kind) {
   for (const Advice &x : a.advice)
     if (x.kind == kind) out.push_back(&x);
   return out;
-}
-
-double evidence(const Advice &a, const std::string &name) {
-  for (const AdviceNumber &e : a.evidence)
-    if (e.name == name) return e.value;
-  ADD_FAILURE() << "no evidence " << name;
-  return -1;
-}
-double saving(const Advice &a, const std::string &name) {
-  for (const AdviceNumber &e : a.saving)
-    if (e.name == name) return e.value;
-  ADD_FAILURE() << "no saving " << name;
-  return -1;
-}
-
-std::string kinds(const Analysis &a) {
-  std::string s;
-  for (const Advice &x : a.advice) s += std::string(advice_kind_name(x.kind)) + ": " + x.message + "\n";
-  return s;
 }
 
 TEST(Advice, CleanLoopWithPreallocatedBuffersGetsNoAdvice) {

@@ -97,6 +97,21 @@ class CaptureBuilder {
     return r;
   }
 
+  // An NVML reading (DeviceUsage record): a periodic sample unless `flags` says otherwise.
+  format::DeviceUsage &usage(uint64_t process_used, uint64_t tracked_live, int device = 0,
+                             uint32_t flags = format::kUsageSample | format::kUsageProcessKnown) {
+    format::DeviceUsage &u = capture.device_usage.emplace_back();
+    u = format::DeviceUsage{};
+    u.ts_ns = tick();
+    u.process_used_bytes = process_used;
+    u.device_used_bytes = process_used;
+    u.device_total_bytes = 80ull << 30;
+    u.tracked_live_bytes = tracked_live;
+    u.device = device;
+    u.flags = flags;
+    return u;
+  }
+
   void device(int index, const std::string &name, uint64_t total) {
     format::Device d;
     d.index = index;
