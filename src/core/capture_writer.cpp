@@ -178,7 +178,6 @@ RunFacts *g_facts = nullptr;
 void *writer_main(void *arg) {
   auto *s = static_cast<State *>(arg);
   write_devices(s, *g_facts);
-  UsageSampler usage;
   uint64_t last_stats = monotonic_ns();
   for (;;) {
     bool stop;
@@ -192,7 +191,7 @@ void *writer_main(void *arg) {
     call_clock_calibrate();
     drain(s);
     s->buffers.reap();
-    sample_device_usage(s, &usage);
+    usage_sampler_start(s);
     if (monotonic_ns() - last_stats > 1000000000ull) {
       format::StatsRecord st = make_stats(s, false);
       append_record(s, format::RecordType::kStats, &st, sizeof st);
@@ -330,6 +329,7 @@ void writer_stop(State *s) {
     pthread_join(s->writer, nullptr);
     s->writer_running = false;
   }
+  usage_sampler_stop(s);  // after the writer (which starts it); its last records go out below
   drain(s);
   std::string tail;
   format::StatsRecord st = make_stats(s, true);

@@ -1,10 +1,13 @@
-// record_device_usage and sample_device_usage (recorder_state.h): NVML's per-process usage of each
+// record_device_usage and the NVML sampler (recorder_state.h): NVML's per-process usage of each
 // device this process allocated on, next to the recorder's own live bytes at that moment, as
 // DeviceUsage records. At the end of a capture (kUsageAtExit, on the exiting thread) the analysis
 // turns the pair into the report's reconciliation line (nvml_used_bytes, untracked_bytes); while it
-// runs (kUsageSample, every GPULEAK_NVML_INTERVAL_MS on the writer thread) into the fragmentation
+// runs (kUsageSample, every GPULEAK_NVML_INTERVAL_MS on the sampler thread) into the fragmentation
 // advice's "reserved far above live" (docs/advice.md). Never in a hook, never a CUDA call.
+#include <pthread.h>
 #include <unistd.h>
+
+#include <chrono>
 
 #include "core/clock.h"
 #include "core/nvml_usage.h"
@@ -46,21 +49,43 @@ void record_device_usage(State *s) {
   append_usage(s, nvml_read(getpid(), used_devices(s), s->device_count), format::kUsageAtExit);
 }
 
-void sample_device_usage(State *s, UsageSampler *sampler) {
-  const uint64_t interval_ns = static_cast<uint64_t>(s->config.nvml_interval_ms) * 1000000ull;
-  if (!s->config.nvml || interval_ns == 0 || sampler->failed) return;
-  if (!s->devices_known.load(std::memory_order_acquire)) return;
-  const uint64_t now = monotonic_ns();
-  if (sampler->last_ns == 0) sampler->last_ns = now;  // the first sample one interval after the start
-  if (now - sampler->last_ns < interval_ns) return;
-  std::vector<NvmlQuery> queries = used_devices(s);
-  if (queries.empty()) return;  // NVML is loaded only once the program allocated on a device
-  if (!sampler->session.is_open() && !sampler->session.open()) {
-    sampler->failed = true;  // no NVML: not asked again every tick (nvmlInit may take a second)
-    return;
+namespace {
+
+void *sampler_main(void *arg) {
+  auto *s = static_cast<State *>(arg);
+  const auto interval = std::chrono::milliseconds(s->config.nvml_interval_ms);
+  NvmlSession session;  // opened once, at the first sample, and kept until the sampler ends
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(s->sampler_lock);
+      if (s->sampler_wake.wait_for(lock, interval, [s] { return s->sampler_stop; })) return nullptr;
+    }
+    std::vector<NvmlQuery> queries = used_devices(s);
+    if (queries.empty()) continue;
+    if (!session.is_open() && !session.open()) return nullptr;  // no NVML: no samples at all
+    append_usage(s, session.read(getpid(), queries, s->device_count), format::kUsageSample);
   }
-  append_usage(s, sampler->session.read(getpid(), queries, s->device_count), format::kUsageSample);
-  sampler->last_ns = monotonic_ns();
+}
+
+}  // namespace
+
+void usage_sampler_start(State *s) {
+  if (s->sampler_running || !s->config.nvml || s->config.nvml_interval_ms == 0) return;
+  if (!s->devices_known.load(std::memory_order_acquire) || used_devices(s).empty()) return;
+  // The writer thread starts it, with every signal blocked: the sampler inherits that mask.
+  s->sampler_running = pthread_create(&s->sampler, nullptr, sampler_main, s) == 0;
+  if (!s->sampler_running) s->config.nvml_interval_ms = 0;  // not asked again
+}
+
+void usage_sampler_stop(State *s) {
+  if (!s->sampler_running) return;
+  {
+    std::lock_guard<std::mutex> lock(s->sampler_lock);
+    s->sampler_stop = true;
+  }
+  s->sampler_wake.notify_one();
+  pthread_join(s->sampler, nullptr);  // at most one NVML call
+  s->sampler_running = false;
 }
 
 }  // namespace gpuleak::core

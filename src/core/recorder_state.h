@@ -67,6 +67,13 @@ struct State {
   char pci_bus_ids[LiveTable::kMaxDevices][32] = {};
   int device_count = 0;
   std::atomic<bool> devices_known{false};
+
+  // The NVML sampler thread (device_usage.cpp).
+  pthread_t sampler{};
+  bool sampler_running = false;  // started (writer thread only, then writer_stop)
+  std::mutex sampler_lock;
+  std::condition_variable sampler_wake;
+  bool sampler_stop = false;
 };
 
 State *state();
@@ -94,16 +101,13 @@ inline BufferCounters counter_totals(const State *s) { return s->buffers.totals(
 // an ordinary exit (not _exit), before writer_stop. Does nothing when GPULEAK_NVML=0.
 void record_device_usage(State *s);
 
-// The writer thread's NVML samples (GPULEAK_NVML_INTERVAL_MS): its own session, opened at the first
-// sample that has a device to ask about and kept open until the writer ends.
-struct UsageSampler {
-  NvmlSession session;
-  uint64_t last_ns = 0;  // monotonic time of the last sample (0: none yet)
-  bool failed = false;   // NVML could not be opened: no more samples
-};
-// Called on every writer tick: one DeviceUsage record (kUsageSample) per device this process
-// allocated on, when the interval has passed since the last one. Does nothing with GPULEAK_NVML=0
-// or GPULEAK_NVML_INTERVAL_MS=0.
-void sample_device_usage(State *s, UsageSampler *sampler);
+// NVML samples while the capture runs (GPULEAK_NVML_INTERVAL_MS), on a thread of their own: NVML
+// may take a second to initialize and must never hold up the writer's drains. Called on every
+// writer tick, usage_sampler_start starts the sampler once the program has allocated on a device
+// (nothing with GPULEAK_NVML=0 or GPULEAK_NVML_INTERVAL_MS=0); usage_sampler_stop ends it (before
+// the writer's last drain, which then takes its last records). Each sample is one DeviceUsage
+// record (kUsageSample) per device this process allocated on.
+void usage_sampler_start(State *s);
+void usage_sampler_stop(State *s);
 
 }  // namespace gpuleak::core
