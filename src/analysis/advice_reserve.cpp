@@ -1,5 +1,5 @@
 // Fragmentation, its second shape: memory reserved far above live, without any failure. Read from
-// the NVML samples the writer thread took while the capture ran (DeviceUsage records,
+// the NVML samples the shim's sampler thread took while the capture ran (DeviceUsage records,
 // docs/capture-format.md): per device, what the process used beyond the bytes gpuleak tracked,
 // less the smallest such remainder over the samples from the end of the warm-up on (the CUDA
 // context, module images), is memory that a pool or caching allocator keeps. The finding is made when that reserve
@@ -102,7 +102,8 @@ void advise_reserve(const LoopView &loop, std::vector<Advice> *out) {
     for (Sample &s : samples) {
       const format::DeviceUsage &u = *s.usage;
       s.window_peak = std::max(series.peak(window_start(loop, u.ts_ns, previous), u.ts_ns), u.tracked_live_bytes);
-      s.reserve = u.process_used_bytes - baseline;
+      // A sample from before the baseline settled may show less: no reserve then.
+      s.reserve = u.process_used_bytes - std::min(u.process_used_bytes, baseline);
       const double margin =
           std::max(static_cast<double>(o.reserve_min_bytes), o.reserve_min_share * static_cast<double>(s.window_peak));
       s.over = s.reserve > s.window_peak && static_cast<double>(s.reserve - s.window_peak) > margin;

@@ -155,6 +155,19 @@ TEST(AdviceReserve, KernelsLoadedDuringTheWarmupAreBaseline) {
   EXPECT_EQ(reserve_findings(analyze(pool.b.capture, no_warmup)).size(), 1u);
 }
 
+// Kernels loaded as the warm-up ends: the samples before it used less than the baseline, which
+// is no reserve at all (on the H200 such samples read as 16 EiB reserved before this was fixed).
+void modules_as_the_warmup_ends(Pool &pool, int i) {
+  if (i == 4) pool.modules = 400 * kMiB;
+}
+
+TEST(AdviceReserve, UsingLessThanTheBaselineIsNoReserve) {
+  Pool pool = run_loop(40, 64 * kMiB, false, modules_as_the_warmup_ends);
+  Analysis a = analyze(pool.b.capture);
+  EXPECT_EQ(a.warmup_iterations, 4u);
+  EXPECT_TRUE(reserve_findings(a).empty()) << checks::kinds(a);
+}
+
 TEST(AdviceReserve, TooFewSamplesGetNothing) {
   // Kept from iteration 36 on: over at the samples after 38 and 39 only (the windows of the
   // samples after 36 and 37 still hold the burst).
