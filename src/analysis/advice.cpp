@@ -165,6 +165,8 @@ void Advisor::finish(Analysis *out) {
   }
   std::vector<Advice> found;
   for (auto &rule : rules_) rule->findings(out->ooms, &found);
+  // Rules that read no memory record (OOM records, NVML device usage in loop_.capture) need no
+  // replay: plain functions, called here.
   advise_fragmentation(out->ooms, &found);
 
   std::stable_sort(found.begin(), found.end(), [](const Advice &a, const Advice &b) {
