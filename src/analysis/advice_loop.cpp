@@ -136,7 +136,7 @@ class ChurnAndThrash : public Rule, public Observer {
     if (!on_device(a.space)) return;
     Slot &s = slots_[a.slot];
     Ended e{a, k, is_free(r) ? r.duration_ns : 0, api_label(r)};
-    if (!is_free(r)) {
+    if (!is_free(r) || a.size == 0) {  // a release of nothing takes no part in a burst
       close(a.slot);
       s.live -= a.size;
       churn(e);
