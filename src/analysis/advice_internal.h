@@ -108,8 +108,8 @@ class DevicePeaks : public Observer {
   std::vector<Slot> slots_;
 };
 
-// A rule: observers for the first replay, and for a second one when it asks (second() true
-// after the first replay); findings at the end.
+// A rule: an observer for the first replay, one for a second replay when wants_second() says so
+// after the first, and its findings at the end.
 class Rule {
  public:
   virtual ~Rule() = default;

@@ -66,7 +66,7 @@ namespace {
 // Reads one run's records in order through a bounded buffer.
 class RunCursor {
  public:
-  static constexpr size_t kBuffer = 256u << 10;  // > a record (<= kMaxRecordSize + header)? see fill()
+  static constexpr size_t kBuffer = 256u << 10;  // bytes read at a time; a larger record grows the buffer
 
   RunCursor(int fd, const FileMemorySource::Run &run) : fd_(fd), run_(run) {}
 
