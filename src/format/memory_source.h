@@ -28,6 +28,7 @@ class MemorySource {
   virtual uint64_t max_ts() const = 0;
   // Calls visit(record) for every record in effective-time order. An I/O failure stops the
   // replay early: failed() turns true and error() says why (the caller decides what to do).
+  // One replay at a time per source; several sources may replay on several threads.
   virtual void replay(const std::function<void(const MemoryRecord &)> &visit) const = 0;
   bool failed() const { return !error_.empty(); }
   const std::string &error() const { return error_; }
@@ -36,7 +37,8 @@ class MemorySource {
   mutable std::string error_;
 };
 
-// Records held in memory (in file order); the time order is computed once, on construction.
+// Records held in memory (in file order), which must outlive the source; the time order is
+// computed once, on construction (4 bytes per record when the file order is not the time order).
 class VectorMemorySource : public MemorySource {
  public:
   explicit VectorMemorySource(const std::vector<MemoryRecord> &records);
