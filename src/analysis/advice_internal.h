@@ -3,7 +3,8 @@
 //   advice.cpp       Advisor: builds the LoopView, hands the rules' observers to the replay, runs
 //                    a second replay when a rule needs one, orders and caps the findings
 //   advice_loop.cpp  churn, cache thrash, serialization: what happens inside each iteration
-//   advice_peak.cpp  late release, peak composition, fragmentation: what the peak is made of
+//   advice_peak.cpp  late release, fragmentation: what the peak is made of
+//   advice_composition.cpp  peak composition: the live set at the peak, by site and age
 //   advice_text.cpp  the sentences and the units they print
 //
 // A rule is an Observer of the replay (internal.h): it aggregates as allocations are born and
