@@ -10,7 +10,8 @@
 // middle of the run on (site 3), 4 KiB every step (site 4). A second thread allocates and frees
 // pinned host buffers. Records reach the file in per-thread chunks of 3,000, as the recorder's
 // per-thread buffers deliver them, so the file is not in time order across threads and the
-// analysis must sort it. Events are memory records; the total is EVENTS rounded to whole steps.
+// analysis must merge the threads' runs. Events are memory records; the total is EVENTS rounded
+// to whole steps.
 // Prints one line: events, iterations, leaking sites, bytes written.
 #include <cinttypes>
 #include <cstdio>

@@ -38,18 +38,6 @@ uint32_t LoopView::ends_crossed(uint32_t birth, uint32_t death) const {
   return death <= birth ? 0 : static_cast<uint32_t>(after(death) - after(birth));
 }
 
-const std::vector<Change> &LoopView::changes(uint16_t slot) const {
-  if (changes_.size() <= slot) {
-    changes_.resize(slot + 1u);
-    changes_ready_.resize(slot + 1u, false);
-  }
-  if (!changes_ready_[slot]) {
-    changes_[slot] = device_changes(ledger, slot);
-    changes_ready_[slot] = true;
-  }
-  return changes_[slot];
-}
-
 bool LoopView::enough() const { return post() >= static_cast<uint32_t>(std::max(2, min_post_warmup)); }
 
 bool LoopView::most(uint64_t iterations) const {
@@ -68,10 +56,50 @@ double rank_of(const Advice &a) {
 
 }  // namespace
 
-void advise(const format::Capture &capture, const Timeline &timeline, const SiteTable &sites, const Ledger &ledger,
-            const std::vector<Span> &spans, const Primary &primary, const AnalysisOptions &options, Analysis *out) {
-  if (!options.advice.enabled) return;
-  LoopView loop(capture, timeline, sites, ledger, options.advice);
+void DevicePeaks::before(uint32_t k, const format::MemoryRecord *, const LiveSet &) {
+  walk_.advance(
+      k,
+      [&](uint32_t j) {
+        for (Slot &s : slots_) {
+          if (j >= loop_.w && (!s.found || static_cast<uint64_t>(s.live) > s.best.bytes))
+            s.best = {static_cast<uint64_t>(s.live), kNone, j}, s.found = true;
+          s.mine = 0;
+          s.iteration_best = {static_cast<uint64_t>(s.live), 0, static_cast<uint64_t>(s.live - s.before_loop),
+                              static_cast<uint64_t>(s.before_loop)};
+        }
+      },
+      [&](uint32_t j) {
+        if (j < loop_.w) return;
+        for (Slot &s : slots_) s.ages.push_back(s.iteration_best);
+      });
+}
+
+void DevicePeaks::born(uint32_t k, const format::MemoryRecord &, const Life &a) {
+  if (on_device(a.space)) change(k, a, static_cast<int64_t>(a.size));
+}
+
+void DevicePeaks::died(uint32_t k, const format::MemoryRecord &, const Life &a) {
+  if (on_device(a.space)) change(k, a, -static_cast<int64_t>(a.size));
+}
+
+void DevicePeaks::change(uint32_t k, const Life &a, int64_t delta) {
+  Slot &s = slots_[a.slot];
+  s.live += delta;
+  if (a.birth < loop_.first_begin) s.before_loop += delta;
+  const uint32_t j = walk_.current();
+  if (j == kNone) return;
+  if (a.birth >= loop_.begin[j]) s.mine += delta;
+  if (j >= loop_.w && static_cast<uint64_t>(s.live) > s.best.bytes) s.best = {static_cast<uint64_t>(s.live), k, j};
+  if (static_cast<uint64_t>(s.live) > s.iteration_best.peak)
+    s.iteration_best = {static_cast<uint64_t>(s.live), static_cast<uint64_t>(s.mine),
+                        static_cast<uint64_t>(s.live - s.before_loop - s.mine), static_cast<uint64_t>(s.before_loop)};
+}
+
+namespace {
+
+LoopView make_loop(const format::Capture &capture, const SiteTable &sites, const std::vector<int> &devices,
+                   const std::vector<Span> &spans, const Primary &primary, const AnalysisOptions &options) {
+  LoopView loop(capture, sites, devices, options.advice);
   loop.n = static_cast<uint32_t>(primary.spans.size());
   loop.w = primary.warmup;
   loop.min_post_warmup = options.min_post_warmup_iterations;
@@ -94,16 +122,53 @@ void advise(const format::Capture &capture, const Timeline &timeline, const Site
   for (auto *v : {&loop.begin, &loop.end}) v->resize(loop.n);
   loop.start_ns.resize(loop.n);
   loop.end_ns.resize(loop.n);
+  return loop;
+}
 
-  std::vector<Advice> found;
-  if (loop.enough()) {
-    advise_churn_and_thrash(loop, &found);
-    advise_late_release(loop, &found);
-    advise_serialization(loop, &found);
+}  // namespace
+
+Advisor::Advisor(const format::Capture &capture, const Timeline &timeline, const SiteTable &sites,
+                 const std::vector<Span> &spans, const Primary &primary, const AnalysisOptions &options)
+    : capture_(capture),
+      timeline_(timeline),
+      sites_(sites),
+      spans_(spans),
+      options_(options),
+      loop_(make_loop(capture, sites, timeline.devices, spans, primary, options)),
+      peaks_(loop_) {
+  if (!options.advice.enabled) return;
+  if (loop_.enough()) {
+    rules_.push_back(churn_and_thrash_rule(loop_));
+    rules_.push_back(late_release_rule(loop_, peaks_));
+    rules_.push_back(serialization_rule(loop_));
   }
-  if (loop.n > 0) advise_peak(loop, out->ooms, &found);
-  advise_fragmentation(loop, out->ooms, &found);
-  advise_reserve(loop, &found);
+  if (loop_.n > 0) rules_.push_back(peak_rule(loop_, peaks_));
+  rules_.push_back(reserve_rule(loop_));
+}
+
+std::vector<Observer *> Advisor::observers() {
+  std::vector<Observer *> out;
+  if (!options_.advice.enabled) return out;
+  if (loop_.n > 0) out.push_back(&peaks_);
+  for (auto &rule : rules_)
+    if (Observer *o = rule->first()) out.push_back(o);
+  return out;
+}
+
+void Advisor::finish(Analysis *out) {
+  if (!options_.advice.enabled) return;
+  std::vector<Observer *> second;
+  for (auto &rule : rules_)
+    if (rule->wants_second(out->ooms)) second.push_back(rule->second());
+  if (!second.empty()) {  // the moments some rules need are known now: one more replay
+    Ledger again;
+    replay(capture_, timeline_, sites_, spans_, second, &again);
+  }
+  std::vector<Advice> found;
+  for (auto &rule : rules_) rule->findings(out->ooms, &found);
+  // Rules that read no memory record (OOM records, NVML device usage in loop_.capture) need no
+  // replay: plain functions, called here.
+  advise_fragmentation(out->ooms, &found);
 
   std::stable_sort(found.begin(), found.end(), [](const Advice &a, const Advice &b) {
     if (a.kind != b.kind) return a.kind < b.kind;
@@ -112,7 +177,7 @@ void advise(const format::Capture &capture, const Timeline &timeline, const Site
   size_t kept_of_kind = 0;
   for (size_t i = 0; i < found.size(); ++i) {
     kept_of_kind = i > 0 && found[i].kind == found[i - 1].kind ? kept_of_kind + 1 : 0;
-    if (kept_of_kind < options.advice.max_per_kind) out->advice.push_back(std::move(found[i]));
+    if (kept_of_kind < options_.advice.max_per_kind) out->advice.push_back(std::move(found[i]));
   }
 }
 

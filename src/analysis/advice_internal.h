@@ -1,12 +1,20 @@
 // What the loop advice stages share. Private to src/analysis (advice*.cpp and analysis.cpp).
 //
-//   advice.cpp       advise(): builds the LoopView, runs the rules, orders and caps the findings
+//   advice.cpp       Advisor: builds the LoopView, hands the rules' observers to the replay, runs
+//                    a second replay when a rule needs one, orders and caps the findings
 //   advice_loop.cpp  churn, cache thrash, serialization: what happens inside each iteration
-//   advice_peak.cpp  late release, peak composition, fragmentation: what the peak is made of
+//   advice_peak.cpp  late release, fragmentation: what the peak is made of
+//   advice_composition.cpp  peak composition: the live set at the peak, by site and age
 //   advice_reserve.cpp  fragmentation without a failure: NVML's samples, reserved far above live
 //   advice_text.cpp  the sentences and the units they print
+//
+// A rule is an Observer of the replay (internal.h): it aggregates as allocations are born and
+// die, so that what it keeps is proportional to sites, iterations and live allocations. A rule
+// that needs a moment known only at the end (the peak) asks for a second replay. A rule that reads
+// other records of the capture (OOM, device usage, ...) reads them from LoopView::capture.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,22 +23,13 @@
 namespace gpuleak::analysis::detail {
 
 // The primary loop as the advice rules read it.
-struct Change {
-  uint32_t pos = 0;
-  uint8_t order = 1;  // 0: applied before the events at pos (a free moved to an iteration's end)
-  int64_t delta = 0;
-  uint32_t alloc = 0;
-};
-std::vector<Change> device_changes(const Ledger &ledger, uint16_t slot);
-
 struct LoopView {
-  LoopView(const format::Capture &c, const Timeline &t, const SiteTable &s, const Ledger &l, const AdviceOptions &o)
-      : capture(c), timeline(t), sites(s), ledger(l), options(o) {}
+  LoopView(const format::Capture &c, const SiteTable &s, const std::vector<int> &d, const AdviceOptions &o)
+      : capture(c), sites(s), devices(d), options(o) {}
 
   const format::Capture &capture;
-  const Timeline &timeline;
   const SiteTable &sites;
-  const Ledger &ledger;
+  const std::vector<int> &devices;  // slot -> device index
   const AdviceOptions &options;
   uint32_t n = 0;                  // primary iterations
   uint32_t w = 0;                  // of which warm-up
@@ -50,42 +49,113 @@ struct LoopView {
   bool enough() const;
   // At least min_iteration_share of the post-warm-up iterations.
   bool most(uint64_t iterations) const;
-  // device_changes(ledger, slot), computed once per device and shared by the rules (one sort of
-  // every birth and death of a device is the most expensive step of the advice).
-  const std::vector<Change> &changes(uint16_t slot) const;
+};
+
+// Walks the primary iterations as the replay passes their boundaries: advance(k) before event k
+// opens every iteration that began at or before k and closes every one that ended there; current()
+// is then the iteration event k belongs to (kNone: between iterations).
+class LoopWalk {
+ public:
+  explicit LoopWalk(const LoopView &loop) : loop_(loop) {}
+  template <typename Open, typename Close>
+  void advance(uint32_t k, Open open, Close close) {
+    while (next_ < loop_.n) {
+      if (!open_ && loop_.begin[next_] <= k) open_ = true, open(next_);
+      if (!open_ || loop_.end[next_] > k) return;
+      open_ = false;
+      close(next_++);
+    }
+  }
+  uint32_t current() const { return open_ ? next_ : kNone; }
 
  private:
-  mutable std::vector<std::vector<Change>> changes_;
-  mutable std::vector<bool> changes_ready_;
+  const LoopView &loop_;
+  uint32_t next_ = 0;
+  bool open_ = false;
 };
 
-// Device live bytes after every change, with some allocations' deaths moved: the baseline and
-// the counterfactuals the late-release and peak rules compare.
-
+// The highest device live bytes inside post-warm-up primary iterations (an iteration's start
+// counts: everything before its first event).
 struct PeakAt {
   uint64_t bytes = 0;
-  uint32_t pos = 0;        // the change that reached it (kNone: the iteration's start value)
+  uint32_t pos = 0;        // the event that reached it (kNone: the iteration's start value)
   uint32_t iteration = 0;  // primary iteration
 };
-// The highest live value inside post-warm-up primary iterations. `changes` sorted by (pos, order).
-PeakAt steady_peak(const LoopView &loop, const std::vector<Change> &changes);
+// What was live at one iteration's own peak, by age.
+struct AgesAt {
+  uint64_t peak = 0, this_iteration = 0, earlier = 0, before_loop = 0;
+};
 
-void advise_churn_and_thrash(const LoopView &loop, std::vector<Advice> *out);
-void advise_serialization(const LoopView &loop, std::vector<Advice> *out);
-void advise_late_release(const LoopView &loop, std::vector<Advice> *out);
-void advise_peak(const LoopView &loop, const std::vector<OomEvent> &ooms, std::vector<Advice> *out);
-void advise_fragmentation(const LoopView &loop, const std::vector<OomEvent> &ooms, std::vector<Advice> *out);
-void advise_reserve(const LoopView &loop, std::vector<Advice> *out);
+// Pass 1, per device slot: the steady peak and each post-warm-up iteration's peak by age.
+class DevicePeaks : public Observer {
+ public:
+  explicit DevicePeaks(const LoopView &loop) : loop_(loop), walk_(loop), slots_(loop.devices.size()) {}
+  void before(uint32_t k, const format::MemoryRecord *r, const LiveSet &live) override;
+  void born(uint32_t k, const format::MemoryRecord &r, const Life &a) override;
+  void died(uint32_t k, const format::MemoryRecord &r, const Life &a) override;
+  const PeakAt &peak(uint16_t slot) const { return slots_[slot].best; }
+  const std::vector<AgesAt> &ages(uint16_t slot) const { return slots_[slot].ages; }
+
+ private:
+  void change(uint32_t k, const Life &a, int64_t delta);
+  struct Slot {
+    int64_t live = 0, before_loop = 0, mine = 0;
+    PeakAt best;
+    bool found = false;
+    AgesAt iteration_best;
+    std::vector<AgesAt> ages;
+  };
+  const LoopView &loop_;
+  LoopWalk walk_;
+  std::vector<Slot> slots_;
+};
+
+// A rule: an observer for the first replay, one for a second replay when wants_second() says so
+// after the first, and its findings at the end.
+class Rule {
+ public:
+  virtual ~Rule() = default;
+  virtual Observer *first() { return nullptr; }
+  virtual bool wants_second(const std::vector<OomEvent> &ooms) { return (void)ooms, false; }
+  virtual Observer *second() { return nullptr; }
+  virtual void findings(const std::vector<OomEvent> &ooms, std::vector<Advice> *out) = 0;
+};
+
+// Each rule needs `enough()` iterations unless said otherwise.
+std::unique_ptr<Rule> churn_and_thrash_rule(const LoopView &loop);
+std::unique_ptr<Rule> serialization_rule(const LoopView &loop);
+std::unique_ptr<Rule> late_release_rule(const LoopView &loop, const DevicePeaks &peaks);
+std::unique_ptr<Rule> peak_rule(const LoopView &loop, const DevicePeaks &peaks);  // needs n > 0
+void advise_fragmentation(const std::vector<OomEvent> &ooms, std::vector<Advice> *out);
+// Fragmentation without a failure: NVML's samples (device usage records), reserved far above live.
+std::unique_ptr<Rule> reserve_rule(const LoopView &loop);
 
 // Units for the sentences: "4.0 MiB", "35 us", "12 %".
 std::string bytes_text(double bytes);
 std::string duration_text(double ns);
 std::string share_text(double share);
-// The API the program called for record `pos`: the runtime label when known ("cudaMalloc"), else
-// the driver entry, else "the allocation calls".
-std::string api_text(const Timeline &timeline, uint32_t pos);
+// The API the program called (an api_label): "cudaMalloc", else the driver entry, else "the
+// allocation calls".
+std::string api_text(uint16_t api);
 
-void advise(const format::Capture &capture, const Timeline &timeline, const SiteTable &sites, const Ledger &ledger,
-            const std::vector<Span> &spans, const Primary &primary, const AnalysisOptions &options, Analysis *out);
+// The advice stage of analyze(): observers for pass 1, then (after it) the findings, with a
+// second replay when a rule needs one.
+class Advisor {
+ public:
+  Advisor(const format::Capture &capture, const Timeline &timeline, const SiteTable &sites,
+          const std::vector<Span> &spans, const Primary &primary, const AnalysisOptions &options);
+  std::vector<Observer *> observers();
+  void finish(Analysis *out);
+
+ private:
+  const format::Capture &capture_;
+  const Timeline &timeline_;
+  const SiteTable &sites_;
+  const std::vector<Span> &spans_;
+  const AnalysisOptions &options_;
+  LoopView loop_;
+  DevicePeaks peaks_;
+  std::vector<std::unique_ptr<Rule>> rules_;
+};
 
 }  // namespace gpuleak::analysis::detail

@@ -1,169 +1,216 @@
 // Advice from what the loop's peak is made of: late release (allocations freed one iteration
 // too late, measured by replaying the device with their frees moved to the end of their own
-// iteration), peak composition (what was live at the peak, by site and by age, when the device
-// is nearly full) and fragmentation (an allocation failed while enough memory was free).
+// iteration) and fragmentation (an allocation failed while enough memory was free). Peak
+// composition is in advice_composition.cpp.
+//
+// Late release needs to know which sites are late before it can measure what freeing them earlier
+// would save: it asks for a second replay, where the counterfactual is measured for the candidate
+// sites only.
 #include <algorithm>
 #include <unordered_map>
 
 #include "analysis/advice_internal.h"
-#include "format/huge_pages.h"
 
 namespace gpuleak::analysis::detail {
 
 namespace {
 
-bool change_before(const Change &a, const Change &b) {
-  if (a.pos != b.pos) return a.pos < b.pos;
-  if (a.order != b.order) return a.order < b.order;
-  return a.delta < b.delta;  // a release before a birth at the same event (an address reused)
-}
-
-void sort_changes(std::vector<Change> *changes) { std::sort(changes->begin(), changes->end(), change_before); }
-
 uint64_t key_of(uint16_t slot, uint32_t site) { return static_cast<uint64_t>(slot) << 32 | site; }
-
-uint64_t device_total(const LoopView &loop, int device) {
-  for (const auto &d : loop.capture.devices)
-    if (d.index == device) return d.total_bytes;
-  return 0;
-}
-
-}  // namespace
-
-std::vector<Change> device_changes(const Ledger &ledger, uint16_t slot) {
-  size_t n = 0;
-  for (const Alloc &a : ledger.allocs)
-    if (on_device(a.space) && a.slot == slot) n += a.death != kNone ? 2 : 1;
-  std::vector<Change> changes;
-  changes.reserve(n);
-  format::prefer_huge_pages(changes);
-  for (uint32_t i = 0; i < ledger.allocs.size(); ++i) {
-    const Alloc &a = ledger.allocs[i];
-    if (!on_device(a.space) || a.slot != slot) continue;
-    changes.push_back({a.birth, 1, static_cast<int64_t>(a.size), i});
-    if (a.death != kNone) changes.push_back({a.death, 1, -static_cast<int64_t>(a.size), i});
-  }
-  sort_changes(&changes);
-  return changes;
-}
-
-PeakAt steady_peak(const LoopView &loop, const std::vector<Change> &changes) {
-  PeakAt best;
-  bool found = false;
-  int64_t live = 0;
-  size_t c = 0;
-  for (uint32_t j = 0; j < loop.n; ++j) {
-    // Everything before the iteration's first event, and frees moved to its start.
-    for (; c < changes.size() &&
-           (changes[c].pos < loop.begin[j] || (changes[c].pos == loop.begin[j] && changes[c].order == 0));
-         ++c)
-      live += changes[c].delta;
-    const bool counted = j >= loop.w;
-    if (counted && (!found || static_cast<uint64_t>(live) > best.bytes))
-      best = {static_cast<uint64_t>(live), kNone, j}, found = true;
-    for (; c < changes.size() && changes[c].pos < loop.end[j]; ++c) {
-      live += changes[c].delta;
-      if (counted && static_cast<uint64_t>(live) > best.bytes) best = {static_cast<uint64_t>(live), changes[c].pos, j};
-    }
-  }
-  return best;
-}
-
-namespace {
 
 struct LateSite {
   uint16_t slot = 0;
   uint32_t site = 0;
   uint64_t eligible = 0, late = 0, bytes = 0, iterations = 0;
-  uint32_t last_iteration = kNone, max_lag = 0;
-  std::vector<uint32_t> allocs;  // the late ones, warm-up included (the counterfactual frees them all)
-  std::vector<uint32_t> tail;    // born in the last iterations, never freed: not judged, freed too
+  uint32_t max_lag = 0;
+  uint32_t first_birth = kNone;  // the order findings are listed in: the site's earliest allocation counted
+  std::vector<bool> late_in;     // per primary iteration: a late allocation was born there
 };
 
-}  // namespace
+// The counterfactual of one candidate site, measured in the second replay. Freeing each late
+// allocation a (and each never-freed one of the last iterations) at the end of its own iteration
+// j_a instead of at its death lowers the device's live bytes, inside iteration i, by the sizes of
+// those with j_a < i not yet dead: A_i (alive at i's start) minus D_i(q) (died since). So the
+// counterfactual peak of i is max_q(live(q) + D_i(q)) - A_i, and only A_i must wait for later
+// events: it is kept per iteration.
+struct Counterfactual {
+  uint16_t slot = 0;
+  uint32_t site = 0;
+  size_t late_site = 0;
+  int64_t died = 0;            // D of the open iteration
+  std::vector<int64_t> max;    // per iteration: max(live + D)
+  std::vector<int64_t> alive;  // per iteration, as differences: A
+};
 
-void advise_late_release(const LoopView &loop, std::vector<Advice> *out) {
-  const AdviceOptions &o = loop.options;
-  const Ledger &ledger = loop.ledger;
-  if (o.late_max_lag == 0 || loop.post() <= o.late_max_lag) return;
-  std::unordered_map<uint64_t, size_t> index;
-  std::vector<LateSite> sites;
-  for (uint32_t i = 0; i < ledger.allocs.size(); ++i) {
-    const Alloc &a = ledger.allocs[i];
-    if (!on_device(a.space)) continue;
-    uint32_t j = loop.iteration_of(a.birth);
-    if (j == kNone) continue;
-    const bool judged = j >= loop.w;  // warm-up allocations are fixed too, never judged
-    if (a.death == kNone && !judged) continue;
-    auto [it, fresh] = index.try_emplace(key_of(a.slot, a.site), sites.size());
-    if (fresh) {
-      sites.emplace_back();
-      sites.back().slot = a.slot;
-      sites.back().site = a.site;
-    }
-    LateSite &s = sites[it->second];
-    if (a.death == kNone && j + o.late_max_lag >= loop.n) {  // its release may still come
-      s.tail.push_back(i);
-      continue;
-    }
+class LateRelease : public Rule, public Observer {
+ public:
+  LateRelease(const LoopView &loop, const DevicePeaks &peaks)
+      : loop_(loop), peaks_(peaks), pass2_(this), walk_(loop), live_(loop.devices.size(), 0) {}
+  Observer *first() override { return this; }
+  Observer *second() override { return &pass2_; }
+
+  // Pass 1: which allocations of each site outlive their iteration by 1..late_max_lag ends.
+  void died(uint32_t k, const format::MemoryRecord &, const Life &a) override {
+    if (!active() || !on_device(a.space)) return;
+    const uint32_t j = loop_.iteration_of(a.birth);
+    if (j == kNone) return;
+    const bool judged = j >= loop_.w;  // warm-up allocations are fixed too, never judged
+    LateSite &s = site(a);
     if (judged) ++s.eligible;
-    if (a.death == kNone) continue;
-    uint32_t lag = loop.ends_crossed(a.birth, a.death);
-    if (lag < 1 || lag > o.late_max_lag) continue;
-    s.allocs.push_back(i);
-    if (!judged) continue;
+    uint32_t lag = loop_.ends_crossed(a.birth, k);
+    if (lag < 1 || lag > loop_.options.late_max_lag || !judged) return;
     ++s.late;
     s.bytes += a.size;
     s.max_lag = std::max(s.max_lag, lag);
-    if (s.last_iteration != j) ++s.iterations, s.last_iteration = j;
+    if (s.late_in.empty()) s.late_in.assign(loop_.n, false);
+    if (!s.late_in[j]) s.late_in[j] = true, ++s.iterations;
   }
 
-  std::unordered_map<uint16_t, PeakAt> baseline;
-  for (const LateSite &s : sites) {
-    if (s.late == 0 || static_cast<double>(s.late) < o.late_min_share * static_cast<double>(s.eligible)) continue;
-    if (static_cast<double>(s.iterations) < o.min_iteration_share * (loop.post() - o.late_max_lag)) continue;
-    const std::vector<Change> &all = loop.changes(s.slot);
-    auto base = baseline.find(s.slot);
-    if (base == baseline.end()) base = baseline.emplace(s.slot, steady_peak(loop, all)).first;
-    // The counterfactual: each late allocation freed at the end of the iteration that made it.
-    // The moved frees are sorted on their own and merged into the rest, which stays in order.
-    std::vector<bool> late(ledger.allocs.size(), false);
-    std::vector<Change> moved;
-    auto freed_at_end = [&](uint32_t i) {
-      const Alloc &a = ledger.allocs[i];
-      moved.push_back({loop.end[loop.iteration_of(a.birth)], 0, -static_cast<int64_t>(a.size), i});
-    };
-    for (uint32_t i : s.allocs) late[i] = true, freed_at_end(i);
-    for (uint32_t i : s.tail) freed_at_end(i);
-    sort_changes(&moved);
-    std::vector<Change> changes;
-    changes.reserve(all.size() + s.tail.size());
-    format::prefer_huge_pages(changes);
-    size_t m = 0;
-    for (const Change &c : all) {
-      if (c.delta < 0 && late[c.alloc]) continue;  // its moved copy takes its place
-      while (m < moved.size() && change_before(moved[m], c)) changes.push_back(moved[m++]);
-      changes.push_back(c);
+  void finish(const LiveSet &live) override {
+    if (!active()) return;
+    live.for_each([&](const LiveKey &, const Life &a) {
+      if (!on_device(a.space)) return;
+      const uint32_t j = loop_.iteration_of(a.birth);
+      if (j == kNone || j < loop_.w) return;
+      LateSite &s = site(a);
+      if (j + loop_.options.late_max_lag < loop_.n) ++s.eligible;  // else its release may still come
+    });
+  }
+
+  bool wants_second(const std::vector<OomEvent> &) override {
+    const AdviceOptions &o = loop_.options;
+    if (!active()) return false;
+    for (size_t i = 0; i < sites_.size(); ++i) {
+      const LateSite &s = sites_[i];
+      if (s.late == 0 || static_cast<double>(s.late) < o.late_min_share * static_cast<double>(s.eligible)) continue;
+      if (static_cast<double>(s.iterations) < o.min_iteration_share * (loop_.post() - o.late_max_lag)) continue;
+      Counterfactual c;
+      c.slot = s.slot;
+      c.site = s.site;
+      c.late_site = i;
+      c.max.assign(loop_.n, 0);
+      c.alive.assign(loop_.n + 1, 0);
+      candidates_.emplace(key_of(s.slot, s.site), counterfactuals_.size());
+      counterfactuals_.push_back(std::move(c));
     }
-    changes.insert(changes.end(), moved.begin() + static_cast<std::ptrdiff_t>(m), moved.end());
-    const PeakAt fixed = steady_peak(loop, changes);
-    const uint64_t peak = base->second.bytes;
-    if (fixed.bytes >= peak) continue;
+    return !counterfactuals_.empty();
+  }
+
+  void findings(const std::vector<OomEvent> &, std::vector<Advice> *out) override {
+    std::vector<const Counterfactual *> order;
+    for (const Counterfactual &c : counterfactuals_) order.push_back(&c);
+    std::stable_sort(order.begin(), order.end(), [&](const Counterfactual *a, const Counterfactual *b) {
+      return sites_[a->late_site].first_birth < sites_[b->late_site].first_birth;
+    });
+    for (const Counterfactual *c : order) finding(*c, out);
+  }
+
+ private:
+  // The second replay: the device's live bytes with the candidates' frees moved.
+  class Pass2 : public Observer {
+   public:
+    explicit Pass2(LateRelease *rule) : r_(*rule) {}
+    void before(uint32_t k, const format::MemoryRecord *, const LiveSet &) override {
+      r_.walk_.advance(
+          k,
+          [&](uint32_t j) {
+            for (Counterfactual &c : r_.counterfactuals_) {
+              c.died = 0;
+              c.max[j] = r_.live_[c.slot];
+            }
+          },
+          [](uint32_t) {});
+    }
+    void born(uint32_t, const format::MemoryRecord &, const Life &a) override {
+      if (on_device(a.space)) r_.change(a.slot, static_cast<int64_t>(a.size));
+    }
+    void died(uint32_t k, const format::MemoryRecord &, const Life &a) override {
+      if (!on_device(a.space)) return;
+      auto it = r_.candidates_.find(key_of(a.slot, a.site));
+      if (it != r_.candidates_.end()) r_.moved(&r_.counterfactuals_[it->second], a, k);
+      r_.change(a.slot, -static_cast<int64_t>(a.size));
+    }
+    void finish(const LiveSet &live) override {
+      live.for_each([&](const LiveKey &, const Life &a) {
+        if (!on_device(a.space)) return;
+        auto it = r_.candidates_.find(key_of(a.slot, a.site));
+        if (it == r_.candidates_.end()) return;
+        const uint32_t j = r_.loop_.iteration_of(a.birth);
+        if (j == kNone || j < r_.loop_.w || j + r_.loop_.options.late_max_lag < r_.loop_.n) return;
+        Counterfactual &c = r_.counterfactuals_[it->second];  // never freed, in the last iterations
+        c.alive[j + 1] += static_cast<int64_t>(a.size);
+        c.alive[r_.loop_.n] -= static_cast<int64_t>(a.size);
+      });
+    }
+
+   private:
+    LateRelease &r_;
+  };
+
+  bool active() const { return loop_.options.late_max_lag > 0 && loop_.post() > loop_.options.late_max_lag; }
+
+  LateSite &site(const Life &a) {
+    auto [it, fresh] = index_.try_emplace(key_of(a.slot, a.site), sites_.size());
+    if (fresh) {
+      sites_.emplace_back();
+      sites_.back().slot = a.slot;
+      sites_.back().site = a.site;
+    }
+    LateSite &s = sites_[it->second];
+    s.first_birth = std::min(s.first_birth, a.birth);
+    return s;
+  }
+
+  // A candidate's allocation dies at k: when it is late, its release moves to the end of its
+  // iteration j_a; it counts in A_i of the iterations i > j_a that began before k.
+  void moved(Counterfactual *c, const Life &a, uint32_t k) {
+    const uint32_t ja = loop_.iteration_of(a.birth);
+    if (ja == kNone) return;
+    const uint32_t lag = loop_.ends_crossed(a.birth, k);
+    if (lag < 1 || lag > loop_.options.late_max_lag) return;
+    const uint32_t last = static_cast<uint32_t>(std::upper_bound(loop_.begin.begin(), loop_.begin.end(), k) -
+                                                loop_.begin.begin());  // iterations [0, last) began
+    if (last > ja + 1) {
+      c->alive[ja + 1] += static_cast<int64_t>(a.size);
+      c->alive[last] -= static_cast<int64_t>(a.size);
+    }
+    if (walk_.current() != kNone) c->died += static_cast<int64_t>(a.size);
+  }
+
+  void change(uint16_t slot, int64_t delta) {
+    live_[slot] += delta;
+    const uint32_t j = walk_.current();
+    if (j == kNone) return;
+    for (Counterfactual &c : counterfactuals_)
+      if (c.slot == slot) c.max[j] = std::max(c.max[j], live_[slot] + c.died);
+  }
+
+  void finding(const Counterfactual &c, std::vector<Advice> *out) {
+    const LateSite &s = sites_[c.late_site];
+    const uint64_t peak = peaks_.peak(c.slot).bytes;
+    int64_t best = 0, alive = 0;
+    bool found = false;
+    for (uint32_t j = 0; j < loop_.n; ++j) {
+      alive += c.alive[j];
+      if (j < loop_.w) continue;
+      if (!found || c.max[j] - alive > best) best = c.max[j] - alive, found = true;
+    }
+    const PeakAt fixed{static_cast<uint64_t>(best), 0, 0};
+    if (fixed.bytes >= peak) return;
     const uint64_t saving = peak - fixed.bytes;
-    if (static_cast<double>(saving) < o.late_min_saving_share * static_cast<double>(peak)) continue;
+    if (static_cast<double>(saving) < loop_.options.late_min_saving_share * static_cast<double>(peak)) return;
 
     const double it = static_cast<double>(s.iterations);
     Advice a;
     a.kind = AdviceKind::kLateRelease;
-    a.device = ledger.devices[s.slot];
+    a.device = loop_.devices[s.slot];
     a.has_site = true;
-    a.site = loop.sites.sites[s.site];
+    a.site = loop_.sites.sites[s.site];
     a.evidence = {{"allocs_per_iteration", static_cast<double>(s.late) / it},
                   {"bytes_per_iteration", static_cast<double>(s.bytes) / it},
                   {"max_lag_iterations", static_cast<double>(s.max_lag)},
                   {"late_share", static_cast<double>(s.late) / static_cast<double>(s.eligible)},
                   {"iterations_with_pattern", it},
-                  {"post_warmup_iterations", static_cast<double>(loop.post())},
+                  {"post_warmup_iterations", static_cast<double>(loop_.post())},
                   {"steady_peak_bytes", static_cast<double>(peak)},
                   {"peak_bytes_if_released", static_cast<double>(fixed.bytes)}};
     a.saving = {{"peak_bytes", static_cast<double>(saving)}};
@@ -177,155 +224,25 @@ void advise_late_release(const LoopView &loop, std::vector<Advice> *out) {
                 bytes_text(static_cast<double>(fixed.bytes)) + ").";
     out->push_back(std::move(a));
   }
-}
 
-namespace {
-
-// What was live at each post-warm-up iteration's own peak, by age; one sweep over the changes.
-struct AgesAt {
-  uint64_t peak = 0, this_iteration = 0, earlier = 0, before_loop = 0;
+  const LoopView &loop_;
+  const DevicePeaks &peaks_;
+  Pass2 pass2_;
+  LoopWalk walk_;              // second replay
+  std::vector<int64_t> live_;  // second replay: per slot
+  std::unordered_map<uint64_t, size_t> index_;
+  std::vector<LateSite> sites_;
+  std::unordered_map<uint64_t, size_t> candidates_;  // (slot, site) -> counterfactuals_
+  std::vector<Counterfactual> counterfactuals_;
 };
-
-std::vector<AgesAt> iteration_peak_ages(const LoopView &loop, const std::vector<Change> &changes) {
-  std::vector<AgesAt> out;
-  int64_t live = 0, before = 0, mine = 0;  // all, born before the loop, born in this iteration
-  size_t c = 0;
-  auto apply = [&](const Change &ch, uint32_t begin) {
-    const uint32_t birth = loop.ledger.allocs[ch.alloc].birth;
-    live += ch.delta;
-    if (birth < loop.first_begin)
-      before += ch.delta;
-    else if (birth >= begin)
-      mine += ch.delta;
-  };
-  for (uint32_t j = 0; j < loop.n; ++j) {
-    for (; c < changes.size() && changes[c].pos < loop.begin[j]; ++c) apply(changes[c], kNone);
-    mine = 0;
-    auto at = [&] {
-      return AgesAt{static_cast<uint64_t>(live), static_cast<uint64_t>(mine),
-                    static_cast<uint64_t>(live - before - mine), static_cast<uint64_t>(before)};
-    };
-    AgesAt best = at();
-    for (; c < changes.size() && changes[c].pos < loop.end[j]; ++c) {
-      apply(changes[c], loop.begin[j]);
-      if (static_cast<uint64_t>(live) > best.peak) best = at();
-    }
-    if (j >= loop.w) out.push_back(best);
-  }
-  return out;
-}
-
-double median_of(std::vector<AgesAt> v, uint64_t AgesAt::*field) {
-  if (v.empty()) return 0;
-  auto mid = v.begin() + v.size() / 2;
-  std::nth_element(v.begin(), mid, v.end(), [&](const AgesAt &a, const AgesAt &b) { return a.*field < b.*field; });
-  return static_cast<double>((*mid).*field);
-}
 
 }  // namespace
 
-void advise_peak(const LoopView &loop, const std::vector<OomEvent> &ooms, std::vector<Advice> *out) {
-  const AdviceOptions &o = loop.options;
-  const Ledger &ledger = loop.ledger;
-  for (uint16_t slot = 0; slot < ledger.devices.size(); ++slot) {
-    const int device = ledger.devices[slot];
-    const uint64_t total = device_total(loop, device);
-    const bool oom = std::any_of(ooms.begin(), ooms.end(), [&](const OomEvent &e) { return e.device == device; });
-    const std::vector<Change> &changes = loop.changes(slot);
-    const PeakAt peak = steady_peak(loop, changes);
-    if (peak.bytes == 0) continue;
-    const bool full =
-        total > 0 && static_cast<double>(peak.bytes) >= o.peak_min_device_share * static_cast<double>(total);
-    if (!full && !oom) continue;
-
-    // What was live right after the peak's change (or just before its iteration began).
-    const uint32_t j = peak.iteration;
-    const bool at_start = peak.pos == kNone;
-    if (at_start && loop.begin[j] == 0) continue;
-    const uint32_t m = at_start ? loop.begin[j] - 1 : peak.pos;
-    std::unordered_map<uint32_t, size_t> index;
-    std::vector<AdviceSite> sites;
-    AdviceSite all;
-    for (const Alloc &a : ledger.allocs) {
-      if (a.birth > m) break;  // birth order
-      if (!on_device(a.space) || a.slot != slot || (a.death != kNone && a.death <= m)) continue;
-      auto [it, fresh] = index.try_emplace(a.site, sites.size());
-      if (fresh) sites.push_back(AdviceSite{loop.sites.sites[a.site]});
-      for (AdviceSite *s : {&sites[it->second], &all}) {
-        s->bytes += a.size;
-        ++s->count;
-        if (a.birth >= loop.begin[j])
-          s->this_iteration_bytes += a.size;
-        else if (a.birth < loop.first_begin)
-          s->before_loop_bytes += a.size;
-        else
-          s->earlier_iterations_bytes += a.size;
-      }
-    }
-    if (sites.empty()) continue;
-    std::sort(sites.begin(), sites.end(), [](const AdviceSite &a, const AdviceSite &b) {
-      if (a.bytes != b.bytes) return a.bytes > b.bytes;
-      return a.site.stack_id != b.site.stack_id ? a.site.stack_id < b.site.stack_id
-                                                : a.site.py_stack_id < b.site.py_stack_id;
-    });
-    const AdviceSite *dominant = &*std::max_element(
-        sites.begin(), sites.end(),
-        [](const AdviceSite &a, const AdviceSite &b) { return a.this_iteration_bytes < b.this_iteration_bytes; });
-    const bool chunk =
-        static_cast<double>(dominant->this_iteration_bytes) >= o.peak_dominant_share * static_cast<double>(all.bytes);
-    // A full device whose peak no transient dominates is a sizing choice (weights, a preallocated
-    // arena), not something the loop does wrong: only an OOM makes that worth a finding.
-    if (!chunk && !oom) continue;
-
-    Advice a;
-    a.kind = AdviceKind::kPeakComposition;
-    a.device = device;
-    a.has_site = true;
-    a.site = chunk ? dominant->site : sites.front().site;
-    a.evidence = {{"peak_bytes", static_cast<double>(all.bytes)},
-                  {"peak_iteration", static_cast<double>(j)},
-                  {"live_count", static_cast<double>(all.count)},
-                  {"this_iteration_bytes", static_cast<double>(all.this_iteration_bytes)},
-                  {"earlier_iterations_bytes", static_cast<double>(all.earlier_iterations_bytes)},
-                  {"before_loop_bytes", static_cast<double>(all.before_loop_bytes)},
-                  {"oom_count", static_cast<double>(std::count_if(
-                                    ooms.begin(), ooms.end(), [&](const OomEvent &e) { return e.device == device; }))}};
-    // The typical iteration, next to the worst: medians over the iterations' own peaks.
-    const std::vector<AgesAt> ages = iteration_peak_ages(loop, changes);
-    a.evidence.push_back({"median_iteration_peak_bytes", median_of(ages, &AgesAt::peak)});
-    a.evidence.push_back({"median_iteration_this_iteration_bytes", median_of(ages, &AgesAt::this_iteration)});
-    a.evidence.push_back({"median_iteration_earlier_iterations_bytes", median_of(ages, &AgesAt::earlier)});
-    a.evidence.push_back({"median_iteration_before_loop_bytes", median_of(ages, &AgesAt::before_loop)});
-    std::string where = "At the loop's peak (" + bytes_text(static_cast<double>(all.bytes));
-    if (total) {
-      const uint64_t headroom = total > all.bytes ? total - all.bytes : 0;
-      a.evidence.push_back({"total_bytes", static_cast<double>(total)});
-      a.evidence.push_back({"headroom_bytes", static_cast<double>(headroom)});
-      where +=
-          " of " + bytes_text(static_cast<double>(total)) + ", " + bytes_text(static_cast<double>(headroom)) + " left";
-    }
-    where += ", iteration " + std::to_string(j) + ") ";
-    if (chunk) {
-      const double transient = static_cast<double>(dominant->this_iteration_bytes);
-      a.saving = {{"peak_bytes", transient / 2}};
-      a.message = where + bytes_text(transient) +
-                  " was allocated here in that same iteration: chunk or shrink the batch this site allocates for "
-                  "(two chunks would lower the peak by about " +
-                  bytes_text(transient / 2) + ").";
-    } else {
-      a.message = where + bytes_text(static_cast<double>(all.before_loop_bytes)) + " dates from before the loop, " +
-                  bytes_text(static_cast<double>(all.earlier_iterations_bytes)) + " from earlier iterations and " +
-                  bytes_text(static_cast<double>(all.this_iteration_bytes)) +
-                  " from that iteration, no single site dominating: shrink what the largest sites keep.";
-    }
-    if (sites.size() > o.peak_top_sites) sites.resize(o.peak_top_sites);
-    a.sites = std::move(sites);
-    out->push_back(std::move(a));
-  }
+std::unique_ptr<Rule> late_release_rule(const LoopView &loop, const DevicePeaks &peaks) {
+  return std::make_unique<LateRelease>(loop, peaks);
 }
 
-void advise_fragmentation(const LoopView &loop, const std::vector<OomEvent> &ooms, std::vector<Advice> *out) {
-  (void)loop;
+void advise_fragmentation(const std::vector<OomEvent> &ooms, std::vector<Advice> *out) {
   for (const OomEvent &e : ooms) {
     if (e.requested == 0 || e.free_bytes < e.requested) continue;
     Advice a;

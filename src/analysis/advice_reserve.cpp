@@ -2,10 +2,13 @@
 // the NVML samples the shim's sampler thread took while the capture ran (DeviceUsage records,
 // docs/capture-format.md): per device, what the process used beyond the bytes gpuleak tracked,
 // less the smallest such remainder over the samples from the end of the warm-up on (the CUDA
-// context, module images), is memory that a pool or caching allocator keeps. The finding is made when that reserve
-// stays, over consecutive samples, far above the highest live bytes of the last iterations: memory the program no
-// longer uses and did not recently need (a stream-ordered pool with a high release threshold).
+// context, module images), is memory that a pool or caching allocator keeps. The finding is made
+// when that reserve stays, over consecutive samples, far above the highest live bytes of the last
+// iterations: memory the program no longer uses and did not recently need (a stream-ordered pool
+// with a high release threshold). The highest live bytes of each sample's window are gathered
+// during the replay (an observer), the rest is decided at the end.
 #include <algorithm>
+#include <memory>
 
 #include "analysis/advice_internal.h"
 
@@ -15,44 +18,40 @@ namespace {
 
 constexpr uint64_t kSecond = 1'000'000'000ull;
 
-// Device live bytes after every change, with the highest value of any time range.
-class LiveSeries {
+// The highest device live bytes inside time windows known before the replay (one per NVML
+// sample), gathered as the replay passes: the windows' ends cut time into intervals, and each
+// keeps its highest value and the value in force at its start. Memory: two words per window end.
+class WindowPeaks {
  public:
-  LiveSeries(const Timeline &timeline, const std::vector<Change> &changes) : timeline_(timeline), changes_(changes) {
-    live_.reserve(changes.size());
-    int64_t live = 0;
-    for (const Change &c : changes) {
-      live += c.delta;
-      live_.push_back(static_cast<uint64_t>(std::max<int64_t>(live, 0)));
-      if (live_.size() % kBlock == 1) block_max_.push_back(0);
-      block_max_.back() = std::max(block_max_.back(), live_.back());
-    }
+  void add(uint64_t from, uint64_t to) { bounds_.push_back(from), bounds_.push_back(to); }
+  void prepare() {
+    std::sort(bounds_.begin(), bounds_.end());
+    bounds_.erase(std::unique(bounds_.begin(), bounds_.end()), bounds_.end());
+    in_force_.assign(bounds_.size(), 0);
+    highest_.assign(bounds_.size(), 0);
   }
-
-  // The highest live bytes in [from_ns, to_ns], the value in force at from_ns included.
-  uint64_t peak(uint64_t from_ns, uint64_t to_ns) const {
-    size_t first = after(from_ns);  // changes up to `first` made the value in force at from_ns
-    const size_t last = after(to_ns);
-    uint64_t best = first > 0 ? live_[first - 1] : 0;
-    while (first < last && first % kBlock != 0) best = std::max(best, live_[first++]);
-    for (; first + kBlock <= last; first += kBlock) best = std::max(best, block_max_[first / kBlock]);
-    for (; first < last; ++first) best = std::max(best, live_[first]);
+  // A change at time t (changes come in time order) took live bytes from `before` to `after`.
+  void change(uint64_t t, uint64_t before, uint64_t after) {
+    while (next_ < bounds_.size() && t > bounds_[next_]) in_force_[next_++] = before;
+    if (next_ > 0) highest_[next_ - 1] = std::max(highest_[next_ - 1], after);  // in (bounds[next-1], bounds[next]]
+  }
+  void finish(uint64_t live) {
+    while (next_ < bounds_.size()) in_force_[next_++] = live;
+  }
+  // The highest live bytes in [from, to] (both added), the value in force at `from` included.
+  uint64_t peak(uint64_t from, uint64_t to) const {
+    size_t a = index(from), c = index(to);
+    uint64_t best = in_force_[a];
+    for (size_t j = a; j < c; ++j) best = std::max(best, highest_[j]);
     return best;
   }
 
  private:
-  static constexpr size_t kBlock = 256;
-  // The number of changes made at or before t (their events' times are in order).
-  size_t after(uint64_t t) const {
-    return static_cast<size_t>(std::upper_bound(changes_.begin(), changes_.end(), t,
-                                                [&](uint64_t v, const Change &c) { return v < timeline_.ts(c.pos); }) -
-                               changes_.begin());
+  size_t index(uint64_t t) const {
+    return static_cast<size_t>(std::lower_bound(bounds_.begin(), bounds_.end(), t) - bounds_.begin());
   }
-
-  const Timeline &timeline_;
-  const std::vector<Change> &changes_;
-  std::vector<uint64_t> live_;
-  std::vector<uint64_t> block_max_;
+  std::vector<uint64_t> bounds_, in_force_, highest_;
+  size_t next_ = 0;
 };
 
 // What the program recently needed at sample time t: the last two primary iterations that began
@@ -67,24 +66,81 @@ uint64_t window_start(const LoopView &loop, uint64_t t, uint64_t previous) {
 
 struct Sample {
   const format::DeviceUsage *usage = nullptr;
+  uint64_t from = 0;  // its window: [from, usage->ts_ns]
   uint64_t reserve = 0, window_peak = 0;
   bool over = false;
 };
 
+class Reserve : public Rule, public Observer {
+ public:
+  explicit Reserve(const LoopView &loop) : loop_(loop), slots_(loop.devices.size()) {
+    if (loop.options.reserve_min_samples == 0) return;
+    for (uint16_t slot = 0; slot < slots_.size(); ++slot) {
+      Slot &d = slots_[slot];
+      for (const format::DeviceUsage &u : loop.capture.device_usage)
+        if (u.device == loop.devices[slot] && (u.flags & format::kUsageProcessKnown)) d.samples.push_back({&u});
+      if (d.samples.size() < loop.options.reserve_min_samples) {
+        d.samples.clear();
+        continue;
+      }
+      std::stable_sort(d.samples.begin(), d.samples.end(),
+                       [](const Sample &a, const Sample &b) { return a.usage->ts_ns < b.usage->ts_ns; });
+      uint64_t previous = d.samples.front().usage->ts_ns;
+      for (Sample &s : d.samples) {
+        s.from = window_start(loop, s.usage->ts_ns, previous);
+        d.windows.add(s.from, s.usage->ts_ns);
+        previous = s.usage->ts_ns;
+      }
+      d.windows.prepare();
+      any_ = true;
+    }
+  }
+  Observer *first() override { return any_ ? this : nullptr; }
+
+  void born(uint32_t, const format::MemoryRecord &r, const Life &a) override {
+    if (on_device(a.space)) change(r, a.slot, static_cast<int64_t>(a.size));
+  }
+  void died(uint32_t, const format::MemoryRecord &r, const Life &a) override {
+    if (on_device(a.space)) change(r, a.slot, -static_cast<int64_t>(a.size));
+  }
+  void finish(const LiveSet &) override {
+    for (Slot &d : slots_) d.windows.finish(clamp(d.live));
+  }
+  void findings(const std::vector<OomEvent> &, std::vector<Advice> *out) override {
+    for (uint16_t slot = 0; slot < slots_.size(); ++slot)
+      if (!slots_[slot].samples.empty()) finding(slot, out);
+  }
+
+ private:
+  struct Slot {
+    std::vector<Sample> samples;
+    WindowPeaks windows;
+    int64_t live = 0;
+  };
+  static uint64_t clamp(int64_t v) { return static_cast<uint64_t>(std::max<int64_t>(v, 0)); }
+  void change(const format::MemoryRecord &r, uint16_t slot, int64_t delta) {
+    Slot &d = slots_[slot];
+    if (d.samples.empty()) return;
+    const uint64_t before = clamp(d.live);
+    d.live += delta;
+    d.windows.change(r.ts_ns, before, clamp(d.live));
+  }
+  void finding(uint16_t slot, std::vector<Advice> *out);
+
+  const LoopView &loop_;
+  std::vector<Slot> slots_;
+  bool any_ = false;
+};
+
 }  // namespace
 
-void advise_reserve(const LoopView &loop, std::vector<Advice> *out) {
+void Reserve::finding(uint16_t slot, std::vector<Advice> *out) {
+  const LoopView &loop = loop_;
   const AdviceOptions &o = loop.options;
-  const Ledger &ledger = loop.ledger;
-  if (o.reserve_min_samples == 0) return;
-  for (uint16_t slot = 0; slot < ledger.devices.size(); ++slot) {
-    const int device = ledger.devices[slot];
-    std::vector<Sample> samples;
-    for (const format::DeviceUsage &u : loop.capture.device_usage)
-      if (u.device == device && (u.flags & format::kUsageProcessKnown)) samples.push_back({&u});
-    if (samples.size() < o.reserve_min_samples) continue;
-    std::stable_sort(samples.begin(), samples.end(),
-                     [](const Sample &a, const Sample &b) { return a.usage->ts_ns < b.usage->ts_ns; });
+  const int device = loop.devices[slot];
+  Slot &d = slots_[slot];
+  std::vector<Sample> &samples = d.samples;
+  {
     auto untracked = [](const format::DeviceUsage &u) {
       return u.process_used_bytes - std::min(u.tracked_live_bytes, u.process_used_bytes);
     };
@@ -97,17 +153,14 @@ void advise_reserve(const LoopView &loop, std::vector<Advice> *out) {
     for (const Sample &s : samples)
       if (!any_settled || s.usage->ts_ns >= settled) baseline = std::min(baseline, untracked(*s.usage));
 
-    const LiveSeries series(loop.timeline, loop.changes(slot));
-    uint64_t previous = samples.front().usage->ts_ns;
     for (Sample &s : samples) {
       const format::DeviceUsage &u = *s.usage;
-      s.window_peak = std::max(series.peak(window_start(loop, u.ts_ns, previous), u.ts_ns), u.tracked_live_bytes);
+      s.window_peak = std::max(d.windows.peak(s.from, u.ts_ns), u.tracked_live_bytes);
       // A sample from before the baseline settled may show less: no reserve then.
       s.reserve = u.process_used_bytes - std::min(u.process_used_bytes, baseline);
       const double margin =
           std::max(static_cast<double>(o.reserve_min_bytes), o.reserve_min_share * static_cast<double>(s.window_peak));
       s.over = s.reserve > s.window_peak && static_cast<double>(s.reserve - s.window_peak) > margin;
-      previous = u.ts_ns;
     }
 
     // The largest excess inside a run of at least reserve_min_samples consecutive samples over.
@@ -124,7 +177,7 @@ void advise_reserve(const LoopView &loop, std::vector<Advice> *out) {
       }
       first = std::max(end, first + 1);
     }
-    if (best == samples.size()) continue;
+    if (best == samples.size()) return;
 
     const Sample &s = samples[best];
     const format::DeviceUsage &u = *s.usage;
@@ -156,5 +209,7 @@ void advise_reserve(const LoopView &loop, std::vector<Advice> *out) {
     out->push_back(std::move(a));
   }
 }
+
+std::unique_ptr<Rule> reserve_rule(const LoopView &loop) { return std::make_unique<Reserve>(loop); }
 
 }  // namespace gpuleak::analysis::detail

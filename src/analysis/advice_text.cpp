@@ -36,10 +36,6 @@ std::string share_text(double share) {
   return buf;
 }
 
-std::string api_text(const Timeline &timeline, uint32_t pos) {
-  const format::MemoryRecord &r = timeline.at(pos);
-  if ((r.flags & format::kFlagRuntimeLabel) && r.runtime_api != 0) return format::api_name(r.runtime_api);
-  return r.api != 0 ? format::api_name(r.api) : "the allocation calls";
-}
+std::string api_text(uint16_t api) { return api != 0 ? format::api_name(api) : "the allocation calls"; }
 
 }  // namespace gpuleak::analysis::detail

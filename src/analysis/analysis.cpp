@@ -40,10 +40,10 @@ namespace {
 
 using format::Capture;
 
-// Strongest source first: C API marks, then NVTX ranges, then the allocation sequence's period.
-std::vector<Span> find_iterations(const Capture &capture, const Timeline &timeline, const SiteTable &sites,
-                                  const AnalysisOptions &o, Analysis *out) {
-  std::vector<Span> spans = spans_from_markers(capture, timeline.end_ns);
+// Iterations the program marked, strongest source first: C API marks, then NVTX ranges. Empty
+// when there are none (then the allocation sequence's period is looked for, after pass 0).
+std::vector<Span> marked_iterations(const Capture &capture, uint64_t end_ns, const AnalysisOptions &o, Analysis *out) {
+  std::vector<Span> spans = spans_from_markers(capture, end_ns);
   if (!spans.empty()) {
     out->iteration_source = IterationSource::kApi;
   } else if (!capture.nvtx.empty()) {
@@ -56,24 +56,36 @@ std::vector<Span> find_iterations(const Capture &capture, const Timeline &timeli
       pattern = std::regex(AnalysisOptions{}.iteration_range_regex, flags);
     }
     try {
-      spans = spans_from_nvtx(capture, pattern, timeline.end_ns);
+      spans = spans_from_nvtx(capture, pattern, end_ns);
     } catch (const std::regex_error &) {  // too complex for std::regex on some message
       out->warnings.push_back("iteration range pattern failed on an NVTX message: NVTX ranges ignored");
       spans.clear();
     }
     if (!spans.empty()) out->iteration_source = IterationSource::kNvtx;
   }
-  if (!spans.empty()) {
-    place_spans(timeline, &spans);
-  } else {
-    spans = spans_from_period(timeline, sites, o.min_auto_repetitions, o.min_auto_coverage);
-    if (!spans.empty()) out->iteration_source = IterationSource::kAuto;
-  }
-  std::stable_sort(spans.begin(), spans.end(), [](const Span &a, const Span &b) {
-    return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.begin < b.begin;
-  });
   return spans;
 }
+
+// What is still live at the end of the capture, by device and site.
+class LiveAtExit : public Observer {
+ public:
+  LiveAtExit(const std::vector<int> &devices, const SiteTable &sites) : devices_(devices), sites_(sites) {}
+  void finish(const LiveSet &live_set) override {
+    std::unordered_map<uint64_t, size_t> index;
+    live_set.for_each([&](const LiveKey &, const Life &a) {
+      if (!on_device(a.space)) return;
+      auto [it, fresh] = index.try_emplace(static_cast<uint64_t>(a.slot) << 32 | a.site, live.size());
+      if (fresh) live.push_back(LiveSite{devices_[a.slot], sites_.sites[a.site], 0, 0});
+      live[it->second].live_bytes += a.size;
+      ++live[it->second].live_count;
+    });
+  }
+  std::vector<LiveSite> live;
+
+ private:
+  const std::vector<int> &devices_;
+  const SiteTable &sites_;
+};
 
 uint32_t warmup_for(uint32_t n, int requested) {
   if (requested >= 0) return std::min<uint32_t>(n, static_cast<uint32_t>(requested));
@@ -93,29 +105,13 @@ bool loaded_pytorch_cuda(const Capture &capture) {
 }
 
 // Informational: what the allocator environment and the allocation pattern suggest.
-std::string allocator_mode(const Capture &capture, const Ledger &ledger) {
+std::string allocator_mode(const Capture &capture, const Timeline &timeline, const Ledger &ledger) {
   std::string env = capture.run ? capture.run->allocator_env : std::string();
   if (contains(env, "backend:cudaMallocAsync")) return "per-tensor (cudaMallocAsync)";
   if (contains(env, "expandable_segments:True") || contains(env, "expandable_segments:true"))
     return "segments (expandable, cuMemCreate/cuMemMap)";
-  uint64_t device = 0, async = 0, vmm = 0, device_2mib = 0;
-  for (const auto &r : capture.memory) {
-    if (r.op != static_cast<uint8_t>(format::Op::kAlloc) || r.result != 0) continue;
-    switch (static_cast<format::Kind>(r.kind)) {
-      case format::Kind::kDevice:
-        ++device;
-        if (r.size % (2u << 20) == 0) ++device_2mib;
-        break;
-      case format::Kind::kAsync:
-        ++async;
-        break;
-      case format::Kind::kVmm:
-        ++vmm;
-        break;
-      default:
-        break;
-    }
-  }
+  const uint64_t device = timeline.device_allocs, async = timeline.async_allocs, vmm = timeline.vmm_allocs,
+                 device_2mib = timeline.device_2mib_allocs;
   if (ledger.accounting.allocations == 0) return "none";
   if (vmm > 0) return "virtual memory (cuMemCreate/cuMemMap)";
   if (async > device) return "stream-ordered (cudaMallocAsync)";
@@ -176,16 +172,7 @@ void fill_iterations(const Capture &capture, const std::vector<Span> &spans, con
   }
 }
 
-void fill_live_at_exit(const Ledger &ledger, const SiteTable &sites, const AnalysisOptions &o, Analysis *out) {
-  std::unordered_map<uint64_t, size_t> index;
-  std::vector<LiveSite> live;
-  for (const Alloc &a : ledger.allocs) {
-    if (a.death != kNone || !on_device(a.space)) continue;
-    auto [it, fresh] = index.try_emplace(static_cast<uint64_t>(a.slot) << 32 | a.site, live.size());
-    if (fresh) live.push_back(LiveSite{ledger.devices[a.slot], sites.sites[a.site], 0, 0});
-    live[it->second].live_bytes += a.size;
-    ++live[it->second].live_count;
-  }
+void fill_live_at_exit(std::vector<LiveSite> live, const AnalysisOptions &o, Analysis *out) {
   std::sort(live.begin(), live.end(), [](const LiveSite &a, const LiveSite &b) {
     if (a.live_bytes != b.live_bytes) return a.live_bytes > b.live_bytes;
     if (a.device != b.device) return a.device < b.device;
@@ -200,42 +187,66 @@ void fill_live_at_exit(const Ledger &ledger, const SiteTable &sites, const Analy
 }  // namespace
 }  // namespace detail
 
-Analysis analyze(const format::Capture &capture, const AnalysisOptions &options) {
+Analysis analyze(const format::Capture &capture, const format::MemorySource &memory, const AnalysisOptions &options) {
   using namespace detail;
   Analysis out;
-  const Timeline timeline = make_timeline(capture);
-  const SiteTable sites = intern_sites(timeline);
-  const std::vector<Span> spans = find_iterations(capture, timeline, sites, options, &out);
-  const Ledger ledger = replay(capture, timeline, sites, spans);
-
-  out.accounting = ledger.accounting;
-  out.duration_ns = since_start(timeline.end_ns, capture.header.monotonic_ns);
-  out.allocator_mode = allocator_mode(capture, ledger);
-  if (out.allocator_mode.compare(0, 8, "segments") == 0)
-    out.allocator_note =
-        "gpuleak saw a caching allocator's segments, not tensors: a leak smaller than the cached segments (a "
-        "scalar kept every step) may be hidden; for per-tensor call sites rerun with `gpuleak run --torch "
-        "per-tensor` (PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync)";
-  fill_devices(capture, ledger, &out);
+  std::vector<Span> spans = marked_iterations(capture, capture_end_ns(capture, memory), options, &out);
+  OomObserver ooms(capture, options);
+  std::vector<uint32_t> oom_positions;
+  SiteTable sites;
+  const Timeline timeline = make_timeline(capture, memory, &spans, ooms.times(), &oom_positions, spans.empty(), &sites);
+  if (spans.empty()) {
+    spans = spans_from_period(timeline, sites, options.min_auto_repetitions, options.min_auto_coverage);
+    if (!spans.empty()) out.iteration_source = IterationSource::kAuto;
+  }
+  std::vector<uint32_t>().swap(sites.alloc_sequence);
+  std::stable_sort(spans.begin(), spans.end(), [](const Span &a, const Span &b) {
+    return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.begin < b.begin;
+  });
 
   Primary primary;
   out.primary_loop = primary_loop(spans);
   for (uint32_t s = 0; s < spans.size(); ++s)
-    if (!spans.empty() && spans[s].loop == out.primary_loop) primary.spans.push_back(s);
+    if (spans[s].loop == out.primary_loop) primary.spans.push_back(s);
   std::stable_sort(primary.spans.begin(), primary.spans.end(),
                    [&](uint32_t a, uint32_t b) { return spans[a].end < spans[b].end; });
   for (uint32_t s : primary.spans) primary.end_pos.push_back(spans[s].end);
   primary.warmup = warmup_for(static_cast<uint32_t>(primary.spans.size()), options.warmup_iterations);
   out.primary_iterations = static_cast<uint32_t>(primary.spans.size());
   out.warmup_iterations = primary.warmup;
+
+  // Pass 1: the ledger, and everything that must see allocations while they live.
+  ooms.place(oom_positions, timeline.devices);
+  ooms.use_sites(&sites.sites);
+  SurvivorObserver survivors(primary);
+  LiveAtExit live_at_exit(timeline.devices, sites);
+  Advisor advisor(capture, timeline, sites, spans, primary, options);
+  std::vector<Observer *> observers = {&ooms, &survivors, &live_at_exit};
+  for (Observer *o : advisor.observers()) observers.push_back(o);
+  Ledger ledger;
+  replay(capture, timeline, sites, spans, observers, &ledger);
+
+  out.accounting = ledger.accounting;
+  out.duration_ns = since_start(timeline.end_ns, capture.header.monotonic_ns);
+  out.allocator_mode = allocator_mode(capture, timeline, ledger);
+  if (out.allocator_mode.compare(0, 8, "segments") == 0)
+    out.allocator_note =
+        "gpuleak saw a caching allocator's segments, not tensors: a leak smaller than the cached segments (a "
+        "scalar kept every step) may be hidden; for per-tensor call sites rerun with `gpuleak run --torch "
+        "per-tensor` (PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync)";
+  fill_devices(capture, ledger, &out);
   fill_iterations(capture, spans, ledger, out.primary_loop, &out);
 
-  decide(ledger, sites, primary, options, &out);
+  decide(ledger, sites, primary, &survivors, options, &out);
   forecast(spans, primary, ledger, &out);
-  out.ooms = oom_events(capture, timeline, sites, ledger, options);
-  fill_live_at_exit(ledger, sites, options, &out);
-  advise(capture, timeline, sites, ledger, spans, primary, options, &out);
+  out.ooms = ooms.events();
+  fill_live_at_exit(std::move(live_at_exit.live), options, &out);
+  advisor.finish(&out);  // may replay once more (advice_internal.h)
   return out;
+}
+
+Analysis analyze(const format::Capture &capture, const AnalysisOptions &options) {
+  return analyze(capture, format::VectorMemorySource(capture.memory), options);
 }
 
 }  // namespace gpuleak::analysis

@@ -2,8 +2,9 @@
 //
 // This is the single place where gpuleak decides what a leak is (DESIGN.md "Verdicts"): the
 // at-exit summary, `gpuleak report`, `gpuleak check` and the viewer all render an Analysis and
-// never re-decide. Pure code: no CUDA, no I/O, no global state; analyze() may be called from any
-// thread on any capture, and the same capture with the same options always gives the same result.
+// never re-decide. Pure code: no CUDA, no I/O of its own (a file-backed MemorySource reads the
+// capture file), no global state; analyze() may be called from any thread on any capture, and the
+// same capture with the same options always gives the same result, from either entry point.
 //
 // Units everywhere: bytes; times in nanoseconds since the run's start (the capture header's
 // monotonic anchor); iterations numbered from 0 within their loop.
@@ -28,6 +29,7 @@
 
 #include "analysis/advice.h"  // Advice, AdviceOptions (and Site, analysis/site.h)
 #include "format/capture_reader.h"
+#include "format/memory_source.h"
 
 namespace gpuleak::analysis {
 
@@ -71,8 +73,8 @@ struct AnalysisOptions {
 
   // Bounds on what is kept for the report.
   size_t max_live_at_exit_sites = 100;
-  size_t max_oom_events = 16;       // newest first
-  size_t oom_history_events = 32;   // memory events before each OOM, same device
+  size_t max_oom_events = 16;      // newest first
+  size_t oom_history_events = 32;  // memory events before each OOM, same device
   size_t oom_top_sites = 20;
 
   // Loop advice (advice.h): the thresholds of each finding.
@@ -91,9 +93,9 @@ struct IterationDevice {
 };
 
 struct Iteration {
-  std::string loop;          // loop name: the C API's label, the NVTX range name, or "auto"
-  uint32_t index = 0;        // position within its loop, from 0
-  bool primary = false;      // belongs to the loop the verdicts are computed on
+  std::string loop;      // loop name: the C API's label, the NVTX range name, or "auto"
+  uint32_t index = 0;    // position within its loop, from 0
+  bool primary = false;  // belongs to the loop the verdicts are computed on
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;
   std::vector<IterationDevice> devices;  // one per device in Analysis::devices, same order
@@ -107,12 +109,12 @@ struct Forecast {
 
 struct DeviceSummary {
   int index = 0;
-  std::string name;                // "" when the capture has no device record
-  uint64_t total_bytes = 0;        // 0 when unknown
+  std::string name;          // "" when the capture has no device record
+  uint64_t total_bytes = 0;  // 0 when unknown
   uint64_t peak_live_bytes = 0;
-  uint64_t live_at_exit_bytes = 0; // at the end of the capture
-  uint64_t alloc_count = 0;        // successful device allocations over the run
-  uint64_t free_count = 0;         // released: frees, context resets, addresses reused unfreed
+  uint64_t live_at_exit_bytes = 0;  // at the end of the capture
+  uint64_t alloc_count = 0;         // successful device allocations over the run
+  uint64_t free_count = 0;          // released: frees, context resets, addresses reused unfreed
   Verdict verdict = Verdict::kClean;
   // The device total's fit over the post-warm-up iterations (0 when there are too few):
   // Theil-Sen slope, its robust fit quality, and the least-squares R^2 (informational).
@@ -147,10 +149,10 @@ struct Leak {
   // end of the last iteration, extended back over directly preceding iterations that did too (a
   // leak from the first step says 0; a one-time workspace in step 0 does not count).
   uint32_t first_iteration = 0;
-  double confidence = 0;                 // fit_quality * m / (m + 2), m = post-warm-up iterations; 0..1
-  double fit_quality = 0;                // robust fit quality over the post-warm-up iterations
-  double r2 = 0;                         // least-squares R^2 over the same iterations (informational)
-  uint32_t iterations_observed = 0;      // post-warm-up iterations fitted
+  double confidence = 0;                    // fit_quality * m / (m + 2), m = post-warm-up iterations; 0..1
+  double fit_quality = 0;                   // robust fit quality over the post-warm-up iterations
+  double r2 = 0;                            // least-squares R^2 over the same iterations (informational)
+  uint32_t iterations_observed = 0;         // post-warm-up iterations fitted
   std::vector<uint64_t> live_by_iteration;  // site live bytes at the end of each primary iteration
 };
 
@@ -185,25 +187,25 @@ struct OomEvent {
   uint64_t requested = 0;
   uint16_t api = 0;
   int32_t result = 0;
-  Site site;                   // the failed request's call site
-  uint64_t free_bytes = 0;     // cuMemGetInfo at the failure (0 when unreadable)
+  Site site;                // the failed request's call site
+  uint64_t free_bytes = 0;  // cuMemGetInfo at the failure (0 when unreadable)
   uint64_t total_bytes = 0;
-  uint64_t live_bytes = 0;     // device live bytes gpuleak counted at that moment
+  uint64_t live_bytes = 0;  // device live bytes gpuleak counted at that moment
   uint64_t live_count = 0;
   std::vector<OomSiteLive> live_by_site;  // top sites by bytes
   std::vector<HistoryEvent> history;      // oldest first
-  bool recovered = false;      // a later allocation on the same device succeeded
+  bool recovered = false;                 // a later allocation on the same device succeeded
 };
 
 // Counters over the whole capture.
 struct Accounting {
-  uint64_t events = 0;               // memory records read
-  uint64_t allocations = 0;          // successful allocations of owned memory (device and host)
-  uint64_t frees = 0;                // frees that matched one of them
-  uint64_t failed_allocations = 0;   // Alloc records with a non-zero result
-  uint64_t unmatched_frees = 0;      // successful frees of no known live allocation
-  uint64_t graph_reservations = 0;   // allocations made during stream capture (not live)
-  uint64_t not_owned = 0;            // imported memory and address reservations
+  uint64_t events = 0;              // memory records read
+  uint64_t allocations = 0;         // successful allocations of owned memory (device and host)
+  uint64_t frees = 0;               // frees that matched one of them
+  uint64_t failed_allocations = 0;  // Alloc records with a non-zero result
+  uint64_t unmatched_frees = 0;     // successful frees of no known live allocation
+  uint64_t graph_reservations = 0;  // allocations made during stream capture (not live)
+  uint64_t not_owned = 0;           // imported memory and address reservations
   uint64_t context_resets = 0;
   uint64_t host_pinned_live_at_exit_bytes = 0;
   uint64_t host_pinned_peak_bytes = 0;
@@ -212,26 +214,34 @@ struct Accounting {
 struct Analysis {
   Verdict verdict = Verdict::kClean;  // worst over devices
   IterationSource iteration_source = IterationSource::kNone;
-  std::string primary_loop;           // the loop the verdicts use ("" when none)
+  std::string primary_loop;  // the loop the verdicts use ("" when none)
   uint32_t primary_iterations = 0;
-  uint32_t warmup_iterations = 0;     // primary iterations skipped as warm-up
-  uint64_t duration_ns = 0;           // last record's time
-  std::string allocator_mode;         // what the allocation pattern and environment suggest
+  uint32_t warmup_iterations = 0;  // primary iterations skipped as warm-up
+  uint64_t duration_ns = 0;        // last record's time
+  std::string allocator_mode;      // what the allocation pattern and environment suggest
   // When allocator_mode says a caching allocator's segments were seen: a leak smaller than what
   // the segments cache may be hidden, and a per-tensor run would show it. "" otherwise.
   std::string allocator_note;
-  std::vector<DeviceSummary> devices;     // ascending index
-  std::vector<Iteration> iterations;      // every loop, by start time
-  std::vector<Leak> leaks;                // largest bytes_per_iteration first
-  std::vector<LiveSite> live_at_exit;     // at most max_live_at_exit_sites
-  uint64_t live_at_exit_sites = 0;        // how many sites had live memory before the cut
-  std::vector<OomEvent> ooms;             // newest first
+  std::vector<DeviceSummary> devices;  // ascending index
+  std::vector<Iteration> iterations;   // every loop, by start time
+  std::vector<Leak> leaks;             // largest bytes_per_iteration first
+  std::vector<LiveSite> live_at_exit;  // at most max_live_at_exit_sites
+  uint64_t live_at_exit_sites = 0;     // how many sites had live memory before the cut
+  std::vector<OomEvent> ooms;          // newest first
   Accounting accounting;
-  std::vector<std::string> warnings;      // options that could not be honoured
-  std::vector<Advice> advice;             // loop advice findings (advice.h), in AdviceKind order
+  std::vector<std::string> warnings;  // options that could not be honoured
+  std::vector<Advice> advice;         // loop advice findings (advice.h), in AdviceKind order
 };
 
 // Runs the whole analysis. Never throws for any capture content; the capture is only read.
 Analysis analyze(const format::Capture &capture, const AnalysisOptions &options = {});
+
+// The same analysis over memory records that stay outside the capture (capture.memory is
+// ignored): `memory` is replayed a few times in time order, and what the analysis keeps is
+// proportional to live allocations, call sites and iterations, not to events. This is how
+// `gpuleak report` reads a large capture (format::read_capture_stream). When a replay fails
+// (memory.failed()), the result covers the records read before the failure: check it.
+Analysis analyze(const format::Capture &capture, const format::MemorySource &memory,
+                 const AnalysisOptions &options = {});
 
 }  // namespace gpuleak::analysis

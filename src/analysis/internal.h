@@ -1,24 +1,34 @@
 // What the analysis stages hand each other. Private to src/analysis: nothing outside includes it.
 //
-// The stages, in the order analyze() (analysis.cpp) runs them:
-//   ledger.cpp            make_timeline, intern_sites: memory records in effective-time order
-//   iterations.cpp        spans_from_markers, spans_from_nvtx, place_spans, primary_loop
-//   period_detection.cpp  spans_from_period: iterations found in the allocation sequence
-//   ledger.cpp            replay: every allocation's life, device totals, per-iteration numbers
-//   verdicts.cpp          decide: leaks, growth, per-device and overall verdicts
+// The memory records are never held: every stage that needs them reads them during a replay of
+// the capture's format::MemorySource in effective-time order, and keeps only what is proportional
+// to live allocations, call sites and iterations. The stages, in the order analyze()
+// (analysis.cpp) runs them:
+//   iterations.cpp        spans_from_markers, spans_from_nvtx, primary_loop
+//   timeline.cpp          make_timeline (pass 0): sites interned, spans and OOMs placed
+//   period_detection.cpp  spans_from_period: iterations found in the allocation sequence (own passes)
+//   ledger.cpp            replay (pass 1, and 2 for the advice): what is live, device totals,
+//                         per-iteration numbers, handed to the observers below as it happens
+//   verdicts.cpp          SurvivorObserver, decide: leaks, growth, per-device and overall verdicts
 //   forecast.cpp          forecast: when a leaking or growing device runs out
-//   oom.cpp               oom_events: what was live at each out-of-memory failure
+//   oom.cpp               OomObserver: what was live at each out-of-memory failure
+//   advice*.cpp           the loop advice (advice_internal.h)
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <limits>
+#include <memory>
 #include <regex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "analysis/analysis.h"
+#include "analysis/flat_map.h"
 #include "format/address_space.h"
 #include "format/capture_reader.h"
+#include "format/memory_source.h"
 
 namespace gpuleak::analysis::detail {
 
@@ -31,36 +41,42 @@ inline bool on_device(Space s) { return s == Space::kDevicePtr || s == Space::kA
 inline int device_of(int16_t device) { return device < 0 ? 0 : device; }
 // Monotonic time -> ns since the run's start (clamped at 0).
 inline uint64_t since_start(uint64_t ts, uint64_t anchor) { return ts > anchor ? ts - anchor : 0; }
+// The API name the program called, as advice sentences show it (advice_text.cpp api_text).
+inline uint16_t api_label(const format::MemoryRecord &r) {
+  return (r.flags & format::kFlagRuntimeLabel) && r.runtime_api != 0 ? r.runtime_api : r.api;
+}
+inline bool owned_alloc(const format::MemoryRecord &r) {
+  return r.op == static_cast<uint8_t>(format::Op::kAlloc) && r.result == 0 &&
+         !(r.flags & format::kFlagGraphReservation) && space_of(r.kind) != Space::kNotOwned;
+}
+// Stream-ordered calls return at once; everything else may wait for the device.
+inline bool stream_ordered(const format::MemoryRecord &r) {
+  switch (static_cast<format::Api>(r.api)) {
+    case format::Api::cuMemAllocAsync:
+    case format::Api::cuMemAllocAsync_ptsz:
+    case format::Api::cuMemAllocFromPoolAsync:
+    case format::Api::cuMemAllocFromPoolAsync_ptsz:
+    case format::Api::cuMemFreeAsync:
+    case format::Api::cuMemFreeAsync_ptsz:
+      return true;
+    default:
+      return r.kind == static_cast<uint8_t>(format::Kind::kAsync);
+  }
+}
+inline bool successful_map(const format::MemoryRecord &r) {
+  return r.op == static_cast<uint8_t>(format::Op::kMap) && r.result == 0;
+}
 
-// The memory records in effective-time order. Positions in this order ("event positions") are
-// how every later stage refers to a moment: position p means "after the first p events".
-// Refers to the capture's records in place: the capture must outlive it.
-struct Timeline {
-  const format::MemoryRecord *memory = nullptr;
-  std::vector<uint32_t> order;  // indices into Capture::memory; empty when file order is time order
-  uint32_t size = 0;
-  uint64_t end_ns = 0;  // latest timestamp of any record (memory, NVTX, marker, OOM)
-
-  const format::MemoryRecord &at(uint32_t k) const { return memory[order.empty() ? k : order[k]]; }
-  uint64_t ts(uint32_t k) const { return at(k).ts_ns; }
-  // The first position whose time is >= t (lower_bound) or > t (upper_bound); size when none.
-  uint32_t lower_bound(uint64_t t) const;
-  uint32_t upper_bound(uint64_t t) const;
+struct U64Hash {
+  uint64_t operator()(uint64_t k) const { return mix64(k); }
 };
-Timeline make_timeline(const format::Capture &capture);
-
-// Call sites interned to dense indices.
-struct SiteTable {
-  std::vector<Site> sites;
-  // Successful allocations of owned memory in time order, (event position, site): the sequence
-  // automatic period detection reads, and, one for one, the allocations the ledger creates.
-  std::vector<std::pair<uint32_t, uint32_t>> alloc_sequence;
-  std::vector<std::pair<uint32_t, uint32_t>> map_sequence;  // successful VMM maps, likewise
-};
-SiteTable intern_sites(const Timeline &timeline);
+inline uint64_t site_key(uint32_t stack_id, uint32_t py_stack_id) {
+  return static_cast<uint64_t>(stack_id) << 32 | py_stack_id;
+}
 
 // One iteration while it is being found: raw monotonic times, and the events it holds as the
-// half-open range [begin, end) of event positions.
+// half-open range [begin, end) of event positions. Position p means "after the first p memory
+// records in effective-time order": every stage refers to a moment that way.
 struct Span {
   std::string loop;
   uint64_t start_ns = 0;
@@ -69,25 +85,101 @@ struct Span {
   uint32_t end = 0;
 };
 
+// Call sites interned to dense indices, in the order their first allocation (or VMM map) happens.
+struct SiteTable {
+  std::vector<Site> sites;
+  FlatMap<uint64_t, uint32_t, U64Hash> index;  // site_key -> index in sites
+  uint32_t of(const format::MemoryRecord &r) const;
+  // The site of every successful allocation of owned memory, in time order: only collected when
+  // automatic period detection needs it (no iteration marks), 4 bytes an allocation.
+  std::vector<uint32_t> alloc_sequence;
+  uint64_t allocations = 0;  // successful allocations of owned memory
+};
+
+// What pass 0 learns about the memory records; replay() hands them out again, with positions.
+struct Timeline {
+  const format::MemorySource *source = nullptr;
+  uint32_t size = 0;
+  uint64_t end_ns = 0;       // latest timestamp of any record (memory, NVTX, marker, OOM)
+  std::vector<int> devices;  // every device index of a record or a device record, ascending
+  // Successful allocations by kind, for the allocator mode (analysis.cpp).
+  uint64_t device_allocs = 0, device_2mib_allocs = 0, async_allocs = 0, vmm_allocs = 0;
+
+  template <typename F>
+  void replay(F &&visit) const {
+    uint32_t k = 0;
+    source->replay([&](const format::MemoryRecord &r) {
+      if (k < size) visit(k, r);
+      ++k;
+    });
+  }
+};
+// The latest timestamp of any record (memory, NVTX, marker, OOM).
+uint64_t capture_end_ns(const format::Capture &capture, const format::MemorySource &source);
+// Pass 0. Sets begin/end of every span from its times (events at or after start_ns and at or
+// before end_ns), each oom_positions[i] to the first position at or after oom_ts[i], and collects
+// the allocation sequence when `sequence` is set.
+Timeline make_timeline(const format::Capture &capture, const format::MemorySource &source, std::vector<Span> *spans,
+                       const std::vector<uint64_t> &oom_ts, std::vector<uint32_t> *oom_positions, bool sequence,
+                       SiteTable *sites);
+
 std::vector<Span> spans_from_markers(const format::Capture &capture, uint64_t capture_end_ns);
 std::vector<Span> spans_from_nvtx(const format::Capture &capture, const std::regex &pattern, uint64_t capture_end_ns);
-// Sets begin/end from the times: events at or after start_ns and at or before end_ns.
-void place_spans(const Timeline &timeline, std::vector<Span> *spans);
 // The loop with the most iterations (ties: the one that started first).
 std::string primary_loop(const std::vector<Span> &spans);
 // Spans come back with begin/end set, loop "auto"; empty when no period repeats often enough.
 std::vector<Span> spans_from_period(const Timeline &timeline, const SiteTable &sites, int min_repetitions,
                                     double min_coverage);
 
-// One allocation's life. birth/death are event positions; death == kNone: alive at the end.
-struct Alloc {
+// One live allocation, as long as it lives.
+struct Life {
   uint64_t size = 0;
-  uint32_t birth = 0;
-  uint32_t death = kNone;
+  uint32_t birth = 0;  // event position
   uint32_t site = 0;
-  uint16_t slot = 0;  // device slot (Ledger::devices)
+  uint32_t birth_ns = 0;  // duration of the allocating call
+  uint32_t ordinal = 0;   // the how-manieth allocation of owned memory (from 0)
+  uint16_t slot = 0;      // device slot (Ledger::devices)
+  uint16_t api = 0;       // api_label of the allocating call
   Space space = Space::kDevicePtr;
+  bool async = false;   // the allocating call was stream-ordered
+  bool mapped = false;  // VMM: mapped once already (the first mapping's site owns it)
 };
+
+// Where a live allocation is found again: host pointers are process-wide, the rest per device.
+struct LiveKey {
+  uint64_t address;
+  int32_t device;
+  Space space;
+  bool operator==(const LiveKey &o) const { return address == o.address && device == o.device && space == o.space; }
+};
+struct LiveKeyHash {
+  uint64_t operator()(const LiveKey &k) const {
+    uint64_t where = static_cast<uint64_t>(static_cast<uint32_t>(k.device) + 1) << 8 | static_cast<uint8_t>(k.space);
+    return mix64(k.address ^ (where << 44));
+  }
+};
+using LiveSet = FlatMap<LiveKey, Life, LiveKeyHash>;
+
+// Told about every change as the replay makes it. Positions only grow; at one position a
+// release comes before a birth.
+class Observer {
+ public:
+  virtual ~Observer() = default;
+  // Before event k changes anything (k == size: at the end, after the last event).
+  virtual void before(uint32_t k, const format::MemoryRecord *r, const LiveSet &live) { (void)k, (void)r, (void)live; }
+  virtual void born(uint32_t k, const format::MemoryRecord &r, const Life &a) { (void)k, (void)r, (void)a; }
+  // `r` is the record that ended it: a free, an allocation reusing the address, a context reset.
+  virtual void died(uint32_t k, const format::MemoryRecord &r, const Life &a) { (void)k, (void)r, (void)a; }
+  // A VMM allocation's first mapping at event k moved it from site `old` to a.site: what an
+  // observer noted about it while it lived (a snapshot of the live set) must follow.
+  virtual void remapped(uint32_t k, uint32_t old, const Life &a) { (void)k, (void)old, (void)a; }
+  // After event k was applied.
+  virtual void after(uint32_t k, const LiveSet &live) { (void)k, (void)live; }
+  // After the last event: what is still live.
+  virtual void finish(const LiveSet &live) { (void)live; }
+};
+
+inline bool is_free(const format::MemoryRecord &r) { return r.op == static_cast<uint8_t>(format::Op::kFree); }
 
 struct DeviceTotals {
   uint64_t live = 0;  // at the end of the capture
@@ -98,14 +190,14 @@ struct DeviceTotals {
 
 struct Ledger {
   std::vector<int> devices;                            // slot -> device index, ascending
-  std::vector<Alloc> allocs;                           // owned memory (device and host), in birth order
   std::vector<DeviceTotals> totals;                    // per slot
   std::vector<std::vector<IterationDevice>> per_span;  // per span, per slot
   Accounting accounting;
   int slot_of(int device) const;  // -1 when the device was never seen
 };
-Ledger replay(const format::Capture &capture, const Timeline &timeline, const SiteTable &sites,
-              const std::vector<Span> &spans);
+// One replay of every event: fills *ledger and tells the observers.
+void replay(const format::Capture &capture, const Timeline &timeline, const SiteTable &sites,
+            const std::vector<Span> &spans, const std::vector<Observer *> &observers, Ledger *ledger);
 
 // The iterations the verdicts are computed on: the primary loop's spans in end order.
 struct Primary {
@@ -114,11 +206,72 @@ struct Primary {
   uint32_t warmup = 0;
 };
 
+// Per (device, site): the live bytes and counts at the primary iteration ends, as changes at
+// the ends where an allocation started or stopped counting (verdicts.cpp).
+class SurvivorObserver : public Observer {
+ public:
+  explicit SurvivorObserver(const Primary &primary) : primary_(primary) {}
+  void died(uint32_t k, const format::MemoryRecord &r, const Life &a) override;
+  void finish(const LiveSet &live) override;
+
+  struct Delta {
+    uint32_t iteration;  // index into the primary iterations
+    int64_t bytes;
+    int64_t count;
+  };
+  struct Series {
+    uint16_t slot = 0;
+    uint32_t site = 0;
+    std::vector<Delta> deltas;              // merged by iteration from time to time: O(iterations), not O(allocations)
+    size_t merged = 0;                      // deltas.size() after the last merge
+    uint64_t survivors = 0;                 // born after warm-up, alive at the end of >= 1 iteration
+    uint64_t survivors_freed = 0;           // ... of which gone by the end of the last iteration
+    std::vector<uint32_t> last_alive_from;  // birth iteration of each allocation live at the last end
+    uint64_t live_at_exit_bytes = 0, live_at_exit_count = 0;
+  };
+  std::vector<Series> series;
+
+ private:
+  void add(const Life &a, uint32_t ub);
+  const Primary &primary_;
+  std::unordered_map<uint64_t, uint32_t> index_;  // (slot, site) -> series
+};
 // Fills out->leaks, the devices' verdicts and growth fits, and out->verdict.
-void decide(const Ledger &ledger, const SiteTable &sites, const Primary &primary, const AnalysisOptions &options,
-            Analysis *out);
+void decide(const Ledger &ledger, const SiteTable &sites, const Primary &primary, SurvivorObserver *survivors,
+            const AnalysisOptions &options, Analysis *out);
 void forecast(const std::vector<Span> &spans, const Primary &primary, const Ledger &ledger, Analysis *out);
-std::vector<OomEvent> oom_events(const format::Capture &capture, const Timeline &timeline, const SiteTable &sites,
-                                 const Ledger &ledger, const AnalysisOptions &options);
+
+// Out-of-memory failures (oom.cpp): the ones reported (newest first, at most max_oom_events) see
+// what is live when the replay reaches them, and the device's recent events (a ring per device).
+class OomObserver : public Observer {
+ public:
+  OomObserver(const format::Capture &capture, const AnalysisOptions &options);
+  const std::vector<uint64_t> &times() const { return times_; }
+  // Before the replay: the positions make_timeline found for times(), the sites and the devices.
+  void place(const std::vector<uint32_t> &positions, const std::vector<int> &devices);
+  void use_sites(const std::vector<Site> *sites) { sites_ = sites; }
+  void before(uint32_t k, const format::MemoryRecord *r, const LiveSet &live) override;
+  void born(uint32_t k, const format::MemoryRecord &r, const Life &a) override;
+  void remapped(uint32_t k, uint32_t old, const Life &a) override;
+  std::vector<OomEvent> events();  // after the replay
+
+ private:
+  void snapshot(uint32_t i, const LiveSet &live);
+  std::vector<std::unordered_map<uint32_t, OomSiteLive>> by_site_;  // per OOM: site -> live, once taken
+  const AnalysisOptions &options_;
+  uint64_t anchor_ = 0;
+  const std::vector<Site> *sites_ = nullptr;
+  std::vector<const format::OomRecord *> ooms_;  // newest first
+  std::vector<uint64_t> times_;
+  std::vector<uint32_t> positions_;
+  std::vector<uint32_t> by_position_;  // indices into ooms_, by position
+  size_t next_ = 0;
+  std::vector<int> devices_;  // slot -> device
+  std::vector<OomEvent> events_;
+  std::vector<std::pair<uint32_t, uint32_t>> pending_;   // (OOM, slot) taken, recovery still open
+  std::vector<std::pair<bool, uint64_t>> last_success_;  // per slot: a successful device allocation's time
+  std::vector<int> ring_devices_;                        // devices with an OOM
+  std::vector<std::deque<HistoryEvent>> rings_;          // their recent events
+};
 
 }  // namespace gpuleak::analysis::detail

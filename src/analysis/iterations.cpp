@@ -165,14 +165,6 @@ std::vector<Span> spans_from_nvtx(const Capture &capture, const std::regex &patt
   return outermost;
 }
 
-void place_spans(const Timeline &timeline, std::vector<Span> *spans) {
-  for (Span &s : *spans) {
-    s.begin = timeline.lower_bound(s.start_ns);
-    s.end = timeline.upper_bound(s.end_ns);
-    s.end = std::max(s.end, s.begin);
-  }
-}
-
 std::string primary_loop(const std::vector<Span> &spans) {
   std::map<std::string, std::pair<size_t, uint64_t>> loops;  // name -> (count, first start)
   for (const Span &s : spans) {

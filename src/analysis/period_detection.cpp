@@ -20,7 +20,9 @@
 //    after) wherever the anchor recurs at a distance within 25% of p, so that an iteration with
 //    one extra allocation (a log step) does not end the loop.
 //
-// Cost: O(N) per candidate, at most kCandidates of them, on the allocation sequence only.
+// Cost: O(N) per candidate, at most kCandidates of them, on the allocation sequence only (pass 0
+// kept it: one 4-byte site index per allocation, and only when the capture has no iteration
+// marks), then two replays for the event positions and times of the cuts.
 #include <algorithm>
 #include <array>
 
@@ -33,8 +35,8 @@ namespace {
 constexpr int kMaxPerIteration = 4;
 constexpr size_t kCandidates = 24;
 
-std::vector<uint32_t> candidate_periods(const std::vector<uint32_t> &seq, size_t site_count,
-                                        size_t max_period, size_t min_votes) {
+std::vector<uint32_t> candidate_periods(const std::vector<uint32_t> &seq, size_t site_count, size_t max_period,
+                                        size_t min_votes) {
   std::vector<uint32_t> votes(max_period + 1, 0);
   std::vector<std::array<uint32_t, kMaxPerIteration>> recent(site_count);
   for (auto &r : recent) r.fill(kNone);
@@ -51,8 +53,9 @@ std::vector<uint32_t> candidate_periods(const std::vector<uint32_t> &seq, size_t
   for (uint32_t gap = 1; gap <= max_period; ++gap)
     if (votes[gap] >= min_votes) ranked.emplace_back(static_cast<uint64_t>(votes[gap]) * gap, gap);
   size_t keep = std::min(kCandidates, ranked.size());
-  std::partial_sort(ranked.begin(), ranked.begin() + keep, ranked.end(),
-                    [](const auto &a, const auto &b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+  std::partial_sort(ranked.begin(), ranked.begin() + keep, ranked.end(), [](const auto &a, const auto &b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
   std::vector<uint32_t> out;
   for (size_t i = 0; i < keep; ++i) out.push_back(ranked[i].second);
   return out;
@@ -76,13 +79,38 @@ Stretch longest_periodic(const std::vector<uint32_t> &seq, uint32_t p) {
 
 }  // namespace
 
+namespace {
+
+// The event positions of allocations (indices into the allocation sequence, ascending).
+std::vector<uint32_t> positions_of(const Timeline &timeline, const std::vector<uint32_t> &allocs) {
+  std::vector<uint32_t> out(allocs.size(), timeline.size);
+  size_t next = 0;
+  uint32_t index = 0;
+  timeline.replay([&](uint32_t k, const format::MemoryRecord &r) {
+    if (!owned_alloc(r)) return;
+    for (; next < allocs.size() && allocs[next] == index; ++next) out[next] = k;
+    ++index;
+  });
+  return out;
+}
+
+// The times of events at positions (ascending, each < timeline.size).
+std::vector<uint64_t> times_at(const Timeline &timeline, const std::vector<uint32_t> &positions) {
+  std::vector<uint64_t> out(positions.size(), 0);
+  size_t next = 0;
+  timeline.replay([&](uint32_t k, const format::MemoryRecord &r) {
+    for (; next < positions.size() && positions[next] == k; ++next) out[next] = r.ts_ns;
+  });
+  return out;
+}
+
+}  // namespace
+
 std::vector<Span> spans_from_period(const Timeline &timeline, const SiteTable &sites, int min_repetitions,
                                     double min_coverage) {
-  const auto &alloc = sites.alloc_sequence;
+  const std::vector<uint32_t> &seq = sites.alloc_sequence;
   uint32_t reps = static_cast<uint32_t>(std::max(2, min_repetitions));
-  if (alloc.size() < 2 * static_cast<size_t>(reps)) return {};
-  std::vector<uint32_t> seq(alloc.size());
-  for (size_t i = 0; i < alloc.size(); ++i) seq[i] = alloc[i].second;
+  if (seq.size() < 2 * static_cast<size_t>(reps)) return {};
   uint32_t n = static_cast<uint32_t>(seq.size());
 
   std::vector<Stretch> found;
@@ -101,11 +129,19 @@ std::vector<Span> spans_from_period(const Timeline &timeline, const SiteTable &s
   // The phase: iterations start at the allocation that most often follows a burst of other
   // events (the frees that end an iteration), so that an iteration's end falls where its
   // temporaries are gone. Ties: the earliest.
-  const auto &pos = alloc;
   std::vector<uint64_t> score(p, 0);
-  for (uint32_t i = std::max<uint32_t>(pick->start, 1); i < end; ++i)
-    score[(i - pick->start) % p] += pos[i].first - pos[i - 1].first - 1;
-  const uint32_t first = pick->start + static_cast<uint32_t>(std::max_element(score.begin(), score.end()) - score.begin());
+  {
+    const uint32_t from = std::max<uint32_t>(pick->start, 1);
+    uint32_t index = 0, previous = 0;
+    timeline.replay([&](uint32_t k, const format::MemoryRecord &r) {
+      if (!owned_alloc(r)) return;
+      if (index >= from && index < end) score[(index - pick->start) % p] += k - previous - 1;
+      previous = k;
+      ++index;
+    });
+  }
+  const uint32_t first =
+      pick->start + static_cast<uint32_t>(std::max_element(score.begin(), score.end()) - score.begin());
   // The anchor: that allocation's site, when it occurs once per period (else no extension).
   uint32_t seen = 0;
   for (uint32_t i = pick->start; i < pick->start + p; ++i) seen += seq[i] == seq[first];
@@ -135,28 +171,45 @@ std::vector<Span> spans_from_period(const Timeline &timeline, const SiteTable &s
   if (cuts.size() < reps) return {};
   // A short burst (a few buffers allocated in a loop during set-up) repeats too, but it is not the
   // program's loop: the iterations must span a good part of all allocations.
-  if (static_cast<double>(std::min<uint64_t>(n, uint64_t{cuts.back()} + p) - cuts.front()) < min_coverage * n) return {};
+  if (static_cast<double>(std::min<uint64_t>(n, uint64_t{cuts.back()} + p) - cuts.front()) < min_coverage * n)
+    return {};
 
   // Each iteration runs to the next one's first allocation. The last one has no successor: it
   // gets the median length in events of the others, and never more than one period.
+  std::vector<uint32_t> wanted = cuts;
+  const bool beyond = cuts.back() + p < n;  // the allocation one period after the last cut
+  if (beyond) wanted.push_back(cuts.back() + p);
+  const std::vector<uint32_t> at = positions_of(timeline, wanted);
   std::vector<Span> spans;
   std::vector<uint32_t> lengths;
   for (size_t j = 0; j < cuts.size(); ++j) {
     Span s;
     s.loop = "auto";
-    s.begin = alloc[cuts[j]].first;
+    s.begin = at[j];
     if (j + 1 < cuts.size()) {
-      s.end = alloc[cuts[j + 1]].first;
+      s.end = at[j + 1];
       lengths.push_back(s.end - s.begin);
     } else {
       std::nth_element(lengths.begin(), lengths.begin() + lengths.size() / 2, lengths.end());
       uint64_t e = static_cast<uint64_t>(s.begin) + lengths[lengths.size() / 2];
-      if (cuts[j] + p < n) e = std::min<uint64_t>(e, alloc[cuts[j] + p].first);
+      if (beyond) e = std::min<uint64_t>(e, at[j + 1]);
       s.end = static_cast<uint32_t>(std::min<uint64_t>(e, timeline.size));
     }
-    s.start_ns = timeline.ts(s.begin);
-    s.end_ns = timeline.ts(std::max(s.begin, s.end - 1));
     spans.push_back(std::move(s));
+  }
+  // Their times: one more replay for the positions of every start and last event.
+  std::vector<uint32_t> moments;
+  for (const Span &s : spans) moments.push_back(s.begin), moments.push_back(std::max(s.begin, s.end - 1));
+  std::vector<uint32_t> sorted = moments;
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  const std::vector<uint64_t> times = times_at(timeline, sorted);
+  auto time_of = [&](uint32_t pos) {
+    return times[std::lower_bound(sorted.begin(), sorted.end(), pos) - sorted.begin()];
+  };
+  for (Span &s : spans) {
+    s.start_ns = time_of(s.begin);
+    s.end_ns = time_of(std::max(s.begin, s.end - 1));
   }
   return spans;
 }

@@ -27,21 +27,8 @@ namespace gpuleak::analysis::detail {
 
 namespace {
 
-struct Delta {
-  uint32_t iteration;  // index into the primary iterations
-  int64_t bytes;
-  int64_t count;
-};
-
-// Live bytes and count at primary iteration ends from one device and site, as changes.
-struct Series {
-  uint16_t slot = 0;
-  uint32_t site = 0;
-  std::vector<Delta> deltas;
-  uint64_t survivors = 0;          // born after warm-up, alive at the end of >= 1 iteration
-  uint64_t survivors_freed = 0;    // ... of which gone by the end of the last iteration
-  std::vector<uint32_t> last_alive_from;  // birth iteration of each allocation live at the last end
-};
+using Series = SurvivorObserver::Series;
+using Delta = SurvivorObserver::Delta;
 
 struct Trend {
   RobustFit fit;
@@ -71,6 +58,21 @@ bool rises(const Trend &t, size_t m, const AnalysisOptions &o) {
          t.fit.quality >= o.min_fit_quality && t.late.slope >= o.min_late_slope_fraction * b && t.last > t.mid;
 }
 
+// Sorts the deltas by iteration and merges those of one iteration (sums: the order is free).
+void merge(std::vector<Delta> *deltas) {
+  std::sort(deltas->begin(), deltas->end(), [](const Delta &a, const Delta &b) { return a.iteration < b.iteration; });
+  size_t w = 0;
+  for (size_t i = 0; i < deltas->size(); ++i) {
+    if (w > 0 && (*deltas)[w - 1].iteration == (*deltas)[i].iteration) {
+      (*deltas)[w - 1].bytes += (*deltas)[i].bytes;
+      (*deltas)[w - 1].count += (*deltas)[i].count;
+    } else {
+      (*deltas)[w++] = (*deltas)[i];
+    }
+  }
+  deltas->resize(w);
+}
+
 uint32_t first_leaking_iteration(const Series &s, uint32_t n, uint32_t w) {
   std::vector<bool> left(n, false);
   for (uint32_t j : s.last_alive_from) left[j] = true;
@@ -83,7 +85,55 @@ uint32_t first_leaking_iteration(const Series &s, uint32_t n, uint32_t w) {
 
 }  // namespace
 
-void decide(const Ledger &ledger, const SiteTable &sites, const Primary &primary,
+// Each allocation is live at the ends of iterations [lb, ub): born before end lb, dead at or
+// after end ub - 1.
+void SurvivorObserver::add(const Life &a, uint32_t ub) {
+  const auto &ends = primary_.end_pos;
+  const uint32_t n = static_cast<uint32_t>(ends.size());
+  uint32_t lb = static_cast<uint32_t>(std::upper_bound(ends.begin(), ends.end(), a.birth) - ends.begin());
+  if (lb >= ub) return;  // born and gone between two iteration ends
+  auto [it, fresh] =
+      index_.try_emplace(static_cast<uint64_t>(a.slot) << 32 | a.site, static_cast<uint32_t>(series.size()));
+  if (fresh) {
+    series.emplace_back();
+    series.back().slot = a.slot;
+    series.back().site = a.site;
+  }
+  Series &s = series[it->second];
+  s.deltas.push_back({lb, static_cast<int64_t>(a.size), 1});
+  if (ub < n) s.deltas.push_back({ub, -static_cast<int64_t>(a.size), -1});
+  if (s.deltas.size() >= 2 * s.merged + 64) {
+    merge(&s.deltas);
+    s.merged = s.deltas.size();
+  }
+  if (lb >= primary_.warmup) {
+    ++s.survivors;
+    if (ub < n) ++s.survivors_freed;
+  }
+  if (ub == n) s.last_alive_from.push_back(lb);
+}
+
+void SurvivorObserver::died(uint32_t k, const format::MemoryRecord &, const Life &a) {
+  if (!on_device(a.space)) return;
+  const auto &ends = primary_.end_pos;
+  add(a, static_cast<uint32_t>(std::upper_bound(ends.begin(), ends.end(), k) - ends.begin()));
+}
+
+void SurvivorObserver::finish(const LiveSet &live) {
+  const uint32_t n = static_cast<uint32_t>(primary_.end_pos.size());
+  live.for_each([&](const LiveKey &, const Life &a) {
+    if (on_device(a.space)) add(a, n);
+  });
+  live.for_each([&](const LiveKey &, const Life &a) {  // what each site still holds at the end
+    if (!on_device(a.space)) return;
+    auto it = index_.find(static_cast<uint64_t>(a.slot) << 32 | a.site);
+    if (it == index_.end()) return;
+    series[it->second].live_at_exit_bytes += a.size;
+    ++series[it->second].live_at_exit_count;
+  });
+}
+
+void decide(const Ledger &ledger, const SiteTable &sites, const Primary &primary, SurvivorObserver *survivors,
             const AnalysisOptions &o, Analysis *out) {
   const uint32_t n = static_cast<uint32_t>(primary.spans.size()), w = primary.warmup;
   const size_t slots = ledger.devices.size();
@@ -99,8 +149,7 @@ void decide(const Ledger &ledger, const SiteTable &sites, const Primary &primary
       dev.verdict = Verdict::kInconclusive;
     } else {
       std::vector<double> y(n);
-      for (uint32_t j = 0; j < n; ++j)
-        y[j] = static_cast<double>(ledger.per_span[primary.spans[j]][d].live_end_bytes);
+      for (uint32_t j = 0; j < n; ++j) y[j] = static_cast<double>(ledger.per_span[primary.spans[j]][d].live_end_bytes);
       Trend t = trend(y, w, &scratch, true);
       dev.growth_bytes_per_iteration = t.fit.slope;
       dev.growth_fit_quality = t.fit.quality;
@@ -114,44 +163,15 @@ void decide(const Ledger &ledger, const SiteTable &sites, const Primary &primary
     return;
   }
 
-  // Each allocation is live at the ends of iterations [lb, ub): born before end lb, dead at or
-  // after end ub - 1.
-  std::unordered_map<uint64_t, uint32_t> index;
-  std::vector<Series> series;
-  const auto &ends = primary.end_pos;
-  for (const Alloc &a : ledger.allocs) {
-    if (!on_device(a.space)) continue;
-    uint32_t lb = static_cast<uint32_t>(std::upper_bound(ends.begin(), ends.end(), a.birth) - ends.begin());
-    uint32_t ub = a.death == kNone ? n
-                                   : static_cast<uint32_t>(std::upper_bound(ends.begin(), ends.end(), a.death) - ends.begin());
-    if (lb >= ub) continue;  // born and gone between two iteration ends
-    uint64_t key = static_cast<uint64_t>(a.slot) << 32 | a.site;
-    auto [it, fresh] = index.try_emplace(key, static_cast<uint32_t>(series.size()));
-    if (fresh) {
-      series.emplace_back();
-      series.back().slot = a.slot;
-      series.back().site = a.site;
-    }
-    Series &s = series[it->second];
-    s.deltas.push_back({lb, static_cast<int64_t>(a.size), 1});
-    if (ub < n) s.deltas.push_back({ub, -static_cast<int64_t>(a.size), -1});
-    if (lb >= w) {
-      ++s.survivors;
-      if (ub < n) ++s.survivors_freed;
-    }
-    if (ub == n) s.last_alive_from.push_back(lb);
-  }
-
   std::vector<double> y(n), c(n);
-  std::unordered_map<uint64_t, size_t> leak_of;  // (slot, site) -> index in out->leaks
-  for (Series &s : series) {
+  for (Series &s : survivors->series) {
     int64_t rise = 0;  // live count at the last end minus at the first post-warm-up end
     for (const Delta &dl : s.deltas)
       if (dl.iteration > w) rise += dl.count;
     if (rise <= 0 || s.survivors == 0) continue;
     if (static_cast<double>(s.survivors_freed) > o.max_survivor_free_fraction * static_cast<double>(s.survivors))
       continue;
-    std::sort(s.deltas.begin(), s.deltas.end(), [](const Delta &a, const Delta &b) { return a.iteration < b.iteration; });
+    merge(&s.deltas);
     int64_t bytes = 0, count = 0;
     size_t k = 0;
     for (uint32_t j = 0; j < n; ++j) {
@@ -180,18 +200,10 @@ void decide(const Ledger &ledger, const SiteTable &sites, const Primary &primary
     leak.live_bytes = static_cast<uint64_t>(y[n - 1]);
     leak.live_count = static_cast<uint64_t>(c[n - 1]);
     leak.live_by_iteration.assign(y.begin(), y.end());
-    leak_of[static_cast<uint64_t>(s.slot) << 32 | s.site] = out->leaks.size();
+    leak.live_at_exit_bytes = s.live_at_exit_bytes;
+    leak.live_at_exit_count = s.live_at_exit_count;
     out->leaks.push_back(std::move(leak));
     out->devices[s.slot].verdict = Verdict::kLeak;
-  }
-  if (!leak_of.empty()) {  // what each leaking site still holds at the end of the capture
-    for (const Alloc &a : ledger.allocs) {
-      if (a.death != kNone || !on_device(a.space)) continue;
-      auto it = leak_of.find(static_cast<uint64_t>(a.slot) << 32 | a.site);
-      if (it == leak_of.end()) continue;
-      out->leaks[it->second].live_at_exit_bytes += a.size;
-      ++out->leaks[it->second].live_at_exit_count;
-    }
   }
   std::sort(out->leaks.begin(), out->leaks.end(), [](const Leak &a, const Leak &b) {
     if (a.bytes_per_iteration != b.bytes_per_iteration) return a.bytes_per_iteration > b.bytes_per_iteration;

@@ -1,5 +1,6 @@
 #include "format/capture_reader.h"
 #include "format/huge_pages.h"
+#include "format/memory_source.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -120,7 +121,8 @@ bool decode_stack(Cursor c, Capture *out) {
   return true;
 }
 
-bool decode_record(uint16_t type, const uint8_t *p, size_t n, Capture *out) {
+// `memory`, when given, indexes memory records instead of keeping them; `offset` is the record's.
+bool decode_record(uint16_t type, const uint8_t *p, size_t n, uint64_t offset, Capture *out, FileMemorySource *memory) {
   Cursor c(p, n);
   switch (static_cast<RecordType>(type)) {
     case RecordType::kRunInfo: {
@@ -144,8 +146,14 @@ bool decode_record(uint16_t type, const uint8_t *p, size_t n, Capture *out) {
       out->strings[r.id] = std::move(s);
       return true;
     }
-    case RecordType::kMemory:
-      return fixed(p, n, &out->memory.emplace_back());
+    case RecordType::kMemory: {
+      ++out->memory_records;
+      if (!memory) return fixed(p, n, &out->memory.emplace_back());
+      MemoryRecord r;
+      if (!fixed(p, n, &r)) return false;
+      memory->add(offset, static_cast<uint32_t>(sizeof(RecordHeader) + n), r);
+      return true;
+    }
     case RecordType::kNvtx:
       return fixed(p, n, &out->nvtx.emplace_back());
     case RecordType::kMarker:
@@ -219,7 +227,8 @@ bool parse_header(const uint8_t *data, size_t size, Capture *out, std::string *e
 // Decodes the whole records of data[0, size). Returns false on corruption; *used is the bytes
 // consumed. A record cut short stops the loop: at the end of the file that is truncation,
 // elsewhere the caller brings more bytes. `offset` is data's position in the file (for errors).
-bool parse_records(const uint8_t *data, size_t size, uint64_t offset, Capture *out, std::string *error, size_t *used) {
+bool parse_records(const uint8_t *data, size_t size, uint64_t offset, Capture *out, FileMemorySource *memory,
+                   std::string *error, size_t *used) {
   size_t pos = 0;
   while (size - pos >= sizeof(RecordHeader)) {
     RecordHeader h;
@@ -230,7 +239,7 @@ bool parse_records(const uint8_t *data, size_t size, uint64_t offset, Capture *o
       return false;
     }
     if (size - pos - sizeof h < h.size) break;
-    if (!decode_record(h.type, data + pos + sizeof h, h.size, out)) {
+    if (!decode_record(h.type, data + pos + sizeof h, h.size, offset + pos, out, memory)) {
       *error = "corrupt capture: malformed record of type " + std::to_string(h.type) + " at offset " +
                std::to_string(offset + pos);
       return false;
@@ -247,16 +256,19 @@ bool parse_capture(const uint8_t *data, size_t size, Capture *out, std::string *
   *out = Capture{};
   size_t pos = 0, used = 0;
   if (!parse_header(data, size, out, error, &pos)) return false;
-  if (!parse_records(data + pos, size - pos, pos, out, error, &used)) return false;
+  if (!parse_records(data + pos, size - pos, pos, out, nullptr, error, &used)) return false;
   pos += used;
   out->truncated = pos < size;
   out->bytes_read = pos;
   return true;
 }
 
+namespace {
+
 // Streams the file through a fixed buffer: a 10-million-event capture is never held twice (file
-// bytes and decoded records). The memory records are reserved up front from the file size.
-bool read_capture_file(const std::string &path, Capture *out, std::string *error) {
+// bytes and decoded records). Without `memory` the memory records are kept, reserved up front
+// from the file size; with it they are indexed, and the open file is handed to it.
+bool read_file(const std::string &path, Capture *out, FileMemorySource *memory, std::string *error) {
   *out = Capture{};
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
@@ -264,9 +276,10 @@ bool read_capture_file(const std::string &path, Capture *out, std::string *error
     return false;
   }
   struct stat st {};
-  if (::fstat(fd, &st) == 0 && st.st_size > 0)
+  if (!memory && ::fstat(fd, &st) == 0 && st.st_size > 0) {
     out->memory.reserve(static_cast<size_t>(st.st_size) / (sizeof(RecordHeader) + sizeof(MemoryRecord)));
-  prefer_huge_pages(out->memory);
+    prefer_huge_pages(out->memory);
+  }
   constexpr size_t kChunk = 4u << 20;  // > the largest record (kMaxRecordSize + header)
   std::vector<uint8_t> buf(kChunk);
   size_t have = 0;        // bytes in buf
@@ -294,7 +307,7 @@ bool read_capture_file(const std::string &path, Capture *out, std::string *error
       }
       header_done = true;
     }
-    if (!parse_records(buf.data() + pos, have - pos, consumed + pos, out, error, &used)) {
+    if (!parse_records(buf.data() + pos, have - pos, consumed + pos, out, memory, error, &used)) {
       ::close(fd);
       *error = path + ": " + *error;
       return false;
@@ -309,9 +322,22 @@ bool read_capture_file(const std::string &path, Capture *out, std::string *error
     have -= pos;
     consumed += pos;
   }
-  ::close(fd);
+  if (memory)
+    memory->open(fd);
+  else
+    ::close(fd);
   out->bytes_read = consumed;
   return true;
+}
+
+}  // namespace
+
+bool read_capture_file(const std::string &path, Capture *out, std::string *error) {
+  return read_file(path, out, nullptr, error);
+}
+
+bool read_capture_stream(const std::string &path, Capture *out, FileMemorySource *memory, std::string *error) {
+  return read_file(path, out, memory, error);
 }
 
 }  // namespace gpuleak::format

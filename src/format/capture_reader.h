@@ -64,6 +64,7 @@ struct Capture {
   bool truncated = false;                       // the file ends inside a record (killed mid-write)
   uint64_t bytes_read = 0;                      // bytes of whole records decoded, header included
   uint64_t unknown_records = 0;                 // records of types this reader does not know (skipped)
+  uint64_t memory_records = 0;                  // memory records decoded (kept in `memory` or not)
 
   // The string behind an id, or "" when the id is 0 or unknown.
   const std::string &string(uint32_t id) const;
@@ -75,7 +76,8 @@ struct Capture {
 // before it is returned and `truncated` is set.
 bool parse_capture(const uint8_t *data, size_t size, Capture *out, std::string *error);
 
-// Reads and decodes `path`; I/O failures are reported like corrupt input.
+// Reads and decodes `path`; I/O failures are reported like corrupt input. To analyze a large
+// capture without holding its memory records, see read_capture_stream() (format/memory_source.h).
 bool read_capture_file(const std::string &path, Capture *out, std::string *error);
 
 }  // namespace gpuleak::format

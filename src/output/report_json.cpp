@@ -145,7 +145,7 @@ json run_json(const format::Capture &c, const analysis::Analysis &a, const Repor
   run["stack_depth"] = info ? json(info->fixed.stack_depth) : json(nullptr);
   json cap;
   cap["cupti"] = c.stats ? cupti_name(c.stats->cupti_state) : "unknown";
-  cap["events"] = c.stats ? c.stats->events : static_cast<uint64_t>(c.memory.size());
+  cap["events"] = c.stats ? c.stats->events : std::max<uint64_t>(c.memory_records, c.memory.size());
   cap["events_dropped"] = c.stats ? c.stats->events_dropped : 0;
   cap["tracking_disabled"] = c.disabled.empty() ? json(nullptr) : json(c.disabled.front());
   cap["truncated"] = c.truncated;

@@ -8,7 +8,8 @@ clang=$(command -v clang++-14 || command -v clang++ || true)
 if [ -z "$clang" ]; then echo "SKIPPED: $name needs clang++ with libFuzzer"; exit 77; fi
 mkdir -p "$build/fuzz/corpus-$name"
 "$clang" -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -I"$src/src" \
-  "$src/tests/fuzz/$name.cpp" "$src/src/format/capture_reader.cpp" "$src/src/format/names.cpp" \
+  "$src/tests/fuzz/$name.cpp" "$src/src/format/capture_reader.cpp" "$src/src/format/memory_source.cpp" \
+  "$src/src/format/names.cpp" \
   -o "$build/fuzz/$name"
 # Seed with real captures when the integration tests left some.
 { find "${TMPDIR:-/tmp}" -maxdepth 2 -name '*.gpuleak' -size -2M 2>/dev/null || true; } | head -n 20 |

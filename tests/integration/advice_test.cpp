@@ -118,7 +118,7 @@ TEST(Advice, LateReleaseAtTheActivation) {
 
 // Reserved far above live: the fake pools keep what they held (FAKE_CUDA_POOL_KEEP=1) and the fake
 // NVML reports the fake driver's usage (FAKE_NVML_FOLLOW_DRIVER=1), sampled every 20 ms by the
-// shim's writer thread.
+// shim's sampler thread.
 std::map<std::string, std::string> pool_env() {
   return {{"FAKE_CUDA_POOL_KEEP", "1"},
           {"FAKE_NVML_FOLLOW_DRIVER", "1"},

@@ -97,14 +97,17 @@ int report_command(const ReportOptions &o) {
       leak = leak || compared.back().verdict == "leak";
       continue;
     }
+    // The memory records stay in the file: the analysis replays them (bounded memory, any size).
     format::Capture capture;
+    format::FileMemorySource memory;
     std::string error;
-    if (!format::read_capture_file(input, &capture, &error)) throw UsageError{error};
+    if (!format::read_capture_stream(input, &capture, &memory, &error)) throw UsageError{error};
     analysis::AnalysisOptions options;
     if (!o.iteration_range.empty()) options.iteration_range_regex = o.iteration_range;
     if (o.warmup >= 0) options.warmup_iterations = o.warmup;
     apply_advice_options(o, &options.advice);
-    analysis::Analysis result = analysis::analyze(capture, options);
+    analysis::Analysis result = analysis::analyze(capture, memory, options);
+    if (memory.failed()) throw UsageError{input + ": " + memory.error()};
     for (const std::string &w : result.warnings) std::fprintf(stderr, "gpuleak: %s\n", w.c_str());
     output::Symbolizer symbolizer(capture);
     auto symbolize = [&](uint32_t id) { return output::trim_to_caller(symbolizer.symbolize(id)); };

@@ -1,0 +1,160 @@
+#include "format/memory_source.h"
+
+#include <unistd.h>
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <queue>
+
+#include "format/huge_pages.h"
+
+namespace gpuleak::format {
+
+VectorMemorySource::VectorMemorySource(const std::vector<MemoryRecord> &records) : records_(records) {
+  const size_t n = records.size();
+  bool sorted = true;
+  for (size_t i = 0; i < n; ++i) {
+    max_ts_ = std::max(max_ts_, records[i].ts_ns);
+    if (i > 0 && records[i - 1].ts_ns > records[i].ts_ns) sorted = false;
+  }
+  if (sorted) return;
+  // (ts, file index) pairs: sorting them is a stable sort by ts, and cache friendly.
+  std::vector<std::pair<uint64_t, uint32_t>> keyed;
+  keyed.reserve(n);
+  prefer_huge_pages(keyed);
+  for (size_t i = 0; i < n; ++i) keyed.emplace_back(records[i].ts_ns, static_cast<uint32_t>(i));
+  std::sort(keyed.begin(), keyed.end());
+  order_.reserve(n);
+  for (const auto &k : keyed) order_.push_back(k.second);
+}
+
+void VectorMemorySource::replay(const std::function<void(const MemoryRecord &)> &visit) const {
+  if (order_.empty()) {
+    for (const MemoryRecord &r : records_) visit(r);
+    return;
+  }
+  for (uint32_t i : order_) visit(records_[i]);
+}
+
+FileMemorySource::~FileMemorySource() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void FileMemorySource::add(uint64_t offset, uint32_t record_bytes, const MemoryRecord &r) {
+  auto it = std::find_if(threads_.begin(), threads_.end(), [&](const auto &t) { return t.first == r.tid; });
+  // A thread's times that go back (clock trouble, a reused thread id) start a run of their own:
+  // the merge then still yields exactly the stable sort by time.
+  if (it == threads_.end() || r.ts_ns < it->second.last_ts) {
+    if (it == threads_.end()) it = threads_.insert(threads_.end(), {r.tid, Tail{}});
+    it->second.run = static_cast<uint32_t>(runs_.size());
+    runs_.emplace_back();
+  }
+  // Most recently used first: consecutive records of one thread find it at once.
+  if (it != threads_.begin()) std::iter_swap(it, threads_.begin()), it = threads_.begin();
+  it->second.last_ts = r.ts_ns;
+  auto &segments = runs_[it->second.run].segments;
+  if (!segments.empty() && segments.back().offset + segments.back().bytes == offset)
+    segments.back().bytes += record_bytes;
+  else
+    segments.push_back({offset, record_bytes, count_});
+  ++count_;
+  max_ts_ = std::max(max_ts_, r.ts_ns);
+}
+
+namespace {
+
+// Reads one run's records in order through a bounded buffer.
+class RunCursor {
+ public:
+  static constexpr size_t kBuffer = 256u << 10;  // bytes read at a time; a larger record grows the buffer
+
+  RunCursor(int fd, const FileMemorySource::Run &run) : fd_(fd), run_(run) {}
+
+  // Loads the next record into `record`; false at the end of the run or on an I/O error.
+  bool next(std::string *error) {
+    for (;;) {
+      if (pos_ + sizeof(RecordHeader) <= have_) {
+        RecordHeader h;
+        std::memcpy(&h, buf_.data() + pos_, sizeof h);
+        if (pos_ + sizeof h + h.size <= have_) {
+          std::memcpy(&record, buf_.data() + pos_ + sizeof h, sizeof record);  // size checked when indexed
+          pos_ += sizeof h + h.size;
+          ++index;
+          return true;
+        }
+      }
+      if (!fill(error)) return false;
+    }
+  }
+
+  MemoryRecord record{};
+  uint64_t index = 0;  // file-order index of `record`
+
+ private:
+  // Moves the unread bytes to the front and reads more of the current segment, or starts the next.
+  bool fill(std::string *error) {
+    const size_t left = have_ - pos_;
+    if (seg_left_ == 0 && left == 0) {
+      if (segment_ == run_.segments.size()) return false;
+      const auto &s = run_.segments[segment_++];
+      offset_ = s.offset;
+      seg_left_ = s.bytes;
+      index = s.first - 1;
+    }
+    if (seg_left_ == 0) return false;  // a segment ends inside a record: cannot happen (whole records)
+    std::memmove(buf_.data(), buf_.data() + pos_, left);
+    size_t want = static_cast<size_t>(std::min<uint64_t>(seg_left_, kBuffer));
+    if (buf_.size() < left + want) buf_.resize(left + want);
+    size_t got = 0;
+    while (got < want) {
+      ssize_t r = ::pread(fd_, buf_.data() + left + got, want - got, static_cast<off_t>(offset_ + got));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) {
+        *error = r < 0 ? std::string("reading memory records: ") + std::strerror(errno)
+                       : std::string("reading memory records: the capture file shrank");
+        return false;
+      }
+      got += static_cast<size_t>(r);
+    }
+    offset_ += want;
+    seg_left_ -= want;
+    have_ = left + want;
+    pos_ = 0;
+    return true;
+  }
+
+  int fd_;
+  const FileMemorySource::Run &run_;
+  size_t segment_ = 0;
+  uint64_t offset_ = 0, seg_left_ = 0;
+  std::vector<uint8_t> buf_;
+  size_t have_ = 0, pos_ = 0;
+};
+
+}  // namespace
+
+void FileMemorySource::replay(const std::function<void(const MemoryRecord &)> &visit) const {
+  if (failed() || count_ == 0) return;
+  std::vector<RunCursor> cursors;
+  cursors.reserve(runs_.size());
+  for (const Run &run : runs_) cursors.emplace_back(fd_, run);
+  // A k-way merge on (time, file index): exactly the stable sort of all records by time.
+  auto later = [&](uint32_t a, uint32_t b) {
+    const RunCursor &x = cursors[a], &y = cursors[b];
+    return x.record.ts_ns != y.record.ts_ns ? x.record.ts_ns > y.record.ts_ns : x.index > y.index;
+  };
+  std::priority_queue<uint32_t, std::vector<uint32_t>, decltype(later)> heap(later);
+  for (uint32_t i = 0; i < cursors.size(); ++i) {
+    if (cursors[i].next(&error_)) heap.push(i);
+    if (failed()) return;
+  }
+  while (!heap.empty()) {
+    uint32_t i = heap.top();
+    heap.pop();
+    visit(cursors[i].record);
+    if (cursors[i].next(&error_)) heap.push(i);
+    if (failed()) return;
+  }
+}
+
+}  // namespace gpuleak::format

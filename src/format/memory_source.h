@@ -1,0 +1,99 @@
+// The memory records of a capture in effective-time order (MemoryRecord::ts_ns; equal times in
+// file order, i.e. a stable sort), replayed as often as a reader needs, without keeping them.
+//
+// Two sources: VectorMemorySource over records already in memory (format::Capture::memory), and
+// FileMemorySource, which read_capture_stream() fills while it decodes everything else of a
+// capture file. The file source keeps an index of the file's memory-record runs (stretches of one
+// thread's records whose times do not decrease: normally one run per recording thread) and
+// merges them on every replay, reading each run through its own bounded buffer: memory
+// proportional to the runs, never to the records.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "format/capture_format.h"
+#include "format/capture_reader.h"
+
+namespace gpuleak::format {
+
+class MemorySource {
+ public:
+  virtual ~MemorySource() = default;
+  virtual uint64_t size() const = 0;
+  // The latest ts_ns of any record (0 when there are none).
+  virtual uint64_t max_ts() const = 0;
+  // Calls visit(record) for every record in effective-time order. An I/O failure stops the
+  // replay early: failed() turns true and error() says why (the caller decides what to do).
+  // One replay at a time per source; several sources may replay on several threads.
+  virtual void replay(const std::function<void(const MemoryRecord &)> &visit) const = 0;
+  bool failed() const { return !error_.empty(); }
+  const std::string &error() const { return error_; }
+
+ protected:
+  mutable std::string error_;
+};
+
+// Records held in memory (in file order), which must outlive the source; the time order is
+// computed once, on construction (4 bytes per record when the file order is not the time order).
+class VectorMemorySource : public MemorySource {
+ public:
+  explicit VectorMemorySource(const std::vector<MemoryRecord> &records);
+  uint64_t size() const override { return records_.size(); }
+  uint64_t max_ts() const override { return max_ts_; }
+  void replay(const std::function<void(const MemoryRecord &)> &visit) const override;
+
+ private:
+  const std::vector<MemoryRecord> &records_;
+  std::vector<uint32_t> order_;  // empty when file order is time order
+  uint64_t max_ts_ = 0;
+};
+
+// Memory records left in the capture file, found again through an index of their runs.
+class FileMemorySource : public MemorySource {
+ public:
+  FileMemorySource() = default;
+  ~FileMemorySource() override;
+  FileMemorySource(const FileMemorySource &) = delete;
+  FileMemorySource &operator=(const FileMemorySource &) = delete;
+
+  uint64_t size() const override { return count_; }
+  uint64_t max_ts() const override { return max_ts_; }
+  void replay(const std::function<void(const MemoryRecord &)> &visit) const override;
+  size_t runs() const { return runs_.size(); }
+
+  // Used by read_capture_stream(): takes the open file, then each memory record as decoded.
+  void open(int fd) { fd_ = fd; }
+  void add(uint64_t offset, uint32_t record_bytes, const MemoryRecord &r);
+
+  // Contiguous memory records of one run: [offset, offset + bytes) of the file.
+  struct Segment {
+    uint64_t offset = 0;
+    uint64_t bytes = 0;
+    uint64_t first = 0;  // file-order index of its first record (the tie-break at equal times)
+  };
+  struct Run {
+    std::vector<Segment> segments;
+  };
+
+ private:
+  struct Tail {  // per thread: its open run
+    uint32_t run;
+    uint64_t last_ts;
+  };
+  int fd_ = -1;
+  uint64_t count_ = 0;
+  uint64_t max_ts_ = 0;
+  std::vector<Run> runs_;
+  std::vector<std::pair<uint32_t, Tail>> threads_;  // tid -> open run (few threads: linear)
+};
+
+// Decodes a capture file like read_capture_file(), except that the memory records stay in the
+// file: out->memory is left empty (out->memory_records counts them) and *memory can replay them
+// in time order for as long as it lives. Errors as read_capture_file().
+bool read_capture_stream(const std::string &path, Capture *out, FileMemorySource *memory, std::string *error);
+
+}  // namespace gpuleak::format
