@@ -38,7 +38,12 @@ bool thread_stack(uintptr_t *low, uintptr_t *end) {
     rlimit limit{};
     if (getrlimit(RLIMIT_STACK, &limit) != 0) return false;
     *end = (reinterpret_cast<uintptr_t>(__libc_stack_end) + page - 1) & ~(page - 1);
-    uintptr_t size = limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur > *end ? *end : limit.rlim_cur;
+    // The kernel keeps other mappings out of [end - limit, end); an unlimited stack gets the
+    // bottom-up layout, with mappings far below, and 64 MiB is then taken as its extent (a thread
+    // deeper than that is simply not memoized).
+    const uintptr_t unlimited = uintptr_t{64} << 20;
+    uintptr_t size = limit.rlim_cur == RLIM_INFINITY ? unlimited : static_cast<uintptr_t>(limit.rlim_cur);
+    if (size > *end) size = *end;
     *low = *end - size;
     return true;
   }
