@@ -98,8 +98,12 @@ TEST(Capture, SharedRuntimeCallsAreLabelledWithTheRuntimeApi) {
   EXPECT_EQ(n.allocs, 20);
   EXPECT_EQ(n.frees, 10);
   for (const auto &m : c.memory) {
-    if (m.op == static_cast<uint8_t>(Op::kAlloc)) EXPECT_EQ(m.runtime_api, static_cast<uint16_t>(format::Api::cudaMalloc));
-    if (m.op == static_cast<uint8_t>(Op::kFree)) EXPECT_EQ(m.runtime_api, static_cast<uint16_t>(format::Api::cudaFree));
+    if (m.op == static_cast<uint8_t>(Op::kAlloc)) {
+      EXPECT_EQ(m.runtime_api, static_cast<uint16_t>(format::Api::cudaMalloc));
+    }
+    if (m.op == static_cast<uint8_t>(Op::kFree)) {
+      EXPECT_EQ(m.runtime_api, static_cast<uint16_t>(format::Api::cudaFree));
+    }
   }
 }
 
@@ -289,8 +293,11 @@ TEST(Capture, RuntimeLoadedLocallyStillWorksAndIsLabelled) {
   format::Capture c = read_only_capture(out);
   EXPECT_EQ(count(c).allocs, 1);
   EXPECT_EQ(count(c).frees, 1);
-  for (const auto &m : c.memory)
-    if (m.op == static_cast<uint8_t>(Op::kAlloc)) EXPECT_EQ(m.runtime_api, static_cast<uint16_t>(format::Api::cudaMalloc));
+  for (const auto &m : c.memory) {
+    if (m.op == static_cast<uint8_t>(Op::kAlloc)) {
+      EXPECT_EQ(m.runtime_api, static_cast<uint16_t>(format::Api::cudaMalloc));
+    }
+  }
 }
 
 }  // namespace
