@@ -203,6 +203,16 @@ void *writer_main(void *arg) {
 
 }  // namespace
 
+namespace {
+
+// A quarter full: have the writer drain now rather than at its next tick, so that the program
+// never meets a full buffer (waiting for room costs it far more than one wake-up).
+void drain_if_quarter_full(State *s, const ThreadBuffer *b) {
+  if (buffer_used(b) > b->capacity / 4) request_drain(s);
+}
+
+}  // namespace
+
 bool append_record(State *s, format::RecordType type, const void *payload, size_t n, const void *tail, size_t tail_n) {
   ThreadBuffer *b = thread_buffer(s);
   if (!b) {
@@ -220,9 +230,7 @@ bool append_record(State *s, format::RecordType type, const void *payload, size_
     body_n = joined.size();
   }
   if (buffer_append(b, &h, sizeof h, body, body_n)) {
-    // A quarter full: have the writer drain now rather than at its next tick, so that the program
-    // never meets a full buffer (waiting for room costs it far more than one wake-up).
-    if (buffer_used(b) > b->capacity / 4) request_drain(s);
+    drain_if_quarter_full(s, b);
     return true;
   }
   // Full: give the writer up to ~50 ms to make room, then drop and count (never silently).
@@ -244,9 +252,10 @@ bool append_memory_record(State *s, const format::MemoryRecord &r, Counted count
   ThreadBuffer *b = thread_buffer(s);
   const format::RecordHeader h{sizeof r, static_cast<uint16_t>(format::RecordType::kMemory), 0};
   bool ok = b && buffer_append_fixed<sizeof h, sizeof r>(b, &h, &r);
-  if (ok && buffer_used(b) > b->capacity / 4) request_drain(s);               // as append_record does
-  if (!ok) ok = append_record(s, format::RecordType::kMemory, &r, sizeof r);  // full: wait, or drop
-  b = t_buffer_owner == s ? t_buffer : nullptr;
+  if (ok)
+    drain_if_quarter_full(s, b);
+  else
+    ok = append_record(s, format::RecordType::kMemory, &r, sizeof r);  // no buffer, or full: wait, or drop
   if (!b) return ok;
   if (ok) bump(b->events);
   if (counted == Counted::kAllocation) bump(b->allocations);
