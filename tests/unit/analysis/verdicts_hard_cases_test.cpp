@@ -8,6 +8,7 @@
 
 #include "analysis/analysis.h"
 #include "analysis/capture_builder.h"
+#include "analysis/train_loop.h"
 
 namespace gpuleak::analysis {
 namespace {
@@ -15,30 +16,13 @@ namespace {
 using format::Kind;
 using testing::CaptureBuilder;
 using testing::kMiB;
+using testing::least_squares_slope;
+using testing::train_loop;
 
-// `n` iterations of loop "train"; body(i) runs inside iteration i, after a 64 MiB temporary.
 CaptureBuilder loop(int n, const std::function<void(CaptureBuilder &, int)> &body) {
   CaptureBuilder b;
   b.device(0, "Fake GPU", 80'000 * kMiB);
-  b.alloc(256 * kMiB, 1);  // weights, before the loop
-  for (int i = 0; i < n; ++i) {
-    b.begin("train");
-    uint64_t t = b.alloc(64 * kMiB, 2);
-    body(b, i);
-    b.free(t);
-    b.end();
-  }
-  return b;
-}
-
-// Least-squares slope of y[from..), computed here independently of the analysis.
-double least_squares_slope(const std::vector<uint64_t> &y, size_t from) {
-  double n = static_cast<double>(y.size() - from), sx = 0, sy = 0, sxy = 0, sxx = 0;
-  for (size_t i = from; i < y.size(); ++i) {
-    double x = static_cast<double>(i), v = static_cast<double>(y[i]);
-    sx += x, sy += v, sxy += x * v, sxx += x * x;
-  }
-  return (n * sxy - sx * sy) / (n * sxx - sx * sx);
+  return train_loop(n, body, std::move(b));
 }
 
 const Leak *leak_at(const Analysis &a, uint32_t stack, int device = 0) {

@@ -5,6 +5,7 @@
 
 #include "analysis/analysis.h"
 #include "analysis/capture_builder.h"
+#include "analysis/train_loop.h"
 
 namespace gpuleak::analysis {
 namespace {
@@ -12,30 +13,10 @@ namespace {
 using format::Kind;
 using testing::CaptureBuilder;
 using testing::kMiB;
+using testing::least_squares_slope;
+using testing::train_loop;
 
-// `n` iterations of loop "train"; body(i) runs inside iteration i, after a 64 MiB temporary.
-CaptureBuilder loop(int n, const std::function<void(CaptureBuilder &, int)> &body) {
-  CaptureBuilder b;
-  b.alloc(256 * kMiB, 1);  // weights, before the loop
-  for (int i = 0; i < n; ++i) {
-    b.begin("train");
-    uint64_t t = b.alloc(64 * kMiB, 2);
-    body(b, i);
-    b.free(t);
-    b.end();
-  }
-  return b;
-}
-
-// Least-squares slope of y at x = from..y.size()-1, computed here independently of fit.h.
-double slope(const std::vector<double> &y, size_t from) {
-  double n = static_cast<double>(y.size() - from), sx = 0, sy = 0, sxy = 0, sxx = 0;
-  for (size_t i = from; i < y.size(); ++i) {
-    double x = static_cast<double>(i);
-    sx += x, sy += y[i], sxy += x * y[i], sxx += x * x;
-  }
-  return (n * sxy - sx * sy) / (n * sxx - sx * sx);
-}
+CaptureBuilder loop(int n, const std::function<void(CaptureBuilder &, int)> &body) { return train_loop(n, body); }
 
 TEST(Verdicts, LeakOfOneMiBPerIteration) {
   CaptureBuilder b = loop(20, [](CaptureBuilder &b, int) { b.alloc(1 * kMiB, 7); });
@@ -185,7 +166,7 @@ TEST(Verdicts, LeakStartingLateNamesItsFirstIteration) {
   for (int j = 0; j < 30; ++j) y.push_back((32.0 + 2.0 * std::max(0, j - 9)) * kMiB);
   // The rate since the leak began (Theil-Sen from iteration 10), not the slope over the whole
   // window that the flat start dilutes.
-  EXPECT_LT(slope(y, 3), 1.9 * kMiB);
+  EXPECT_LT(least_squares_slope(y, 3), 1.9 * kMiB);
   EXPECT_DOUBLE_EQ(l.bytes_per_iteration, 2.0 * kMiB);
 }
 
