@@ -14,14 +14,12 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$here/common.sh"
 if [[ $# -ne 2 ]]; then
   echo "usage: $0 BUILD_DIR OUT_DIR" >&2
   exit 2
 fi
-if ! nvidia-smi -L >/dev/null 2>&1; then
-  echo "SKIPPED: no NVIDIA GPU"
-  exit 77
-fi
+skip_without_gpu
 build_dir=$(cd "$1" 2>/dev/null && pwd) || {
   echo "run_leak_shapes: no build folder $1" >&2
   exit 2
@@ -36,9 +34,7 @@ if ! timeout 120 "$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_av
   echo "SKIPPED: torch not installed or no CUDA device"
   exit 77
 fi
-if ! "$gpuleak" --help >/dev/null 2>&1 && [[ -d $build_dir/gpu-tests/hostlibs ]]; then
-  export LD_LIBRARY_PATH="$build_dir/gpu-tests/hostlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-fi
+use_hostlibs "$gpuleak" "$build_dir/gpu-tests/hostlibs"
 
 mkdir -p "$2" || exit 2
 out_dir=$(cd "$2" && pwd)

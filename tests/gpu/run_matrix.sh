@@ -14,15 +14,13 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$here/common.sh"
 
 if [[ $# -lt 1 || $# -gt 2 ]]; then
   echo "usage: $0 BUILD_DIR [OUT_DIR]" >&2
   exit 2
 fi
-if ! nvidia-smi -L >/dev/null 2>&1; then
-  echo "SKIPPED: no NVIDIA GPU"
-  exit 77
-fi
+skip_without_gpu
 build_dir=$(cd "$1" 2>/dev/null && pwd) || {
   echo "SKIPPED: no build folder $1"
   exit 77
@@ -57,8 +55,7 @@ say() { printf '%s\n' "$*" | tee -a "$log"; }
 
 # The CLI links elfutils; where the GPU machine lacks them, use the copies build.sh made.
 hostlibs_note="no"
-if ! "$gpuleak" --help >/dev/null 2>&1 && [[ -d $tests_dir/hostlibs ]]; then
-  export LD_LIBRARY_PATH="$tests_dir/hostlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+if use_hostlibs "$gpuleak" "$tests_dir/hostlibs"; then
   hostlibs_note="yes ($tests_dir/hostlibs on LD_LIBRARY_PATH)"
 fi
 if ! "$gpuleak" --help >/dev/null 2>&1; then

@@ -19,6 +19,7 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$here/common.sh"
 if [[ $# -ne 2 ]]; then
   echo "usage: $0 BUILD_DIR OUT_DIR" >&2
   exit 2
@@ -37,9 +38,7 @@ summary=$out/summary.txt
 : >"$summary"
 failed=0
 
-if ! "$gpuleak" --help >/dev/null 2>&1 && [[ -d $build_dir/gpu-tests/hostlibs ]]; then
-  export LD_LIBRARY_PATH="$build_dir/gpu-tests/hostlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-fi
+use_hostlibs "$gpuleak" "$build_dir/gpu-tests/hostlibs"
 record() {  # record STATUS CASE WHY
   printf '%s %s: %s\n' "$1" "$2" "$3" | tee -a "$summary"
   [[ $1 == FAIL ]] && failed=1
