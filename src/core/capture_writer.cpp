@@ -188,7 +188,7 @@ void *writer_main(void *arg) {
       stop = s->stop_requested;
     }
     s->drain_requested.store(false, std::memory_order_release);
-    call_clock_calibrate();
+    capture_clock_calibrate();
     drain(s);
     s->buffers.reap();
     usage_sampler_start(s);

@@ -1,10 +1,14 @@
-// The one clock of a capture: CLOCK_MONOTONIC nanoseconds (vDSO, ~20 ns), anchored once per file
-// to CLOCK_REALTIME so that processes and ranks merge on one time line.
+// The one clock of a capture: CLOCK_MONOTONIC nanoseconds, anchored once per file to
+// CLOCK_REALTIME so that processes and ranks merge on one time line.
 //
-// Call durations are cheaper: where the TSC is invariant (constant_tsc and nonstop_tsc), a hooked
-// call reads it on entry and on exit (a few cycles each) and CLOCK_MONOTONIC only once, for its
-// timestamp; the writer thread calibrates ticks to nanoseconds against CLOCK_MONOTONIC
-// (call_clock_calibrate). Until it has, or without such a TSC, both ends read CLOCK_MONOTONIC.
+// Reading it costs what the hot path can least afford: on the H200 host clock_gettime takes ~26 ns
+// and a bare rdtsc ~16 ns (bench/hook_parts.cpp), and a hooked call needs two readings (its start
+// and end: the timestamp and the duration). So where the TSC is invariant (constant_tsc and
+// nonstop_tsc) every reading is an rdtsc, turned into CLOCK_MONOTONIC nanoseconds by a line the
+// writer thread fits and keeps fitting (capture_clock_calibrate): continuous, steered towards the
+// kernel's clock by at most 500 ppm, so it never steps back and stays within microseconds of it.
+// Until the line exists (the first 10 ms of the writer), or without such a TSC, readings are
+// clock_gettime. Every record's time comes from here, so one thread's records stay in order.
 #pragma once
 
 #include <atomic>
@@ -30,8 +34,16 @@ inline uint64_t realtime_ns() {
 }
 
 namespace detail {
-// Nanoseconds per TSC tick once calibrated; 0 while call durations use CLOCK_MONOTONIC.
-extern std::atomic<double> g_ns_per_tick;
+// ns = base_ns + (ticks - base_ticks) * mult / 2^32, published under a sequence count (odd while
+// the writer changes it). mult == 0: no line yet, read clock_gettime.
+struct TscLine {
+  std::atomic<uint32_t> seq{0};
+  std::atomic<uint64_t> base_ticks{0};
+  std::atomic<uint64_t> base_ns{0};
+  std::atomic<uint64_t> mult{0};
+};
+extern TscLine g_line;
+
 inline uint64_t ticks() {
 #if defined(__x86_64__)
   return __rdtsc();
@@ -39,31 +51,71 @@ inline uint64_t ticks() {
   return 0;
 #endif
 }
+
+inline uint64_t scale(uint64_t ticks, uint64_t mult) {
+  return static_cast<uint64_t>((static_cast<unsigned __int128>(ticks) * mult) >> 32);
+}
+
+struct Line {
+  uint64_t base_ticks, base_ns, mult;
+};
+inline Line read_line() {
+  for (;;) {
+    uint32_t seq = g_line.seq.load(std::memory_order_acquire);
+    Line l{g_line.base_ticks.load(std::memory_order_relaxed), g_line.base_ns.load(std::memory_order_relaxed),
+           g_line.mult.load(std::memory_order_relaxed)};
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (!(seq & 1) && g_line.seq.load(std::memory_order_relaxed) == seq) return l;
+  }
+}
+inline uint64_t on_line(const Line &l, uint64_t t) {
+  // A reading taken on another CPU just before the line was published may fall before its base.
+  return t >= l.base_ticks ? l.base_ns + scale(t - l.base_ticks, l.mult) : l.base_ns - scale(l.base_ticks - t, l.mult);
+}
 }  // namespace detail
 
-// Where a hooked call began, in whichever unit call_elapsed_ns() will read it back.
-struct CallStart {
+// A reading of the capture clock: TSC ticks once the line exists, else nanoseconds.
+struct ClockReading {
   uint64_t value = 0;
-  bool tsc = false;
+  bool ticks = false;
 };
 
-inline CallStart call_start() {
-  if (detail::g_ns_per_tick.load(std::memory_order_relaxed) > 0) return {detail::ticks(), true};
+inline ClockReading clock_read() {
+  if (detail::g_line.mult.load(std::memory_order_relaxed)) return {detail::ticks(), true};
   return {monotonic_ns(), false};
 }
 
-// Nanoseconds since `start`; `now_ns` is the caller's CLOCK_MONOTONIC reading at the end.
-inline uint64_t call_elapsed_ns(CallStart start, uint64_t now_ns) {
-  if (!start.tsc) return now_ns > start.value ? now_ns - start.value : 0;
-  uint64_t t = detail::ticks();
-  if (t <= start.value) return 0;
-  return static_cast<uint64_t>(static_cast<double>(t - start.value) *
-                               detail::g_ns_per_tick.load(std::memory_order_relaxed));
+// The capture clock now, in nanoseconds.
+inline uint64_t capture_now_ns() {
+  ClockReading r = clock_read();
+  return r.ticks ? detail::on_line(detail::read_line(), r.value) : r.value;
 }
 
-// The writer thread, on each wake: anchors the TSC against CLOCK_MONOTONIC and, 10 ms later and
-// then on every call, publishes the ratio. Gives up for good on a TSC that is not invariant or a
-// ratio outside 0.05-10 ns per tick (a clock that is not what it claims).
-void call_clock_calibrate();
+// A hooked call's end: its timestamp (the end, or the start with `at_start`) and its duration.
+struct CallTime {
+  uint64_t ts_ns;
+  uint64_t duration_ns;
+};
+inline CallTime call_finish(ClockReading start, bool at_start) {
+  ClockReading end = clock_read();
+  uint64_t start_ns = start.value, end_ns = end.value;
+  if (start.ticks || end.ticks) {
+    detail::Line l = detail::read_line();
+    if (start.ticks) start_ns = detail::on_line(l, start.value);
+    if (end.ticks) end_ns = detail::on_line(l, end.value);
+  }
+  uint64_t d = end_ns > start_ns ? end_ns - start_ns : 0;
+  return {at_start ? end_ns - d : end_ns, d};
+}
+
+// The writer thread, on each wake: anchors the TSC against CLOCK_MONOTONIC, publishes the line
+// 10 ms later, then re-fits it every 50 ms. Gives up for good (readings stay clock_gettime) on a
+// TSC that is not invariant or a rate outside 0.05-10 ns per tick.
+void capture_clock_calibrate();
+
+// Tests: one step of the writer's fit with a made-up (TSC, CLOCK_MONOTONIC) pair.
+void capture_clock_fit_for_test(uint64_t tsc, uint64_t ns);
+// Tests: drops the line (readings fall back to clock_gettime) and forgets the anchor.
+void capture_clock_reset_for_test();
 
 }  // namespace gpuleak::core

@@ -28,7 +28,7 @@ std::vector<NvmlQuery> used_devices(State *s) {
 void append_usage(State *s, const std::vector<NvmlAnswer> &answers, uint32_t flags) {
   for (const NvmlAnswer &a : answers) {
     format::DeviceUsageRecord r{};
-    r.ts_ns = monotonic_ns();
+    r.ts_ns = capture_now_ns();
     r.device = a.device;
     r.process_used_bytes = a.process_known ? a.process_used_bytes : 0;
     r.device_used_bytes = a.device_used_bytes;

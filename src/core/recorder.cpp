@@ -21,6 +21,15 @@ State *g_state = nullptr;
 #define GPULEAK_TLS static thread_local __attribute__((tls_model("initial-exec")))
 GPULEAK_TLS bool t_in_hook = false;
 GPULEAK_TLS uint16_t t_runtime_api = 0;
+GPULEAK_TLS uint64_t t_last_ts = 0;
+
+// A thread's record times never go back (capture-format.md): a reading taken while the writer
+// re-fits the clock's line can fall a few nanoseconds before the previous one.
+uint64_t in_thread_order(uint64_t ts) {
+  if (ts < t_last_ts) ts = t_last_ts;
+  t_last_ts = ts;
+  return ts;
+}
 
 constexpr int32_t kOutOfMemory = 2;  // CUDA_ERROR_OUT_OF_MEMORY
 
@@ -92,18 +101,17 @@ int16_t resolve_device(State *s, int16_t device) {
   return s->probe.current_device ? static_cast<int16_t>(s->probe.current_device()) : -1;
 }
 
-// One CLOCK_MONOTONIC read per call: the record's time is the call's end, or its start for frees
-// and events (so that a free is ordered before the re-use of its address by another thread).
+// The record's time is the call's end, or its start for frees and events (so that a free is
+// ordered before the re-use of its address by another thread).
 format::MemoryRecord make_record(const CallFacts &f, bool time_at_start) {
   format::MemoryRecord r{};
-  uint64_t end = monotonic_ns();
-  uint64_t d = call_elapsed_ns(f.start, end);
-  r.ts_ns = time_at_start && d <= end ? end - d : end;
+  CallTime t = call_finish(f.start, time_at_start);
+  r.ts_ns = in_thread_order(t.ts_ns);
   r.address = f.address;
   r.size = f.size;
   r.stream = f.stream;
   r.aux = f.aux;
-  r.duration_ns = d > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(d);
+  r.duration_ns = t.duration_ns > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(t.duration_ns);
   r.tid = gettid_cached();
   r.result = f.result;
   r.api = static_cast<uint16_t>(f.api);
@@ -187,7 +195,7 @@ void record_alloc(const CallFacts &f, Space space) {
   r.device = resolve_device(s, f.device);
   // The calling thread's own Python frames, read without the GIL (python_stack.h); 0 when none.
   r.py_stack_id = s->py_stacks.capture(s);
-  r.stack_id = capture_stack(s, r.py_stack_id != 0);
+  if (s->config.stack_depth) r.stack_id = capture_stack(s, r.py_stack_id != 0);
   bool owned = f.result == 0 && f.op == format::Op::kAlloc && !(f.flags & format::kFlagGraphReservation) &&
                f.kind != format::Kind::kImported;
   if (f.result == 0 &&
@@ -266,7 +274,7 @@ void record_nvtx(format::NvtxOp op, const char *message, size_t length, const ch
   if (!s || !buffering(s) || t_in_hook) return;
   t_in_hook = true;
   format::NvtxRecord r{};
-  r.ts_ns = monotonic_ns();
+  r.ts_ns = in_thread_order(capture_now_ns());
   r.range_id = range_id;
   r.tid = gettid_cached();
   r.message_id = intern_string(s, message, length);
@@ -281,7 +289,7 @@ void record_marker(format::MarkerOp op, const char *label) {
   if (!s || !buffering(s) || t_in_hook) return;
   t_in_hook = true;
   format::MarkerRecord r{};
-  r.ts_ns = monotonic_ns();
+  r.ts_ns = in_thread_order(capture_now_ns());
   r.tid = gettid_cached();
   r.label_id = label ? intern_string(s, label, strlen(label)) : 0;
   r.op = static_cast<uint8_t>(op);

@@ -42,7 +42,7 @@ struct CallFacts {
   int32_t result = 0;
   int16_t device = kQueryDevice;  // kQueryDevice: ask the driver probe for the current device
   uint16_t flags = 0;
-  CallStart start;  // when the hook was entered (clock.h)
+  ClockReading start;  // when the hook was entered (clock.h)
 
   static constexpr int16_t kQueryDevice = -2;
 };

@@ -19,7 +19,7 @@ class Hook {
  public:
   explicit Hook(Api api) : active_(core::hook_enter()) {
     facts_.api = api;
-    if (active_) facts_.start = core::call_start();
+    if (active_) facts_.start = core::clock_read();
   }
   ~Hook() {
     if (active_) core::hook_leave();
