@@ -17,18 +17,12 @@ int slot(int device) { return device < 0 ? 0 : device % LiveTable::kMaxDevices; 
 
 // One locked instruction per allocation or free (the device's live bytes); the peaks move only
 // when passed, and the totals are summed when asked for (once a second, at exit).
-void LiveTable::account(const LiveEntry &e, int64_t sign) {
+inline __attribute__((always_inline)) void LiveTable::account(const LiveEntry &e, int64_t sign) {
   if (e.counts_on_device) {
     int d = slot(e.device);
     if (sign > 0) {
       uint64_t live = live_[d].fetch_add(e.size, std::memory_order_relaxed) + e.size;
-      raise_peak(peak_[d], live);
-      uint64_t bit = 1ull << d;
-      uint64_t used = devices_used_.load(std::memory_order_relaxed);
-      if (!(used & bit)) used = devices_used_.fetch_or(bit, std::memory_order_relaxed) | bit;
-      // Exact with one device; with several, the sum of each device's count at nearly one moment.
-      if (used != bit) live = total_device_live();
-      raise_peak(total_peak_, live);
+      if (live > peak_[d].load(std::memory_order_relaxed)) raise_peaks(d, live);
     } else {
       live_[d].fetch_sub(e.size, std::memory_order_relaxed);
     }
@@ -41,6 +35,17 @@ void LiveTable::account(const LiveEntry &e, int64_t sign) {
   }
 }
 
+// A device's live bytes passed its peak: raise it, and the process's.
+void LiveTable::raise_peaks(int d, uint64_t live) {
+  raise_peak(peak_[d], live);
+  uint64_t bit = 1ull << d;
+  uint64_t used = devices_used_.load(std::memory_order_relaxed);
+  if (!(used & bit)) used = devices_used_.fetch_or(bit, std::memory_order_relaxed) | bit;
+  // Exact with one device; with several, the sum of each device's count at nearly one moment.
+  if (used != bit) live = total_device_live();
+  raise_peak(total_peak_, live);
+}
+
 namespace {
 size_t mix(uint64_t k) {
   k ^= k >> 33;
@@ -49,7 +54,7 @@ size_t mix(uint64_t k) {
 }
 }  // namespace
 
-LiveTable::Slot *LiveTable::Shard::find(uint64_t k) {
+inline __attribute__((always_inline)) LiveTable::Slot *LiveTable::Shard::find(uint64_t k) {
   if (slots.empty()) return nullptr;
   size_t mask = slots.size() - 1;
   for (size_t i = mix(k) & mask;; i = (i + 1) & mask) {
@@ -59,8 +64,8 @@ LiveTable::Slot *LiveTable::Shard::find(uint64_t k) {
   }
 }
 
-LiveTable::Slot *LiveTable::Shard::claim(uint64_t k) {
-  if ((used + 1) * 2 > slots.size()) grow();
+inline __attribute__((always_inline)) LiveTable::Slot *LiveTable::Shard::claim(uint64_t k) {
+  if (__builtin_expect((used + 1) * 2 > slots.size(), 0)) grow();
   size_t mask = slots.size() - 1;
   Slot *erased = nullptr;
   for (size_t i = mix(k) & mask;; i = (i + 1) & mask) {
@@ -71,7 +76,7 @@ LiveTable::Slot *LiveTable::Shard::claim(uint64_t k) {
   }
 }
 
-void LiveTable::Shard::grow() {
+__attribute__((noinline)) void LiveTable::Shard::grow() {
   std::vector<Slot> old;
   old.swap(slots);
   size_t size = 64;

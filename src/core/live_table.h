@@ -74,6 +74,7 @@ class LiveTable {
   static uint64_t key(Space s, uint64_t address) { return address ^ (static_cast<uint64_t>(s) << 58); }
   Shard &shard(uint64_t k) { return shards_[(k >> 8 ^ k >> 20) % kShards]; }
   void account(const LiveEntry &e, int64_t sign);
+  void raise_peaks(int device_slot, uint64_t live);
 
   std::array<Shard, kShards> shards_;
   std::array<std::atomic<uint64_t>, kMaxDevices> live_{};
