@@ -4,6 +4,9 @@
 # configurations alternately, ROUNDS times, and prints every median so the spread is visible.
 # nomemo is stack32 with the stack memo off (GPULEAK_STACK_MEMO=0): every stack unwound in full.
 # usage: bench/run_overhead.sh BUILD_DIR [BINARY]   (BINARY defaults to the fake-CUDA build)
+# REF_SHIM=/path/libgpuleak.so adds ref_nostack and ref_stack32: another build of the shim in the
+# same rounds, for an A/B comparison on one machine (the GPU host's speed varies between machines).
+# EXTRA_SHIMS="name=/path/libgpuleak.so ..." adds one no-stack configuration per named build.
 # PIN="taskset -c 2,3" runs every configuration on the same two CPUs (the program and gpuleak's
 # writer thread each get one). No at-exit report is run (GPULEAK_REPORT_TIMEOUT=0): it is not part
 # of the cost measured, and on a 600,000-event capture it takes longer than the measurement.
@@ -19,6 +22,13 @@ run() { $pin env GPULEAK_REPORT_TIMEOUT=0 "$@" "$bin" "${PAIRS:-20000}" "${REPS:
 declare -A results
 configs=(plain nostack stack32 nomemo)
 [ "${WITH_CUPTI:-0}" = 1 ] && configs+=(cupti)
+ref=${REF_SHIM:-}
+[ -n "$ref" ] && configs+=(ref_nostack ref_stack32)
+declare -A extra
+for e in ${EXTRA_SHIMS:-}; do
+  extra[${e%%=*}]=${e#*=}
+  configs+=("${e%%=*}")
+done
 for ((r = 0; r < rounds; r++)); do
   for c in "${configs[@]}"; do
     case $c in
@@ -27,6 +37,9 @@ for ((r = 0; r < rounds; r++)); do
       stack32) v=$(run LD_PRELOAD="$shim" GPULEAK_OUT="$out" GPULEAK_QUIET=1) ;;
       nomemo) v=$(run LD_PRELOAD="$shim" GPULEAK_OUT="$out" GPULEAK_QUIET=1 GPULEAK_STACK_MEMO=0) ;;
       cupti) v=$(run LD_PRELOAD="$shim" GPULEAK_OUT="$out" GPULEAK_QUIET=1 GPULEAK_CUPTI=1) ;;
+      ref_nostack) v=$(run LD_PRELOAD="$ref" GPULEAK_OUT="$out" GPULEAK_QUIET=1 GPULEAK_STACK_DEPTH=0) ;;
+      ref_stack32) v=$(run LD_PRELOAD="$ref" GPULEAK_OUT="$out" GPULEAK_QUIET=1) ;;
+      *) v=$(run LD_PRELOAD="${extra[$c]}" GPULEAK_OUT="$out" GPULEAK_QUIET=1 GPULEAK_STACK_DEPTH=0) ;;
     esac
     results[$c]+="$v "
     rm -f "$out"/*

@@ -14,7 +14,7 @@ cp -a "$build/bin" "$build/lib" "$build/gpu-tests" "$carry/"
 # The fake CUDA's pair benchmark, to time the hook on the GPU host's quiet CPU without the GPU's
 # own (bimodal) cost: run it with LD_LIBRARY_PATH=$carry/fake.
 mkdir -p "$carry/fake"
-cp -a "$build/bench/alloc_pair_bench" "$build"/fake_cuda/lib*.so* "$carry/fake/"
+cp -a "$build/bench/alloc_pair_bench" "$build/bench/hook_parts" "$build"/fake_cuda/lib*.so* "$carry/fake/"
 strip --strip-debug "$carry/bin/gpuleak" "$carry/lib/libgpuleak.so"
 size=$(du -sm "$carry" | cut -f1)
 echo "carry folder $carry: ${size} MiB"
