@@ -37,8 +37,7 @@ void on_thread_exit(void *buffer) {
 }
 void make_exit_key() { pthread_key_create(&g_exit_key, on_thread_exit); }
 
-ThreadBuffer *thread_buffer(State *s) {
-  if (t_buffer && t_buffer_owner == s) return t_buffer;
+__attribute__((noinline)) ThreadBuffer *new_thread_buffer(State *s) {
   pthread_once(&g_exit_key_once, make_exit_key);
   ThreadBuffer *b = s->buffers.create(s->config.buffer_kib * 1024u, static_cast<uint32_t>(syscall(SYS_gettid)));
   if (!b) return nullptr;
@@ -46,6 +45,12 @@ ThreadBuffer *thread_buffer(State *s) {
   t_buffer_owner = s;
   pthread_setspecific(g_exit_key, b);
   return b;
+}
+
+// The calling thread's buffer, made on its first record.
+inline ThreadBuffer *thread_buffer(State *s) {
+  if (__builtin_expect(t_buffer && t_buffer_owner == s, 1)) return t_buffer;
+  return new_thread_buffer(s);
 }
 
 bool write_all(int fd, const void *data, size_t n) {

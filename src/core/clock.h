@@ -80,7 +80,7 @@ struct ClockReading {
   bool ticks = false;
 };
 
-inline ClockReading clock_read() {
+__attribute__((always_inline)) inline ClockReading clock_read() {
   if (detail::g_line.mult.load(std::memory_order_relaxed)) return {detail::ticks(), true};
   return {monotonic_ns(), false};
 }
@@ -96,8 +96,15 @@ struct CallTime {
   uint64_t ts_ns;
   uint64_t duration_ns;
 };
-inline CallTime call_finish(ClockReading start, bool at_start) {
+__attribute__((always_inline)) inline CallTime call_finish(ClockReading start, bool at_start) {
   ClockReading end = clock_read();
+  if (__builtin_expect(start.ticks && end.ticks, 1)) {  // one conversion, the duration from ticks
+    detail::Line l = detail::read_line();
+    uint64_t end_ns = detail::on_line(l, end.value);
+    uint64_t d = end.value > start.value ? detail::scale(end.value - start.value, l.mult) : 0;
+    return {at_start && d <= end_ns ? end_ns - d : end_ns, d};
+  }
+  // Before the line, or across its publication: both ends in nanoseconds.
   uint64_t start_ns = start.value, end_ns = end.value;
   if (start.ticks || end.ticks) {
     detail::Line l = detail::read_line();

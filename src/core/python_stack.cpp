@@ -13,6 +13,11 @@
 
 namespace gpuleak::core {
 
+namespace python_detail {
+std::atomic<int> g_runtime_state{0};
+thread_local __attribute__((tls_model("initial-exec"))) uint64_t t_absent_calls = 0;
+}  // namespace python_detail
+
 namespace {
 
 #define GPULEAK_TLS static thread_local __attribute__((tls_model("initial-exec")))
@@ -29,12 +34,14 @@ constexpr uint64_t kPythonTag = 0xf1f1000000000001ull;
 // ---- The interpreter, found once per process -------------------------------------------------
 
 enum RuntimeState : int { kUnresolved, kResolving, kReady, kAbsent, kUnsupported, kOff };
+static_assert(kAbsent == python_detail::kAbsent && kUnsupported == python_detail::kUnsupported &&
+              kOff == python_detail::kOff);
 
 struct Runtime {
   py::Layout layout{};
-  void *(*this_thread_state)() = nullptr;  // PyGILState_GetThisThreadState
-  int (*is_initialized)() = nullptr;       // Py_IsInitialized
-  int (*is_finalizing)() = nullptr;        // Py_IsFinalizing (3.13) / _Py_IsFinalizing
+  void *(*this_thread_state)() = nullptr;                    // PyGILState_GetThisThreadState
+  int (*is_initialized)() = nullptr;                         // Py_IsInitialized
+  int (*is_finalizing)() = nullptr;                          // Py_IsFinalizing (3.13) / _Py_IsFinalizing
   uint64_t code_type = 0, unicode_type = 0, bytes_type = 0;  // &PyCode_Type, ...
   uintptr_t text_begin = 0, text_end = 0;  // the interpreter's code (libpython or python3.x), or empty
 };
@@ -42,7 +49,7 @@ struct Runtime {
 // Process-wide and kept across fork (the child runs the same interpreter). Written only by the
 // one thread that wins the kUnresolved -> kResolving exchange, read after kReady is published.
 Runtime g_runtime;
-std::atomic<int> g_state{kUnresolved};
+std::atomic<int> &g_state = python_detail::g_runtime_state;
 std::atomic<bool> g_layout_confirmed{false};  // a walk has once gone through cleanly
 unsigned g_depth = 64;
 bool g_force_unsupported = false;
@@ -136,12 +143,7 @@ const Runtime *runtime() {
   int st = g_state.load(std::memory_order_acquire);
   if (st == kReady) return &g_runtime;
   if (st == kResolving) return wait_for_resolver();
-  if (st != kUnresolved && st != kAbsent) return nullptr;
-  if (st == kAbsent) {
-    GPULEAK_TLS uint64_t t_absent_calls = 0;
-    uint64_t n = ++t_absent_calls;
-    if (n & (n - 1)) return nullptr;
-  }
+  if (st != kUnresolved && st != kAbsent) return nullptr;  // kAbsent: capture() let this call look again
   // One resolver; the others wait for it: the first allocations of a program often come from
   // several threads at once, and each of them deserves its Python frames.
   if (!g_state.compare_exchange_strong(st, kResolving, std::memory_order_acq_rel)) return wait_for_resolver();
@@ -238,7 +240,9 @@ bool read_str(const Runtime &rt, uint64_t object, std::string *out) {
     return true;
   }
   for (int64_t i = 0; i < length && out->size() < kMaxText; ++i) {
-    uint32_t c = kind == 1 ? load<uint8_t>(data + i) : kind == 2 ? load<uint16_t>(data + 2 * i) : load<uint32_t>(data + 4 * i);
+    uint32_t c = kind == 1   ? load<uint8_t>(data + i)
+                 : kind == 2 ? load<uint16_t>(data + 2 * i)
+                             : load<uint32_t>(data + 4 * i);
     append_utf8(out, c > 0x10ffff ? 0xfffd : c);
   }
   return true;
@@ -362,7 +366,7 @@ unsigned PythonStacks::frames_before_interpreter(const uint64_t *frames, unsigne
   return n;
 }
 
-uint32_t PythonStacks::capture(State *s) {
+uint32_t PythonStacks::capture_slow(State *s) {
   const Runtime *rt = runtime();
   if (!rt || !rt->is_initialized() || rt->is_finalizing()) return 0;
   // This thread's own state (thread-specific storage, no GIL): null on a thread that never ran

@@ -32,6 +32,14 @@ namespace gpuleak::core {
 
 struct State;
 
+namespace python_detail {
+// The interpreter's state (python_stack.cpp: unresolved, resolving, ready, absent, unsupported,
+// off) and each thread's count of captures while it was absent, read inline by capture().
+extern std::atomic<int> g_runtime_state;
+extern thread_local uint64_t t_absent_calls __attribute__((tls_model("initial-exec")));
+constexpr int kAbsent = 3, kUnsupported = 4, kOff = 5;
+}  // namespace python_detail
+
 // Reads GPULEAK_PY_STACK_DEPTH (Python frames kept per stack, 0..256, default 64, 0 = off) and
 // GPULEAK_PY_FORCE_UNSUPPORTED (test hook: "1" behaves as on an unknown interpreter version,
 // "layout" as on an interpreter whose frames do not match the table). Called once, from
@@ -44,7 +52,17 @@ class PythonStacks {
   // The calling thread's Python stack as a StackRecord id (kind 1), interned and written on first
   // sight; 0 when there is none. Called inside a hook, GIL held or not. Allocation-free when the
   // same walk was seen before.
-  uint32_t capture(State *s);
+  uint32_t capture(State *s) {
+    // Inline for a process without Python (or with it off): no call. The interpreter may still be
+    // loaded later, so each thread looks again on its 2nd, 4th, 8th... capture.
+    int st = python_detail::g_runtime_state.load(std::memory_order_acquire);
+    if (st == python_detail::kUnsupported || st == python_detail::kOff) return 0;
+    if (st == python_detail::kAbsent) {
+      uint64_t n = ++python_detail::t_absent_calls;
+      if (n & (n - 1)) return 0;
+    }
+    return capture_slow(s);
+  }
 
   // How many of `frames` (native return addresses, innermost first) come before the first one in
   // the interpreter's own code (libpython, or an executable named python*): the part of a native
@@ -61,6 +79,7 @@ class PythonStacks {
   };
 
  private:
+  uint32_t capture_slow(State *s);
   uint32_t resolve(State *s, const Raw *raw, unsigned n);
 
   struct CodeInfo {

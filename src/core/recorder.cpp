@@ -12,6 +12,14 @@
 
 namespace gpuleak::core {
 
+namespace detail {
+std::atomic<int> *g_phase = nullptr;
+thread_local __attribute__((tls_model("initial-exec"))) bool t_in_hook = false;
+}  // namespace detail
+
+static_assert(static_cast<int>(Phase::kIdle) == 0 && static_cast<int>(Phase::kRunning) == 1,
+              "hook_enter() (recorder.h) lets hooks run in exactly these two phases");
+
 namespace {
 
 State *g_state = nullptr;
@@ -19,7 +27,6 @@ State *g_state = nullptr;
 // Per-thread state: trivially destructible, initial-exec TLS (the shim is preloaded, so the static
 // TLS block has room; general-dynamic TLS may call malloc on first touch, research/CAPTURE.md 4.2).
 #define GPULEAK_TLS static thread_local __attribute__((tls_model("initial-exec")))
-GPULEAK_TLS bool t_in_hook = false;
 GPULEAK_TLS uint16_t t_runtime_api = 0;
 GPULEAK_TLS uint64_t t_last_ts = 0;
 
@@ -103,7 +110,7 @@ int16_t resolve_device(State *s, int16_t device) {
 
 // The record's time is the call's end, or its start for frees and events (so that a free is
 // ordered before the re-use of its address by another thread).
-format::MemoryRecord make_record(const CallFacts &f, bool time_at_start) {
+inline __attribute__((always_inline)) format::MemoryRecord make_record(const CallFacts &f, bool time_at_start) {
   format::MemoryRecord r{};
   CallTime t = call_finish(f.start, time_at_start);
   r.ts_ns = in_thread_order(t.ts_ns);
@@ -152,6 +159,7 @@ State *state() { return g_state; }
 void recorder_init(const Config &config, uintptr_t own_begin, uintptr_t own_end) {
   if (g_state) return;
   g_state = new State;  // never deleted: see recorder_state.h
+  detail::g_phase = &g_state->phase;
   g_state->config = config;
   g_state->pid = getpid();
   if (!config.enabled) {
@@ -170,17 +178,6 @@ void recorder_init(const Config &config, uintptr_t own_begin, uintptr_t own_end)
 void recorder_set_probe(const DriverProbe &probe) {
   if (g_state) g_state->probe = probe;
 }
-
-bool hook_enter() {
-  State *s = g_state;
-  if (!s || t_in_hook) return false;
-  Phase p = phase(s);
-  if (p != Phase::kIdle && p != Phase::kRunning) return false;
-  t_in_hook = true;
-  return true;
-}
-
-void hook_leave() { t_in_hook = false; }
 
 uint16_t runtime_label_swap(uint16_t api) {
   uint16_t old = t_runtime_api;
@@ -271,8 +268,8 @@ bool buffering(State *s) {
 
 void record_nvtx(format::NvtxOp op, const char *message, size_t length, const char *domain, uint64_t range_id) {
   State *s = g_state;
-  if (!s || !buffering(s) || t_in_hook) return;
-  t_in_hook = true;
+  if (!s || !buffering(s) || detail::t_in_hook) return;
+  detail::t_in_hook = true;
   format::NvtxRecord r{};
   r.ts_ns = in_thread_order(capture_now_ns());
   r.range_id = range_id;
@@ -281,20 +278,20 @@ void record_nvtx(format::NvtxOp op, const char *message, size_t length, const ch
   r.domain_id = domain ? intern_string(s, domain, strlen(domain)) : 0;
   r.op = static_cast<uint8_t>(op);
   append_record(s, format::RecordType::kNvtx, &r, sizeof r);
-  t_in_hook = false;
+  detail::t_in_hook = false;
 }
 
 void record_marker(format::MarkerOp op, const char *label) {
   State *s = g_state;
-  if (!s || !buffering(s) || t_in_hook) return;
-  t_in_hook = true;
+  if (!s || !buffering(s) || detail::t_in_hook) return;
+  detail::t_in_hook = true;
   format::MarkerRecord r{};
   r.ts_ns = in_thread_order(capture_now_ns());
   r.tid = gettid_cached();
   r.label_id = label ? intern_string(s, label, strlen(label)) : 0;
   r.op = static_cast<uint8_t>(op);
   append_record(s, format::RecordType::kMarker, &r, sizeof r);
-  t_in_hook = false;
+  detail::t_in_hook = false;
 }
 
 bool recorder_active() { return g_state && buffering(g_state); }
@@ -311,7 +308,7 @@ void recorder_disable(const std::string &why) {
   }
 }
 
-bool inside_hook() { return t_in_hook; }
+bool inside_hook() { return detail::t_in_hook; }
 
 void count_uncaptured(const char *function) {
   if (!g_state) return;
@@ -334,6 +331,7 @@ void recorder_after_fork_child() {
   // The parent's writer thread, buffers and tables do not belong to this process. Start over
   // (leaking the parent's copy: its locks may have been held by threads that no longer exist).
   g_state = nullptr;
+  detail::g_phase = nullptr;
   Config config = old->config;
   g_state = new State;
   g_state->config = config;
@@ -341,6 +339,7 @@ void recorder_after_fork_child() {
   g_state->stacks = old->stacks;
   g_state->probe = old->probe;
   if (!config.enabled) g_state->phase.store(static_cast<int>(Phase::kDisabled));
+  detail::g_phase = &g_state->phase;
 }
 
 }  // namespace gpuleak::core

@@ -8,6 +8,7 @@
 // shutdown() (atexit, _exit, fatal signals) drains everything and writes the final statistics.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -54,9 +55,19 @@ void recorder_set_probe(const DriverProbe &probe);
 
 // Re-entry guard. hook_enter() is false when tracking is off or this thread is already inside a
 // hook (our own work, or a driver entry point called by another one): the hook must then only
-// forward the call, so that nothing is counted twice.
-bool hook_enter();
-void hook_leave();
+// forward the call, so that nothing is counted twice. Inline: every hooked call runs it.
+namespace detail {
+extern std::atomic<int> *g_phase;  // the recorder's phase (recorder_state.h); null before init
+extern thread_local bool t_in_hook __attribute__((tls_model("initial-exec")));
+}  // namespace detail
+inline bool hook_enter() {
+  std::atomic<int> *phase = detail::g_phase;
+  if (!phase || detail::t_in_hook) return false;
+  if (phase->load(std::memory_order_acquire) > 1) return false;  // neither idle (0) nor running (1)
+  detail::t_in_hook = true;
+  return true;
+}
+inline void hook_leave() { detail::t_in_hook = false; }
 
 // Records an allocation-type call (Alloc, Reserve, Map, PoolCreate) after the real call returned.
 void record_alloc(const CallFacts &facts, Space space);
