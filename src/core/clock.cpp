@@ -150,9 +150,17 @@ void capture_clock_calibrate() {
 
 void capture_clock_fit_for_test(uint64_t tsc, uint64_t ns) { fit(g_cal, tsc, ns); }
 
-void capture_clock_reset_for_test() {
+void capture_clock_after_fork() {
+  // The child's only thread: the writer may have been inside publish() at the fork, leaving the
+  // sequence count odd for good (every reader would wait for it). Start over from clock_gettime.
+  detail::TscLine &l = detail::g_line;
+  l.base_ticks.store(0, std::memory_order_relaxed);
+  l.base_ns.store(0, std::memory_order_relaxed);
+  l.mult.store(0, std::memory_order_relaxed);
+  l.seq.store((l.seq.load(std::memory_order_relaxed) | 1) + 1, std::memory_order_release);
   g_cal = Calibration{};
-  publish(0, 0, 0);
 }
+
+void capture_clock_reset_for_test() { capture_clock_after_fork(); }
 
 }  // namespace gpuleak::core

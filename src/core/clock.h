@@ -120,6 +120,9 @@ __attribute__((always_inline)) inline CallTime call_finish(ClockReading start, b
 // TSC that is not invariant or a rate outside 0.05-10 ns per tick.
 void capture_clock_calibrate();
 
+// In the child after fork(): no line (readings are clock_gettime) until a writer fits one anew.
+void capture_clock_after_fork();
+
 // Tests: one step of the writer's fit with a made-up (TSC, CLOCK_MONOTONIC) pair.
 void capture_clock_fit_for_test(uint64_t tsc, uint64_t ns);
 // Tests: drops the line (readings fall back to clock_gettime) and forgets the anchor.

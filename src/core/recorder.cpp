@@ -326,6 +326,7 @@ uint64_t recorder_allocations() { return g_state ? counter_totals(g_state).alloc
 const LiveTable *recorder_live_table() { return g_state ? &g_state->live : nullptr; }
 
 void recorder_after_fork_child() {
+  capture_clock_after_fork();
   State *old = g_state;
   if (!old) return;
   // The parent's writer thread, buffers and tables do not belong to this process. Start over

@@ -166,5 +166,25 @@ TEST(CaptureClockFit, TscGoingBackEndsTheLine) {
   capture_clock_reset_for_test();
 }
 
+TEST(CaptureClockFit, AForkMidPublishDoesNotHangTheChild) {
+  capture_clock_reset_for_test();
+  capture_clock_fit_for_test(kT0, kN0);
+  capture_clock_fit_for_test(kT0 + 20000000, kN0 + 10000000);
+  ASSERT_NE(detail::read_line().mult, 0u);
+  // What a child sees when the writer was between the two sequence stores at the fork.
+  detail::g_line.seq.fetch_add(1);
+  capture_clock_after_fork();
+  EXPECT_EQ(detail::g_line.seq.load() % 2, 0u);
+  EXPECT_FALSE(clock_read().ticks);
+  EXPECT_EQ(detail::read_line().mult, 0u);  // returns: the count is even again
+  uint64_t before = monotonic_ns();
+  EXPECT_GE(capture_now_ns(), before);
+  // And the child's own writer fits a line again from the start.
+  capture_clock_fit_for_test(kT0 + 40000000, kN0 + 20000000);
+  capture_clock_fit_for_test(kT0 + 60000000, kN0 + 30000000);
+  EXPECT_EQ(detail::read_line().mult, 2147483648u);
+  capture_clock_reset_for_test();
+}
+
 }  // namespace
 }  // namespace gpuleak::core
