@@ -88,7 +88,9 @@ __attribute__((always_inline)) inline ClockReading clock_read() {
 // The capture clock now, in nanoseconds.
 inline uint64_t capture_now_ns() {
   ClockReading r = clock_read();
-  return r.ticks ? detail::on_line(detail::read_line(), r.value) : r.value;
+  if (!r.ticks) return r.value;
+  detail::Line l = detail::read_line();
+  return l.mult ? detail::on_line(l, r.value) : monotonic_ns();  // the line was dropped meanwhile
 }
 
 // A hooked call's end: its timestamp (the end, or the start with `at_start`) and its duration.
@@ -100,16 +102,19 @@ __attribute__((always_inline)) inline CallTime call_finish(ClockReading start, b
   ClockReading end = clock_read();
   if (__builtin_expect(start.ticks && end.ticks, 1)) {  // one conversion, the duration from ticks
     detail::Line l = detail::read_line();
-    uint64_t end_ns = detail::on_line(l, end.value);
-    uint64_t d = end.value > start.value ? detail::scale(end.value - start.value, l.mult) : 0;
-    return {at_start && d <= end_ns ? end_ns - d : end_ns, d};
+    if (__builtin_expect(l.mult != 0, 1)) {
+      uint64_t end_ns = detail::on_line(l, end.value);
+      uint64_t d = end.value > start.value ? detail::scale(end.value - start.value, l.mult) : 0;
+      return {at_start && d <= end_ns ? end_ns - d : end_ns, d};
+    }
   }
-  // Before the line, or across its publication: both ends in nanoseconds.
-  uint64_t start_ns = start.value, end_ns = end.value;
+  // Before the line, across its publication, or after it was dropped (the TSC misbehaved): both
+  // ends in nanoseconds, a tick reading without a line counting as the end (no duration).
+  uint64_t end_ns = end.value, start_ns = start.value;
   if (start.ticks || end.ticks) {
     detail::Line l = detail::read_line();
-    if (start.ticks) start_ns = detail::on_line(l, start.value);
-    if (end.ticks) end_ns = detail::on_line(l, end.value);
+    if (end.ticks) end_ns = l.mult ? detail::on_line(l, end.value) : monotonic_ns();
+    if (start.ticks) start_ns = l.mult ? detail::on_line(l, start.value) : end_ns;
   }
   uint64_t d = end_ns > start_ns ? end_ns - start_ns : 0;
   return {at_start ? end_ns - d : end_ns, d};

@@ -166,6 +166,21 @@ TEST(CaptureClockFit, TscGoingBackEndsTheLine) {
   capture_clock_reset_for_test();
 }
 
+TEST(CaptureClockFit, ACallAcrossTheLineBeingDroppedGetsATimeAndNoDuration) {
+  capture_clock_reset_for_test();
+  capture_clock_fit_for_test(kT0, kN0);
+  capture_clock_fit_for_test(kT0 + 20000000, kN0 + 10000000);
+  ClockReading start{kT0 + 20002000, true};  // a call entered on the line
+  capture_clock_fit_for_test(kT0, kN0);      // the TSC went back: the line is dropped
+  ASSERT_EQ(detail::read_line().mult, 0u);
+  uint64_t before = monotonic_ns();
+  CallTime t = call_finish(start, true);
+  EXPECT_EQ(t.duration_ns, 0u);
+  EXPECT_GE(t.ts_ns, before);
+  EXPECT_LE(t.ts_ns, monotonic_ns());
+  capture_clock_reset_for_test();
+}
+
 TEST(CaptureClockFit, AForkMidPublishDoesNotHangTheChild) {
   capture_clock_reset_for_test();
   capture_clock_fit_for_test(kT0, kN0);
