@@ -39,10 +39,6 @@ bool tsc_is_invariant() {
 #endif
 }
 
-}  // namespace
-
-namespace {
-
 struct Calibration {
   int state = 0;  // 0 not started, 1 anchored, 2 line published, -1 given up (clock_gettime)
   uint64_t tsc0 = 0, ns0 = 0;
@@ -87,6 +83,8 @@ constexpr double kFarSteer = 1e-2;
 constexpr int64_t kJumpNs = 5000000;  // beyond 5 ms off, a jump (suspend, migration): 10 %
 constexpr double kJumpSteer = 0.1;
 
+uint64_t to_mult(double ns_per_tick) { return static_cast<uint64_t>(ns_per_tick * 4294967296.0); }  // 2^32
+
 void give_up(Calibration &c) {
   c.state = -1;
   publish(0, 0, 0);
@@ -114,7 +112,7 @@ void fit(Calibration &c, uint64_t tsc, uint64_t ns) {
   if (!has_line) {  // the first line starts at the kernel's clock itself
     c.ns_per_tick = rate;
     c.state = 2;
-    publish(tsc, ns, static_cast<uint64_t>(rate * 4294967296.0));
+    publish(tsc, ns, to_mult(rate));
     return;
   }
   // Continue the current line from where it is now (never a step back), its rate steered so that
@@ -134,7 +132,7 @@ void fit(Calibration &c, uint64_t tsc, uint64_t ns) {
   }
   double steer = static_cast<double>(error) / 1e9;
   steer = steer > limit ? limit : steer < -limit ? -limit : steer;
-  publish(tsc, here, static_cast<uint64_t>(c.ns_per_tick * (1.0 + steer) * 4294967296.0));
+  publish(tsc, here, to_mult(c.ns_per_tick * (1.0 + steer)));
 }
 
 }  // namespace
@@ -153,11 +151,9 @@ void capture_clock_fit_for_test(uint64_t tsc, uint64_t ns) { fit(g_cal, tsc, ns)
 void capture_clock_after_fork() {
   // The child's only thread: the writer may have been inside publish() at the fork, leaving the
   // sequence count odd for good (every reader would wait for it). Start over from clock_gettime.
-  detail::TscLine &l = detail::g_line;
-  l.base_ticks.store(0, std::memory_order_relaxed);
-  l.base_ns.store(0, std::memory_order_relaxed);
-  l.mult.store(0, std::memory_order_relaxed);
-  l.seq.store((l.seq.load(std::memory_order_relaxed) | 1) + 1, std::memory_order_release);
+  std::atomic<uint32_t> &seq = detail::g_line.seq;
+  seq.store((seq.load(std::memory_order_relaxed) | 1) + 1, std::memory_order_relaxed);
+  publish(0, 0, 0);
   g_cal = Calibration{};
 }
 

@@ -71,8 +71,7 @@ bool ensure_running(State *s, int32_t result) {
 // A thread back at a stack pointer it unwound from before gets its stack from the memo when
 // nothing the unwind depended on changed (stack_memo.h). Not inlined: the memo's proof starts at
 // this function's own stack pointer.
-__attribute__((noinline)) uint32_t capture_stack(State *s, bool has_python = false) {
-  if (s->config.stack_depth == 0) return 0;
+__attribute__((noinline)) uint32_t unwind_stack(State *s, bool has_python) {
   uintptr_t sp = 0, bp = 0;
 #if defined(__x86_64__)  // the proof follows x86-64's registers (stack_capture.cpp)
   asm volatile("mov %%rsp, %0\n\tmov %%rbp, %1" : "=r"(sp), "=r"(bp));
@@ -101,6 +100,11 @@ __attribute__((noinline)) uint32_t capture_stack(State *s, bool has_python = fal
   }
   if (memo) memo->remember(sp, bp, has_python, proof, id);
   return id;
+}
+
+// The stack id of the calling hook's caller; 0 with GPULEAK_STACK_DEPTH=0 (no call made).
+inline uint32_t capture_stack(State *s, bool has_python = false) {
+  return s->config.stack_depth ? unwind_stack(s, has_python) : 0;
 }
 
 int16_t resolve_device(State *s, int16_t device) {
@@ -192,7 +196,7 @@ void record_alloc(const CallFacts &f, Space space) {
   r.device = resolve_device(s, f.device);
   // The calling thread's own Python frames, read without the GIL (python_stack.h); 0 when none.
   r.py_stack_id = s->py_stacks.capture(s);
-  if (s->config.stack_depth) r.stack_id = capture_stack(s, r.py_stack_id != 0);
+  r.stack_id = capture_stack(s, r.py_stack_id != 0);
   bool owned = f.result == 0 && f.op == format::Op::kAlloc && !(f.flags & format::kFlagGraphReservation) &&
                f.kind != format::Kind::kImported;
   if (f.result == 0 &&

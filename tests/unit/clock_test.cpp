@@ -76,8 +76,19 @@ TEST(CaptureClock, TscLineFollowsTheKernelClockAndNeverStepsBack) {
 constexpr uint64_t kT0 = 1000000000000ull, kN0 = 5000000000000ull;
 uint64_t line_at(uint64_t tsc) { return detail::on_line(detail::read_line(), tsc); }
 
-TEST(CaptureClockFit, FirstLineAfterTenMillisecondsAtTheMeasuredRate) {
-  capture_clock_reset_for_test();
+// Each test starts and ends without a line; first_line() fits the first one at 0.5 ns per tick,
+// through (kT0 + 20,000,000 ticks, kN0 + 10 ms).
+class CaptureClockFit : public ::testing::Test {
+ protected:
+  void SetUp() override { capture_clock_reset_for_test(); }
+  void TearDown() override { capture_clock_reset_for_test(); }
+  static void first_line() {
+    capture_clock_fit_for_test(kT0, kN0);
+    capture_clock_fit_for_test(kT0 + 20000000, kN0 + 10000000);
+  }
+};
+
+TEST_F(CaptureClockFit, FirstLineAfterTenMillisecondsAtTheMeasuredRate) {
   capture_clock_fit_for_test(kT0, kN0);
   capture_clock_fit_for_test(kT0 + 10000000, kN0 + 5000000);  // 5 ms: too early
   EXPECT_EQ(detail::read_line().mult, 0u);
@@ -91,7 +102,6 @@ TEST(CaptureClockFit, FirstLineAfterTenMillisecondsAtTheMeasuredRate) {
     capture_clock_fit_for_test(kT0 + 20000000 + i * 100000000, kN0 + 10000000 + i * 50000000);
   EXPECT_EQ(detail::read_line().mult, 2147483648u);
   EXPECT_EQ(line_at(kT0 + 2020000000), kN0 + 1010000000);
-  capture_clock_reset_for_test();
 }
 
 // Feeds fits every 50 ms of kernel time from (tsc, ns) on; the TSC runs at 2 GHz. Checks the line
@@ -107,10 +117,8 @@ int64_t run_fits(uint64_t tsc, uint64_t ns, int count) {
   return static_cast<int64_t>(line_at(tsc)) - static_cast<int64_t>(ns);
 }
 
-TEST(CaptureClockFit, SteersASmallErrorAwayWithoutAStep) {
-  capture_clock_reset_for_test();
-  capture_clock_fit_for_test(kT0, kN0);
-  capture_clock_fit_for_test(kT0 + 20000000, kN0 + 10000000);
+TEST_F(CaptureClockFit, SteersASmallErrorAwayWithoutAStep) {
+  first_line();
   // The kernel's clock runs 20 ppm faster than the first fit said: the line falls behind, and is
   // steered after it by at most 500 ppm, continuously.
   uint64_t tsc = kT0 + 20000000, ns = kN0 + 10000000;
@@ -124,25 +132,19 @@ TEST(CaptureClockFit, SteersASmallErrorAwayWithoutAStep) {
   }
   int64_t error = static_cast<int64_t>(line_at(tsc)) - static_cast<int64_t>(ns);
   EXPECT_LT(error < 0 ? -error : error, 2000) << "line - kernel after 5 s: " << error << " ns";
-  capture_clock_reset_for_test();
 }
 
-TEST(CaptureClockFit, KernelClockJumpsAheadTheLineStepsForward) {
-  capture_clock_reset_for_test();
-  capture_clock_fit_for_test(kT0, kN0);
-  capture_clock_fit_for_test(kT0 + 20000000, kN0 + 10000000);
+TEST_F(CaptureClockFit, KernelClockJumpsAheadTheLineStepsForward) {
+  first_line();
   // A suspend: one second of kernel time with no TSC ticks.
   uint64_t tsc = kT0 + 120000000, ns = kN0 + 60000000 + 1000000000;
   capture_clock_fit_for_test(tsc, ns);
   EXPECT_EQ(line_at(tsc), ns);
   EXPECT_LT(std::llabs(run_fits(tsc + 100000000, ns + 50000000, 40)), 1000);
-  capture_clock_reset_for_test();
 }
 
-TEST(CaptureClockFit, LineAheadOfTheKernelSlowsDownAndNeverStepsBack) {
-  capture_clock_reset_for_test();
-  capture_clock_fit_for_test(kT0, kN0);
-  capture_clock_fit_for_test(kT0 + 20000000, kN0 + 10000000);
+TEST_F(CaptureClockFit, LineAheadOfTheKernelSlowsDownAndNeverStepsBack) {
+  first_line();
   // The TSC leaps 100 ms ahead (a migration to a host whose TSC differs): the line is ahead of
   // the kernel's clock and may not step back; it slows down by up to 10 % until it is caught,
   // then closes the rest with a time constant of about a second.
@@ -150,26 +152,20 @@ TEST(CaptureClockFit, LineAheadOfTheKernelSlowsDownAndNeverStepsBack) {
   int64_t error = run_fits(tsc, ns, 200);  // 10 s
   EXPECT_LT(std::llabs(error), 10000) << "line - kernel after 10 s: " << error << " ns";
   EXPECT_NEAR(static_cast<double>(detail::read_line().mult) / 4294967296.0, 0.5, 0.5 * 1e-3);
-  capture_clock_reset_for_test();
 }
 
-TEST(CaptureClockFit, TscGoingBackEndsTheLine) {
-  capture_clock_reset_for_test();
-  capture_clock_fit_for_test(kT0, kN0);
-  capture_clock_fit_for_test(kT0 + 20000000, kN0 + 10000000);
+TEST_F(CaptureClockFit, TscGoingBackEndsTheLine) {
+  first_line();
   ASSERT_NE(detail::read_line().mult, 0u);
   capture_clock_fit_for_test(kT0 + 10000000, kN0 + 60000000);
   EXPECT_EQ(detail::read_line().mult, 0u);
   EXPECT_FALSE(clock_read().ticks);
   capture_clock_fit_for_test(kT0 + 300000000, kN0 + 200000000);  // and stays ended
   EXPECT_EQ(detail::read_line().mult, 0u);
-  capture_clock_reset_for_test();
 }
 
-TEST(CaptureClockFit, ACallAcrossTheLineBeingDroppedGetsATimeAndNoDuration) {
-  capture_clock_reset_for_test();
-  capture_clock_fit_for_test(kT0, kN0);
-  capture_clock_fit_for_test(kT0 + 20000000, kN0 + 10000000);
+TEST_F(CaptureClockFit, ACallAcrossTheLineBeingDroppedGetsATimeAndNoDuration) {
+  first_line();
   ClockReading start{kT0 + 20002000, true};  // a call entered on the line
   capture_clock_fit_for_test(kT0, kN0);      // the TSC went back: the line is dropped
   ASSERT_EQ(detail::read_line().mult, 0u);
@@ -178,13 +174,10 @@ TEST(CaptureClockFit, ACallAcrossTheLineBeingDroppedGetsATimeAndNoDuration) {
   EXPECT_EQ(t.duration_ns, 0u);
   EXPECT_GE(t.ts_ns, before);
   EXPECT_LE(t.ts_ns, monotonic_ns());
-  capture_clock_reset_for_test();
 }
 
-TEST(CaptureClockFit, AForkMidPublishDoesNotHangTheChild) {
-  capture_clock_reset_for_test();
-  capture_clock_fit_for_test(kT0, kN0);
-  capture_clock_fit_for_test(kT0 + 20000000, kN0 + 10000000);
+TEST_F(CaptureClockFit, AForkMidPublishDoesNotHangTheChild) {
+  first_line();
   ASSERT_NE(detail::read_line().mult, 0u);
   // What a child sees when the writer was between the two sequence stores at the fork.
   detail::g_line.seq.fetch_add(1);
@@ -198,7 +191,6 @@ TEST(CaptureClockFit, AForkMidPublishDoesNotHangTheChild) {
   capture_clock_fit_for_test(kT0 + 40000000, kN0 + 20000000);
   capture_clock_fit_for_test(kT0 + 60000000, kN0 + 30000000);
   EXPECT_EQ(detail::read_line().mult, 2147483648u);
-  capture_clock_reset_for_test();
 }
 
 }  // namespace
