@@ -45,6 +45,9 @@ struct AdviceOptions {
   // churn_min_async_ns per iteration: they are the cheap fix already.
   double churn_max_size_ratio = 4.0;
   uint64_t churn_min_async_ns = 20'000;
+  // What a stream-ordered pair without durations (kFlagUntimed) is taken to cost: about what a
+  // cudaMallocAsync + cudaFreeAsync pair took on the H200 (docs/benchmarks.md).
+  uint64_t untimed_async_pair_ns = 1'000;
 
   // Cache thrash: a burst of consecutive frees inside one iteration (same free call site when
   // frees carry stacks, no allocation on the device in between) of at least thrash_min_blocks blocks releasing at least

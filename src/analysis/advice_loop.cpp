@@ -66,6 +66,7 @@ struct ChurnSite {
   uint64_t min_size = UINT64_MAX, max_size = 0;
   uint64_t alloc_ns = 0, free_ns = 0;
   bool async = true;               // every allocation stream-ordered
+  uint64_t untimed = 0;            // allocations whose calls carried no duration (kFlagUntimed)
   uint32_t example_birth = kNone;  // the earliest-born allocation counted, whose APIs the message names
   uint16_t example_alloc = 0, example_free = 0;
 };
@@ -76,7 +77,10 @@ void churn_finding(const LoopView &loop, const ChurnSite &s, std::vector<Advice>
   if (static_cast<double>(s.max_size) > o.churn_max_size_ratio * static_cast<double>(std::max<uint64_t>(s.min_size, 1)))
     return;
   const double it = static_cast<double>(s.iterations);
-  const double time = static_cast<double>(s.alloc_ns + s.free_ns) / it;
+  // Stream-ordered calls carry no duration since format 1.2 (one clock reading each, issue #15):
+  // their pairs are priced at AdviceOptions::untimed_async_pair_ns each, an estimate.
+  const double estimated = static_cast<double>(s.untimed) * static_cast<double>(o.untimed_async_pair_ns);
+  const double time = (static_cast<double>(s.alloc_ns + s.free_ns) + estimated) / it;
   if (s.async && time < static_cast<double>(o.churn_min_async_ns)) return;
   Advice a;
   a.kind = AdviceKind::kChurn;
@@ -92,6 +96,7 @@ void churn_finding(const LoopView &loop, const ChurnSite &s, std::vector<Advice>
                 {"free_time_ns_per_iteration", static_cast<double>(s.free_ns) / it},
                 {"iterations_with_pattern", it},
                 {"post_warmup_iterations", static_cast<double>(loop.post())}};
+  if (s.untimed) a.evidence.push_back({"estimated_time_ns_per_iteration", estimated / it});
   a.saving = {{"time_ns_per_iteration", time}};
   std::string size = bytes_text(static_cast<double>(s.min_size));
   if (s.max_size != s.min_size) size += " to " + bytes_text(static_cast<double>(s.max_size));
@@ -235,6 +240,7 @@ class ChurnAndThrash : public Rule, public Observer {
     s.alloc_ns += a.birth_ns;
     s.free_ns += e.free_ns;
     s.async = s.async && a.async;
+    if (a.untimed) ++s.untimed;
   }
 
   const LoopView &loop_;

@@ -141,8 +141,9 @@ struct Life {
   uint16_t slot = 0;      // device slot (Ledger::devices)
   uint16_t api = 0;       // api_label of the allocating call
   Space space = Space::kDevicePtr;
-  bool async = false;   // the allocating call was stream-ordered
-  bool mapped = false;  // VMM: mapped once already (the first mapping's site owns it)
+  bool async = false;    // the allocating call was stream-ordered
+  bool mapped = false;   // VMM: mapped once already (the first mapping's site owns it)
+  bool untimed = false;  // the allocating call carried no duration (kFlagUntimed: stream-ordered, 1.2)
 };
 
 // Where a live allocation is found again: host pointers are process-wide, the rest per device.

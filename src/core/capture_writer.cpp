@@ -132,6 +132,7 @@ void drain(State *s) {
   s->modules.append_changes(&batch);
   for (ThreadBuffer *b = s->buffers.first(); b; b = b->next)
     buffer_drain(b, [&](const uint8_t *p, size_t n) { batch.append(reinterpret_cast<const char *>(p), n); });
+  s->tally.add_drained(reinterpret_cast<const uint8_t *>(batch.data()), batch.size());
   size_t n = cap_batch(s, &batch);
   bool ok = s->fd < 0 || n == 0 || write_all(s->fd, batch.data(), n);
   if (ok) s->bytes_written += n;
@@ -274,8 +275,8 @@ format::StatsRecord make_stats(State *s, bool final_record) {
   st.events_dropped = s->dropped.load();
   st.stacks = s->stack_ids.count();
   st.uncaptured = s->uncaptured.load();
-  st.live_bytes = s->live.total_device_live();
-  st.peak_bytes = s->live.total_device_peak();
+  st.live_bytes = s->tally.total_live();
+  st.peak_bytes = s->tally.total_peak();
   st.cupti_state = s->cupti_state.load();
   st.final_record = final_record ? 1 : 0;
   return st;

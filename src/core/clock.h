@@ -85,13 +85,15 @@ __attribute__((always_inline)) inline ClockReading clock_read() {
   return {monotonic_ns(), false};
 }
 
-// The capture clock now, in nanoseconds.
-inline uint64_t capture_now_ns() {
-  ClockReading r = clock_read();
+// A reading in nanoseconds.
+__attribute__((always_inline)) inline uint64_t reading_ns(ClockReading r) {
   if (!r.ticks) return r.value;
   detail::Line l = detail::read_line();
   return l.mult ? detail::on_line(l, r.value) : monotonic_ns();  // the line was dropped meanwhile
 }
+
+// The capture clock now, in nanoseconds.
+inline uint64_t capture_now_ns() { return reading_ns(clock_read()); }
 
 // A hooked call's end: its timestamp (the end, or the start with `at_start`) and its duration.
 struct CallTime {

@@ -116,7 +116,11 @@ int16_t resolve_device(State *s, int16_t device) {
 // ordered before the re-use of its address by another thread).
 inline __attribute__((always_inline)) format::MemoryRecord make_record(const CallFacts &f, bool time_at_start) {
   format::MemoryRecord r{};
-  CallTime t = call_finish(f.start, time_at_start);
+  CallTime t{0, 0};
+  if (f.timing == Timing::kCall)
+    t = call_finish(f.start, time_at_start);
+  else
+    t.ts_ns = reading_ns(f.timing == Timing::kStart ? f.start : clock_read());
   r.ts_ns = in_thread_order(t.ts_ns);
   r.address = f.address;
   r.size = f.size;
@@ -129,7 +133,8 @@ inline __attribute__((always_inline)) format::MemoryRecord make_record(const Cal
   r.runtime_api = t_runtime_api;
   r.op = static_cast<uint8_t>(f.op);
   r.kind = static_cast<uint8_t>(f.kind);
-  r.flags = f.flags | (t_runtime_api ? format::kFlagRuntimeLabel : 0);
+  r.flags = f.flags | (t_runtime_api ? format::kFlagRuntimeLabel : 0) |
+            (f.timing == Timing::kCall ? 0 : format::kFlagUntimed);
   return r;
 }
 
@@ -207,7 +212,6 @@ void record_alloc(const CallFacts &f, Space space) {
     e.kind = r.kind;
     e.device = r.device;
     e.counts_on_device = owned && counts_on_device(f.kind);
-    e.counts_on_host = owned && (f.kind == format::Kind::kHostPinned || f.kind == format::Kind::kHostRegistered);
     s->live.insert(space, f.address, e);
   }
   append_memory_record(s, r, f.result == 0 && f.op == format::Op::kAlloc ? Counted::kAllocation : Counted::kNone);

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/config.h"
+#include "core/device_tally.h"
 #include "core/interner.h"
 #include "core/live_table.h"
 #include "core/module_map.h"
@@ -32,6 +33,7 @@ struct State {
   StackInterner stack_ids;
   StringInterner strings;
   LiveTable live;
+  DeviceTally tally;  // live and peak bytes per device, from the drained records (device_tally.h)
   BufferRegistry buffers;
   ModuleMap modules;
 

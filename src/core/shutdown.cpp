@@ -92,13 +92,13 @@ int recorder_shutdown(const char *why) {
                  s->first_uncaptured.load() ? s->first_uncaptured.load() : "?");
   if (s->config.under_run || s->summary_printed.exchange(true)) return -1;
   if (!s->config.quiet) {
-    const LiveTable &t = s->live;
+    const DeviceTally &t = s->tally;
     BufferCounters totals = counter_totals(s);
     std::fprintf(stderr,
                  "gpuleak: %" PRIu64 " allocations, %" PRIu64 " frees; live at exit: %" PRIu64
                  " allocations, %s on device (peak %s)%s%s; capture: %s\n",
-                 totals.allocations, totals.frees, t.live_count(), human_bytes(t.total_device_live()).c_str(),
-                 human_bytes(t.total_device_peak()).c_str(), s->dropped.load() ? "; events dropped: " : "",
+                 totals.allocations, totals.frees, s->live.live_count(), human_bytes(t.total_live()).c_str(),
+                 human_bytes(t.total_peak()).c_str(), s->dropped.load() ? "; events dropped: " : "",
                  s->dropped.load() ? std::to_string(s->dropped.load()).c_str() : "", s->path.c_str());
   }
   int report = spawn_report(s);
