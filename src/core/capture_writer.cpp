@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 
 #include "core/clock.h"
@@ -97,6 +98,71 @@ std::string run_info_record(const RunFacts &f, const StackCapture &stacks, const
   return out;
 }
 
+// Before a buffer's bytes up to `head` leave it: each memory record read in raw ticks gets its
+// nanoseconds (the hook left the conversion to the drain), the thread's record times are kept from
+// going back (a reading converted by a re-fitted line may fall a few nanoseconds before the one
+// before it; capture-format.md promises a thread's times never go back), and the memory records go
+// to the tally (null: not counted). In place, in the ring: no allocation, so the signal handler's
+// flush can do it too.
+void settle_times(ThreadBuffer *b, uint64_t head, DeviceTally *tally) {
+  constexpr uint16_t kMemory = static_cast<uint16_t>(format::RecordType::kMemory);
+  constexpr uint16_t kNvtx = static_cast<uint16_t>(format::RecordType::kNvtx);
+  constexpr uint16_t kMarker = static_cast<uint16_t>(format::RecordType::kMarker);
+  constexpr size_t kTs = offsetof(format::MemoryRecord, ts_ns);
+  constexpr size_t kDuration = offsetof(format::MemoryRecord, duration_ns);
+  constexpr size_t kReserved = offsetof(format::MemoryRecord, reserved);
+  TickLines lines;  // read once per drain of a buffer (a record's line is the same in either)
+  bool have_lines = false;
+  for (uint64_t at = b->tail.load(std::memory_order_relaxed); at + sizeof(format::RecordHeader) <= head;) {
+    format::RecordHeader h;
+    const uint8_t *p = ring_span(b, at, sizeof h);
+    if (p)
+      std::memcpy(&h, p, sizeof h);  // constant sizes: inline copies, no call
+    else
+      ring_read(b, at, &h, sizeof h);
+    uint64_t body = at + sizeof h;
+    at = body + h.size;
+    if (h.type == kMemory && h.size >= sizeof(format::MemoryRecord)) {
+      format::MemoryRecord r;
+      if (uint8_t *in_place = ring_span(b, body, sizeof r)) {  // the common case: no wrap
+        std::memcpy(&r, in_place, sizeof r);
+        if (r.reserved == kTicksInRing) {
+          if (!have_lines) lines = tick_lines(), have_lines = true;
+          TickConversion t = lines.convert(r.ts_ns, r.duration_ns);
+          r.ts_ns = t.ts_ns, r.duration_ns = t.duration_ns, r.reserved = 0;
+          std::memcpy(in_place + kDuration, &r.duration_ns, sizeof r.duration_ns);
+          std::memcpy(in_place + kReserved, &r.reserved, sizeof r.reserved);
+        }
+        if (r.ts_ns < b->last_ts) r.ts_ns = b->last_ts;
+        b->last_ts = r.ts_ns;
+        std::memcpy(in_place + kTs, &r.ts_ns, sizeof r.ts_ns);
+        if (tally) tally->add(r);
+        continue;
+      }
+      ring_read(b, body, &r, sizeof r);
+      uint64_t ts = r.ts_ns;
+      if (r.reserved == kTicksInRing) {
+        if (!have_lines) lines = tick_lines(), have_lines = true;
+        TickConversion t = lines.convert(r.ts_ns, r.duration_ns);
+        r.ts_ns = t.ts_ns, r.duration_ns = t.duration_ns, r.reserved = 0;
+        ring_write(b, body + kDuration, &r.duration_ns, sizeof r.duration_ns);
+        ring_write(b, body + kReserved, &r.reserved, sizeof r.reserved);
+      }
+      if (r.ts_ns < b->last_ts) r.ts_ns = b->last_ts;
+      b->last_ts = r.ts_ns;
+      if (r.ts_ns != ts) ring_write(b, body + kTs, &r.ts_ns, sizeof r.ts_ns);
+      if (tally) tally->add(r);
+    } else if ((h.type == kNvtx || h.type == kMarker) && h.size >= sizeof(uint64_t)) {
+      uint64_t ts;  // the first field of both
+      ring_read(b, body, &ts, sizeof ts);
+      if (ts < b->last_ts)
+        ring_write(b, body, &b->last_ts, sizeof ts);
+      else
+        b->last_ts = ts;
+    }
+  }
+}
+
 // Claims the right to drain (the writer thread, an OOM flush or a signal handler).
 bool claim(State *s, int spins) {
   for (int i = 0; i < spins; ++i) {
@@ -130,9 +196,12 @@ void drain(State *s) {
   std::string &batch = s->batch;
   batch.clear();
   s->modules.append_changes(&batch);
-  for (ThreadBuffer *b = s->buffers.first(); b; b = b->next)
-    buffer_drain(b, [&](const uint8_t *p, size_t n) { batch.append(reinterpret_cast<const char *>(p), n); });
-  s->tally.add_drained(reinterpret_cast<const uint8_t *>(batch.data()), batch.size());
+  for (ThreadBuffer *b = s->buffers.first(); b; b = b->next) {
+    uint64_t head = b->head.load(std::memory_order_acquire);
+    settle_times(b, head, &s->tally);
+    buffer_drain_to(b, head, [&](const uint8_t *p, size_t n) { batch.append(reinterpret_cast<const char *>(p), n); });
+  }
+  s->tally.settle();
   size_t n = cap_batch(s, &batch);
   bool ok = s->fd < 0 || n == 0 || write_all(s->fd, batch.data(), n);
   if (ok) s->bytes_written += n;
@@ -358,8 +427,11 @@ void writer_stop(State *s) {
 
 void writer_flush_from_signal(State *s) {
   if (s->fd < 0 || !claim(s, 10000)) return;
-  for (ThreadBuffer *b = s->buffers.first(); b; b = b->next)
-    buffer_drain(b, [&](const uint8_t *p, size_t n) { write_all(s->fd, p, n); });
+  for (ThreadBuffer *b = s->buffers.first(); b; b = b->next) {
+    uint64_t head = b->head.load(std::memory_order_acquire);
+    settle_times(b, head, nullptr);
+    buffer_drain_to(b, head, [&](const uint8_t *p, size_t n) { write_all(s->fd, p, n); });
+  }
   s->draining.store(false, std::memory_order_release);
 }
 

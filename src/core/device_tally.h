@@ -16,14 +16,20 @@
 #include <cstdint>
 #include <vector>
 
+#include "format/capture_format.h"
+
 namespace gpuleak::core {
 
 class DeviceTally {
  public:
   static constexpr int kMaxDevices = 64;
 
-  // One drain's bytes: whole records (capture-format framing); only memory records count. Called
-  // by the holder of the drain alone; the getters below may be called from any thread.
+  // One drain: add() each memory record (in nanoseconds) as it leaves its thread's buffer, then
+  // settle() once, which counts them in time order. Called by the holder of the drain alone; the
+  // getters below may be called from any thread.
+  void add(const format::MemoryRecord &r);
+  void settle();
+  // add() for every memory record among whole records (capture-format framing), then settle().
   void add_drained(const uint8_t *data, size_t n);
 
   uint64_t device_live(int device) const { return live_[slot(device)].load(std::memory_order_relaxed); }

@@ -116,17 +116,30 @@ int16_t resolve_device(State *s, int16_t device) {
 // ordered before the re-use of its address by another thread).
 inline __attribute__((always_inline)) format::MemoryRecord make_record(const CallFacts &f, bool time_at_start) {
   format::MemoryRecord r{};
-  CallTime t{0, 0};
-  if (f.timing == Timing::kCall)
-    t = call_finish(f.start, time_at_start);
-  else
-    t.ts_ns = reading_ns(f.timing == Timing::kStart ? f.start : clock_read());
-  r.ts_ns = in_thread_order(t.ts_ns);
+  // Tick readings stay ticks, marked for the drain to convert (settle_times, capture_writer.cpp):
+  // no line is read here. The rare reading in nanoseconds (before the line, without an invariant
+  // TSC) is stored as it is.
+  if (f.timing == Timing::kCall) {
+    ClockReading end = clock_read();
+    if (__builtin_expect(f.start.ticks && end.ticks, 1)) {
+      uint64_t d = end.value > f.start.value ? end.value - f.start.value : 0;
+      r.ts_ns = time_at_start ? f.start.value : end.value;
+      r.duration_ns = d > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(d);
+      r.reserved = kTicksInRing;
+    } else {
+      CallTime t = call_finish(f.start, time_at_start);
+      r.ts_ns = t.ts_ns;
+      r.duration_ns = t.duration_ns > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(t.duration_ns);
+    }
+  } else {
+    ClockReading once = f.timing == Timing::kStart ? f.start : clock_read();
+    r.ts_ns = once.value;
+    if (once.ticks) r.reserved = kTicksInRing;
+  }
   r.address = f.address;
   r.size = f.size;
   r.stream = f.stream;
   r.aux = f.aux;
-  r.duration_ns = t.duration_ns > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(t.duration_ns);
   r.tid = gettid_cached();
   r.result = f.result;
   r.api = static_cast<uint16_t>(f.api);
@@ -146,7 +159,7 @@ bool counts_on_device(format::Kind k) {
 
 void write_oom(State *s, const format::MemoryRecord &r) {
   format::OomRecord o{};
-  o.ts_ns = r.ts_ns;
+  o.ts_ns = r.reserved == kTicksInRing ? ticks_to_ns(r.ts_ns, 0).ts_ns : r.ts_ns;
   o.requested = r.size;
   o.tid = r.tid;
   o.stack_id = r.stack_id;

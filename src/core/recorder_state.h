@@ -25,6 +25,10 @@ namespace gpuleak::core {
 
 enum class Phase : int { kIdle = 0, kRunning = 1, kStopped = 2, kDisabled = 3 };
 
+// MemoryRecord.reserved in a thread's ring (never in a file): ts_ns and duration_ns hold TSC ticks,
+// converted to nanoseconds by the drain (capture_writer.cpp, settle_times).
+constexpr uint16_t kTicksInRing = 0x7443;
+
 struct State {
   Config config;
   DriverProbe probe;
