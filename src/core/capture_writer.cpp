@@ -15,6 +15,7 @@
 #include "core/clock.h"
 #include "core/recorder_state.h"
 #include "core/run_facts.h"
+#include "core/signal_safe.h"
 
 #ifndef GPULEAK_VERSION
 #define GPULEAK_VERSION "0.0.0"
@@ -125,25 +126,47 @@ size_t cap_batch(State *s, std::string *batch) {
   return keep;
 }
 
+// Whether the capture's descriptor still refers to the file we created: the program may have
+// closed it and opened its own file under the same number, or dup2'ed over it. Checked once per
+// flush by whoever holds the drain claim, never per record. When it is not ours any more, it is
+// forgotten (not closed: the number is the program's now) and tracking stops.
+bool still_own_fd(State *s) {
+  if (s->fd < 0) return false;
+  if (still_same_file(s->fd, s->fd_id)) return true;
+  s->fd = -1;
+  s->fd_lost.store(true, std::memory_order_release);
+  return false;
+}
+
+void say_fd_lost(State *s) {
+  if (s->fd_lost.load(std::memory_order_acquire))
+    recorder_disable("the program closed or replaced the capture file's descriptor (" + s->path + ")");
+}
+
 void drain(State *s) {
-  if (!claim(s, 1 << 20)) return;
+  if (s->halted.load(std::memory_order_acquire) || !claim(s, 1 << 20)) return;
   std::string &batch = s->batch;
   batch.clear();
   s->modules.append_changes(&batch);
   for (ThreadBuffer *b = s->buffers.first(); b; b = b->next)
     buffer_drain(b, [&](const uint8_t *p, size_t n) { batch.append(reinterpret_cast<const char *>(p), n); });
   size_t n = cap_batch(s, &batch);
-  bool ok = s->fd < 0 || n == 0 || write_all(s->fd, batch.data(), n);
-  if (ok) s->bytes_written += n;
+  bool owned = n == 0 || still_own_fd(s);
+  bool ok = !owned || n == 0 || write_all(s->fd, batch.data(), n);
+  if (ok && owned) s->bytes_written += n;
+  s->buffers.reap();  // under the claim: a signal-time flush walks the buffer list without locks
   s->draining.store(false, std::memory_order_release);
+  if (!owned) say_fd_lost(s);
   if (!ok) recorder_disable(std::string("writing ") + s->path + " failed: " + std::strerror(errno));
 }
 
 bool write_direct(State *s, const std::string &bytes) {
-  if (bytes.empty() || s->fd < 0 || !claim(s, 1 << 20)) return false;
-  bool ok = write_all(s->fd, bytes.data(), bytes.size());
+  if (bytes.empty() || s->fd < 0 || s->halted.load(std::memory_order_acquire) || !claim(s, 1 << 20)) return false;
+  bool owned = still_own_fd(s);
+  bool ok = owned && write_all(s->fd, bytes.data(), bytes.size());
   if (ok) s->bytes_written += bytes.size();
   s->draining.store(false, std::memory_order_release);
+  if (!owned) say_fd_lost(s);
   return ok;
 }
 
@@ -194,8 +217,8 @@ void *writer_main(void *arg) {
     }
     s->drain_requested.store(false, std::memory_order_release);
     capture_clock_calibrate();
+    if (s->halted.load(std::memory_order_acquire)) return nullptr;  // _exit or exec took over
     drain(s);
-    s->buffers.reap();
     usage_sampler_start(s);
     if (monotonic_ns() - last_stats > 1000000000ull) {
       format::StatsRecord st = make_stats(s, false);
@@ -268,9 +291,9 @@ bool append_memory_record(State *s, const format::MemoryRecord &r, Counted count
   return ok;
 }
 
-format::StatsRecord make_stats(State *s, bool final_record) {
+format::StatsRecord make_stats(State *s, bool final_record, bool claimed) {
   format::StatsRecord st{};
-  st.events = counter_totals(s).events;
+  st.events = claimed ? s->buffers.totals_claimed().events : counter_totals(s).events;
   st.events_dropped = s->dropped.load();
   st.stacks = s->stack_ids.count();
   st.uncaptured = s->uncaptured.load();
@@ -298,13 +321,19 @@ bool writer_start(State *s, std::string *error) {
   h.pid = static_cast<uint32_t>(getpid());
   std::string head(reinterpret_cast<const char *>(&h), sizeof h);
   head += run_info_record(facts, s->stacks, s->config);
+  // The module map goes out with the header, before any record can refer to it: a process that
+  // dies a moment later still has its call sites symbolized. Objects loaded later follow in the
+  // writer's next flush, ahead of the records in it.
+  s->modules.append_changes(&head);
   if (!write_all(fd, head.data(), head.size())) {
     *error = "writing " + s->path + " failed: " + std::strerror(errno);
     close(fd);
     return false;
   }
+  s->fd_id = file_id(fd);
   s->fd = fd;
   s->bytes_written = head.size();
+  s->report.prepare(s->config, s->path);  // built now: at exit nothing may be allocated
   // The writer must never receive the program's signals.
   sigset_t all, old;
   sigfillset(&all);
@@ -355,11 +384,51 @@ void writer_stop(State *s) {
   }
 }
 
-void writer_flush_from_signal(State *s) {
-  if (s->fd < 0 || !claim(s, 10000)) return;
+// The async-signal-safe flushes below write the thread buffers as they are (no module map: that
+// needs the loader's lock; it went out at capture start and with every writer flush since). Each
+// keeps the drain claim when it returns, so that the writer thread cannot start a write that the
+// end of the process would cut in half; the claim is bounded (a writer stuck mid-write makes
+// the caller give up, never wait forever).
+bool flush_buffers_from_signal(State *s) {
+  if (s->fd < 0 || !claim(s, 10000)) return false;
+  if (!still_same_file(s->fd, s->fd_id)) {
+    s->fd = -1;
+    return true;
+  }
   for (ThreadBuffer *b = s->buffers.first(); b; b = b->next)
     buffer_drain(b, [&](const uint8_t *p, size_t n) { write_all(s->fd, p, n); });
+  return true;
+}
+
+void writer_flush_from_signal(State *s) { flush_buffers_from_signal(s); }
+
+bool writer_flush_before_exec(State *s) {
+  s->halted.store(true, std::memory_order_release);
+  if (flush_buffers_from_signal(s)) return true;
+  s->halted.store(false, std::memory_order_release);
+  return false;
+}
+
+void writer_resume_after_exec(State *s) {
+  s->halted.store(false, std::memory_order_release);
   s->draining.store(false, std::memory_order_release);
+}
+
+BufferCounters writer_finish_from_signal(State *s) {
+  s->halted.store(true, std::memory_order_release);
+  if (!flush_buffers_from_signal(s)) return {};
+  BufferCounters totals = s->buffers.totals_claimed();
+  if (s->fd >= 0) {
+    format::StatsRecord st = make_stats(s, true, true);
+    format::RecordHeader h{sizeof st, static_cast<uint16_t>(format::RecordType::kStats), 0};
+    char tail[sizeof h + sizeof st];
+    std::memcpy(tail, &h, sizeof h);
+    std::memcpy(tail + sizeof h, &st, sizeof st);
+    write_all(s->fd, tail, sizeof tail);
+    close(s->fd);
+    s->fd = -1;
+  }
+  return totals;
 }
 
 }  // namespace gpuleak::core
