@@ -2,7 +2,7 @@
 // preloaded profiler must survive unnoticed (tests/safety). Modes:
 //   exit-in-signal         a SIGALRM handler calls _exit(3) while main loops in malloc/free
 //   close-fds FILE [ERR]   closes 3..1023 (first putting its own file ERR on descriptor 2), then
-//                          writes 12 bytes to its own FILE; allocates on
+//                          writes 12 bytes to each of its own FILE0..FILE7; allocates on
 //   dup2-capture FILE      dup2s its own FILE over the capture's descriptor; allocates on
 //   sigchld-ignore         SIGCHLD = SIG_IGN, leaks 1 MiB per iteration, exits 0
 //   sigchld-handler        a SIGCHLD handler that prints "SIGCHLD"; leaks the same, exits 0
@@ -68,7 +68,7 @@ int exit_in_signal() {
     for (unsigned i = 0;; ++i) {
         unsigned k = i % held.size();
         std::free(held[k]);
-        held[k] = std::malloc(16 + (i * 7919) % 4000);
+        held[k] = std::malloc(1100 + (i * 7919) % 60000);  // past the tcache: the arena lock is taken
         if (i % 64 == 0) allocate_some(1);
     }
 }
@@ -80,11 +80,14 @@ int close_fds(const char* file, const char* stderr_file) {
         if (open(stderr_file, O_WRONLY | O_CREAT | O_TRUNC, 0644) != 2) return 27;
     }
     for (int fd = 3; fd < 1024; ++fd) close(fd);
-    int own = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (own < 0) return 21;
-    write_all(own, "hello world\n");
+    int own[8];
+    for (int i = 0; i < 8; ++i) {  // the low numbers again, one of them the capture's old one
+        own[i] = open((std::string(file) + std::to_string(i)).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (own[i] < 0) return 21;
+        write_all(own[i], "hello world\n");
+    }
     keep_allocating();
-    close(own);
+    for (int fd : own) close(fd);
     return 0;
 }
 

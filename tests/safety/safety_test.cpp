@@ -50,15 +50,16 @@ TEST(Safety, ExitFromASignalHandlerDuringMallocNeverHangs) {
 }
 
 // #18.2: a program that closes every descriptor and opens its own file gets exactly what it wrote.
-TEST(Safety, ClosingEveryDescriptorLeavesTheProgramsFileIntact) {
+TEST(Safety, ClosingEveryDescriptorLeavesTheProgramsFilesIntact) {
   std::string out = make_temp_dir("close-fds");
-  std::string file = out + "/own.txt";
+  std::string file = out + "/own";
   Result r = run({hostile(), "close-fds", file}, shim_env(out));
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(read_file(file), "hello world\n");
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(read_file(file + std::to_string(i)), "hello world\n") << i;
   EXPECT_NE(r.err.find("tracking is off"), std::string::npos) << r.err;
-  format::Capture c = read_only_capture(out);  // what was written before stays readable
-  EXPECT_GE(count(c).allocs, 10);
+  // What reached the file before stays readable: at least the first allocation, written at once.
+  format::Capture c = read_only_capture(out);
+  EXPECT_GE(count(c).allocs, 1);
 }
 
 TEST(Safety, Dup2OverTheCaptureLeavesTheProgramsFileIntactAndStopsTracking) {
@@ -73,10 +74,10 @@ TEST(Safety, Dup2OverTheCaptureLeavesTheProgramsFileIntactAndStopsTracking) {
 // The "tracking is off" line never lands in a regular file the program put on descriptor 2.
 TEST(Safety, TheTrackingOffLineNeverGoesIntoTheProgramsFileOnDescriptorTwo) {
   std::string out = make_temp_dir("fd2");
-  std::string file = out + "/own.txt", err_file = out + "/err.txt";
+  std::string file = out + "/own", err_file = out + "/err.txt";
   Result r = run({hostile(), "close-fds", file, err_file}, shim_env(out));
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(read_file(file), "hello world\n");
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(read_file(file + std::to_string(i)), "hello world\n") << i;
   EXPECT_EQ(read_file(err_file), "");
 }
 
