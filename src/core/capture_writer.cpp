@@ -217,7 +217,11 @@ void *writer_main(void *arg) {
     }
     s->drain_requested.store(false, std::memory_order_release);
     capture_clock_calibrate();
-    if (s->halted.load(std::memory_order_acquire)) return nullptr;  // _exit or exec took over
+    // _exit or exec owns the file now; after a failed exec it is ours again (writer_resume_after_exec).
+    if (s->halted.load(std::memory_order_acquire)) {
+      if (stop) return nullptr;
+      continue;
+    }
     drain(s);
     usage_sampler_start(s);
     if (monotonic_ns() - last_stats > 1000000000ull) {
