@@ -6,7 +6,8 @@
 //   dup2-capture FILE      dup2s its own FILE over the capture's descriptor; allocates on
 //   sigchld-ignore         SIGCHLD = SIG_IGN, leaks 1 MiB per iteration, exits 0
 //   sigchld-handler        a SIGCHLD handler that prints "SIGCHLD"; leaks the same, exits 0
-//   exec HOW               101 allocations, then exec /bin/true (HOW: execl, execv, execvp, execlp)
+//   exec HOW               101 allocations, then exec /bin/true (HOW: execl, execv, execvp, execlp),
+//                          or (HOW: fails) an exec that fails, then 20 allocations more and exit 0
 //   die-after-first HOW    one allocation, then dies (HOW: kill, abort)
 //   fault KIND AT FILE     20 iterations of allocate / print / write a line to FILE; at iteration
 //                          AT dies by KIND (kill, segv, term, abort, none)
@@ -134,6 +135,12 @@ int exec_true(const char* how) {
     if (!std::strcmp(how, "execv")) execv("/bin/true", argv);
     if (!std::strcmp(how, "execvp")) execvp("true", argv);
     if (!std::strcmp(how, "execlp")) execlp("true", "true", static_cast<char*>(nullptr));
+    if (!std::strcmp(how, "fails")) {  // exec returns: the program (and its capture) go on
+        execl("/nonexistent/program", "program", static_cast<char*>(nullptr));
+        for (int i = 0; i < 20; ++i) allocate_first(1 << 10);
+        usleep(50000);
+        return 0;
+    }
     return 24;
 }
 

@@ -143,6 +143,17 @@ TEST(Safety, ExecKeepsEveryAllocationInTheCapture) {
   }
 }
 
+// An exec that fails returns to the program: the capture goes on, to its final record.
+TEST(Safety, AFailedExecLeavesTheCaptureRunning) {
+  std::string out = make_temp_dir("exec-fails");
+  Result r = run({hostile(), "exec", "fails"}, shim_env(out));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  format::Capture c = read_only_capture(out);
+  EXPECT_EQ(count(c).allocs, 121);
+  ASSERT_TRUE(c.stats.has_value());
+  EXPECT_EQ(c.stats->final_record, 1u);
+}
+
 // #18.5 (#17.2): a program that dies right after its first allocation keeps its call site.
 TEST(Safety, DeathRightAfterTheFirstAllocationKeepsItsCallSite) {
   for (const char *how : {"kill", "abort"}) {
