@@ -192,10 +192,10 @@ uint16_t runtime_label_swap(uint16_t api) {
   return old;
 }
 
-void record_alloc(const CallFacts &f, Space space) {
-  State *s = g_state;
-  bool started = false;
-  if (!ensure_running(s, f.result, &started)) return;
+namespace {
+
+// The allocation record and the live-table entry, once the capture runs.
+inline __attribute__((always_inline)) void alloc_body(State *s, const CallFacts &f, Space space) {
   format::MemoryRecord r = make_record(f, false);
   r.device = resolve_device(s, f.device);
   // The calling thread's own Python frames, read without the GIL (python_stack.h); 0 when none.
@@ -216,10 +216,24 @@ void record_alloc(const CallFacts &f, Space space) {
   }
   append_memory_record(s, r, f.result == 0 && f.op == format::Op::kAlloc ? Counted::kAllocation : Counted::kNone);
   if (f.result == kOutOfMemory) write_oom(s, r);
-  // The first record goes to the file at once (once per process): a program killed a moment
-  // after its first allocation still leaves that allocation and its call site behind.
-  else if (started)
-    writer_flush_now(s);
+}
+
+// Before the capture runs: start it, record, and write this first record to the file at once
+// (once per process), so that a program killed a moment after its first allocation still leaves
+// that allocation and its call site behind. Kept off the hot path.
+__attribute__((noinline)) void record_first_alloc(State *s, const CallFacts &f, Space space) {
+  bool started = false;
+  if (!ensure_running(s, f.result, &started)) return;
+  alloc_body(s, f, space);
+  if (started && f.result != kOutOfMemory) writer_flush_now(s);  // (an OOM record flushed already)
+}
+
+}  // namespace
+
+void record_alloc(const CallFacts &f, Space space) {
+  State *s = g_state;
+  if (__builtin_expect(phase(s) != Phase::kRunning, 0)) return record_first_alloc(s, f, space);
+  alloc_body(s, f, space);
 }
 
 PendingFree begin_free(Space space, uint64_t address) {
