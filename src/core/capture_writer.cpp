@@ -418,10 +418,10 @@ void writer_resume_after_exec(State *s) {
   s->draining.store(false, std::memory_order_release);
 }
 
-BufferCounters writer_finish_from_signal(State *s) {
+bool writer_finish_from_signal(State *s, BufferCounters *totals) {
   s->halted.store(true, std::memory_order_release);
-  if (!flush_buffers_from_signal(s)) return {};
-  BufferCounters totals = s->buffers.totals_claimed();
+  if (!flush_buffers_from_signal(s)) return false;
+  *totals = s->buffers.totals_claimed();
   if (s->fd >= 0) {
     format::StatsRecord st = make_stats(s, true, true);
     format::RecordHeader h{sizeof st, static_cast<uint16_t>(format::RecordType::kStats), 0};
@@ -432,7 +432,7 @@ BufferCounters writer_finish_from_signal(State *s) {
     close(s->fd);
     s->fd = -1;
   }
-  return totals;
+  return true;
 }
 
 }  // namespace gpuleak::core

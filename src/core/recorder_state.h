@@ -92,8 +92,9 @@ void writer_flush_now(State *s);  // drain synchronously on the calling thread (
 void writer_stop(State *s);
 // Async-signal-safe (signal_safe.h): flush what the thread buffers hold, keeping the drain claim.
 void writer_flush_from_signal(State *s);
-// _exit and _Exit: flush, write the final Stats record, close; returns the event counters.
-BufferCounters writer_finish_from_signal(State *s);
+// _exit and _Exit: flush, write the final Stats record, close, and read the event counters; false
+// when the writer held the file too long to wait for (nothing written, no counters).
+bool writer_finish_from_signal(State *s, BufferCounters *totals);
 // exec: flush and hold the writer off; if exec fails, writer_resume_after_exec lets it go on.
 bool writer_flush_before_exec(State *s);
 void writer_resume_after_exec(State *s);

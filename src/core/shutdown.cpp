@@ -24,9 +24,10 @@ bool stop(State *s) {
   return false;  // nothing was captured: no file, no output
 }
 
-// After the capture file is closed. Async-signal-safe. Returns GPULEAK_EXITCODE when the at-exit
-// report found a leak and it was asked for, else -1.
-int finish(State *s, const BufferCounters &totals) {
+// After the capture file is closed. Async-signal-safe. `totals` null: the counters could not be
+// read (no summary line). Returns GPULEAK_EXITCODE when the at-exit report found a leak and it
+// was asked for, else -1.
+int finish(State *s, const BufferCounters *totals) {
   if (uint64_t missed = s->uncaptured.load()) {  // always said: it means a capture path is missing
     const char *first = s->first_uncaptured.load();
     Line()
@@ -39,10 +40,10 @@ int finish(State *s, const BufferCounters &totals) {
   }
   // Under `gpuleak run` the command prints the analyzed summary instead of this one.
   if (s->config.under_run || s->summary_printed.exchange(true)) return -1;
-  if (!s->config.quiet) {
+  if (!s->config.quiet && totals) {
     const LiveTable &t = s->live;
     Line line;
-    line.text("gpuleak: ").num(totals.allocations).text(" allocations, ").num(totals.frees).text(" frees; ");
+    line.text("gpuleak: ").num(totals->allocations).text(" allocations, ").num(totals->frees).text(" frees; ");
     line.text("live at exit: ").num(t.live_count()).text(" allocations, ").bytes(t.total_device_live());
     line.text(" on device (peak ").bytes(t.total_device_peak()).text(")");
     if (uint64_t dropped = s->dropped.load()) line.text("; events dropped: ").num(dropped);
@@ -60,7 +61,8 @@ int recorder_shutdown(const char *why) {
   // NVML (dlopen, nvmlInit) only here, on the ordinary exit path.
   if (std::strcmp(why, "exit") == 0) record_device_usage(s);
   writer_stop(s);
-  return finish(s, counter_totals(s));
+  BufferCounters totals = counter_totals(s);
+  return finish(s, &totals);
 }
 
 int recorder_exit_now() {
@@ -68,8 +70,9 @@ int recorder_exit_now() {
   if (!stop(s)) return -1;
   // No writer_stop: joining a thread, NVML and the module map all take locks the interrupted
   // thread may hold. The buffers go out as they are, with the final Stats record.
-  BufferCounters totals = writer_finish_from_signal(s);
-  return finish(s, totals);
+  BufferCounters totals;
+  bool finished = writer_finish_from_signal(s, &totals);
+  return finish(s, finished ? &totals : nullptr);
 }
 
 void recorder_flush_from_signal() {
