@@ -90,7 +90,13 @@ void writer_wake(State *s);
 void request_drain(State *s);     // wakes the writer unless already asked since its last drain
 void writer_flush_now(State *s);  // drain synchronously on the calling thread (OOM)
 void writer_stop(State *s);
-// Async-signal-safe (signal_safe.h): flush what the thread buffers hold, keeping the drain claim.
+// write(2) until done or failed (EINTR retried). Async-signal-safe.
+bool write_all(int fd, const void *data, size_t n);
+// Claims the right to drain (the writer thread, an OOM flush, exec, exit or a signal handler):
+// false after `spins` tries. Release with `s->draining.store(false)`. Async-signal-safe.
+bool claim(State *s, int spins);
+
+// capture_writer_signal.cpp. Async-signal-safe: flush what the thread buffers hold, keeping the drain claim.
 void writer_flush_from_signal(State *s);
 // _exit and _Exit: flush, write the final Stats record, close, and read the event counters; false
 // when the writer held the file too long to wait for (nothing written, no counters).
