@@ -40,6 +40,7 @@ def main():
     ap.add_argument("--threads", type=int, default=8)
     ap.add_argument("--pairs", type=int, default=20000)
     ap.add_argument("--stack-depth", default=None, help="GPULEAK_STACK_DEPTH (default: gpuleak's own)")
+    ap.add_argument("--ref-shim", default=None, help="another libgpuleak.so: adds a 'ref capture' configuration")
     a = ap.parse_args()
     bench = os.path.join(a.build, "bench", "async_stress_bench")
     cli = os.path.join(a.build, "bin", "gpuleak")
@@ -52,6 +53,8 @@ def main():
     if a.stack_depth is not None:
         env["GPULEAK_STACK_DEPTH"] = a.stack_depth
     results = {k: [] for k in ("plain", "gpuleak run", "capture", "analysis")}
+    if a.ref_shim:
+        results["ref capture"] = []
     try:
         for _ in range(a.rounds):
             results["plain"].append(timed(args, env))
@@ -66,6 +69,10 @@ def main():
                 sys.exit(f"async_stress: expected one capture in {out}, found {captures}")
             results["analysis"].append(timed([cli, "report", "--format", "json", captures[0]], env))
             shutil.rmtree(out, ignore_errors=True)
+            if a.ref_shim:
+                os.makedirs(out)
+                results["ref capture"].append(timed(args, dict(cap_env, LD_PRELOAD=a.ref_shim)))
+                shutil.rmtree(out, ignore_errors=True)
     finally:
         shutil.rmtree(out, ignore_errors=True)
     print(f"{a.threads} threads x {a.pairs} pairs, {a.rounds} rounds (seconds)")

@@ -1,6 +1,8 @@
 // The writer side of the recorder: opens the capture, drains every thread's buffer into it from
 // gpuleak's own thread, and closes it at exit. Hooks never do I/O; only an out-of-memory record
-// is flushed synchronously (writer_flush_now), because the process may die right after it.
+// and the process's first allocation are flushed synchronously (writer_flush_now), because the
+// process may die right after them. The signal-safe ends (exit, exec, fatal signals) are in
+// capture_writer_signal.cpp.
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
@@ -16,6 +18,7 @@
 #include "core/clock.h"
 #include "core/recorder_state.h"
 #include "core/run_facts.h"
+#include "core/signal_safe.h"
 
 #ifndef GPULEAK_VERSION
 #define GPULEAK_VERSION "0.0.0"
@@ -54,18 +57,6 @@ inline ThreadBuffer *thread_buffer(State *s) {
   return new_thread_buffer(s);
 }
 
-bool write_all(int fd, const void *data, size_t n) {
-  auto *p = static_cast<const uint8_t *>(data);
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
-
 void append(std::string *out, format::RecordType type, const void *payload, size_t n, const void *tail = nullptr,
             size_t tail_n = 0) {
   format::RecordHeader h{static_cast<uint32_t>(n + tail_n), static_cast<uint16_t>(type), 0};
@@ -98,81 +89,6 @@ std::string run_info_record(const RunFacts &f, const StackCapture &stacks, const
   return out;
 }
 
-// Before a buffer's bytes up to `head` leave it: each memory record read in raw ticks gets its
-// nanoseconds (the hook left the conversion to the drain), the thread's record times are kept from
-// going back (a reading converted by a re-fitted line may fall a few nanoseconds before the one
-// before it; capture-format.md promises a thread's times never go back), and the memory records go
-// to the tally (null: not counted). In place, in the ring: no allocation, so the signal handler's
-// flush can do it too.
-void settle_times(ThreadBuffer *b, uint64_t head, DeviceTally *tally) {
-  constexpr uint16_t kMemory = static_cast<uint16_t>(format::RecordType::kMemory);
-  constexpr uint16_t kNvtx = static_cast<uint16_t>(format::RecordType::kNvtx);
-  constexpr uint16_t kMarker = static_cast<uint16_t>(format::RecordType::kMarker);
-  constexpr size_t kTs = offsetof(format::MemoryRecord, ts_ns);
-  constexpr size_t kDuration = offsetof(format::MemoryRecord, duration_ns);
-  constexpr size_t kReserved = offsetof(format::MemoryRecord, reserved);
-  TickLines lines;  // read once per drain of a buffer (a record's line is the same in either)
-  bool have_lines = false;
-  for (uint64_t at = b->tail.load(std::memory_order_relaxed); at + sizeof(format::RecordHeader) <= head;) {
-    format::RecordHeader h;
-    const uint8_t *p = ring_span(b, at, sizeof h);
-    if (p)
-      std::memcpy(&h, p, sizeof h);  // constant sizes: inline copies, no call
-    else
-      ring_read(b, at, &h, sizeof h);
-    uint64_t body = at + sizeof h;
-    at = body + h.size;
-    if (h.type == kMemory && h.size >= sizeof(format::MemoryRecord)) {
-      format::MemoryRecord r;
-      if (uint8_t *in_place = ring_span(b, body, sizeof r)) {  // the common case: no wrap
-        std::memcpy(&r, in_place, sizeof r);
-        if (r.reserved == kTicksInRing) {
-          if (!have_lines) lines = tick_lines(), have_lines = true;
-          TickConversion t = lines.convert(r.ts_ns, r.duration_ns);
-          r.ts_ns = t.ts_ns, r.duration_ns = t.duration_ns, r.reserved = 0;
-          std::memcpy(in_place + kDuration, &r.duration_ns, sizeof r.duration_ns);
-          std::memcpy(in_place + kReserved, &r.reserved, sizeof r.reserved);
-        }
-        if (r.ts_ns < b->last_ts) r.ts_ns = b->last_ts;
-        b->last_ts = r.ts_ns;
-        std::memcpy(in_place + kTs, &r.ts_ns, sizeof r.ts_ns);
-        if (tally) tally->add(r);
-        continue;
-      }
-      ring_read(b, body, &r, sizeof r);
-      uint64_t ts = r.ts_ns;
-      if (r.reserved == kTicksInRing) {
-        if (!have_lines) lines = tick_lines(), have_lines = true;
-        TickConversion t = lines.convert(r.ts_ns, r.duration_ns);
-        r.ts_ns = t.ts_ns, r.duration_ns = t.duration_ns, r.reserved = 0;
-        ring_write(b, body + kDuration, &r.duration_ns, sizeof r.duration_ns);
-        ring_write(b, body + kReserved, &r.reserved, sizeof r.reserved);
-      }
-      if (r.ts_ns < b->last_ts) r.ts_ns = b->last_ts;
-      b->last_ts = r.ts_ns;
-      if (r.ts_ns != ts) ring_write(b, body + kTs, &r.ts_ns, sizeof r.ts_ns);
-      if (tally) tally->add(r);
-    } else if ((h.type == kNvtx || h.type == kMarker) && h.size >= sizeof(uint64_t)) {
-      uint64_t ts;  // the first field of both
-      ring_read(b, body, &ts, sizeof ts);
-      if (ts < b->last_ts)
-        ring_write(b, body, &b->last_ts, sizeof ts);
-      else
-        b->last_ts = ts;
-    }
-  }
-}
-
-// Claims the right to drain (the writer thread, an OOM flush or a signal handler).
-bool claim(State *s, int spins) {
-  for (int i = 0; i < spins; ++i) {
-    bool expected = false;
-    if (s->draining.compare_exchange_weak(expected, true, std::memory_order_acquire)) return true;
-    sched_yield();
-  }
-  return false;
-}
-
 // Drops whole records past the size cap, counting the memory records among them.
 size_t cap_batch(State *s, std::string *batch) {
   uint64_t cap = s->config.max_capture_bytes;
@@ -191,8 +107,25 @@ size_t cap_batch(State *s, std::string *batch) {
   return keep;
 }
 
+// Whether the capture's descriptor still refers to the file we created: the program may have
+// closed it and opened its own file under the same number, or dup2'ed over it. Checked once per
+// flush by whoever holds the drain claim, never per record. When it is not ours any more, it is
+// forgotten (not closed: the number is the program's now) and tracking stops.
+bool still_own_fd(State *s) {
+  if (s->fd < 0) return false;
+  if (still_same_file(s->fd, s->fd_id)) return true;
+  s->fd = -1;
+  s->fd_lost.store(true, std::memory_order_release);
+  return false;
+}
+
+void say_fd_lost(State *s) {
+  if (s->fd_lost.load(std::memory_order_acquire))
+    recorder_disable("the program closed or replaced the capture file's descriptor (" + s->path + ")");
+}
+
 void drain(State *s) {
-  if (!claim(s, 1 << 20)) return;
+  if (s->halted.load(std::memory_order_acquire) || !claim(s, 1 << 20)) return;
   std::string &batch = s->batch;
   batch.clear();
   s->modules.append_changes(&batch);
@@ -203,17 +136,22 @@ void drain(State *s) {
   }
   s->tally.settle();
   size_t n = cap_batch(s, &batch);
-  bool ok = s->fd < 0 || n == 0 || write_all(s->fd, batch.data(), n);
-  if (ok) s->bytes_written += n;
+  bool owned = n == 0 || still_own_fd(s);
+  bool ok = !owned || n == 0 || write_all(s->fd, batch.data(), n);
+  if (ok && owned) s->bytes_written += n;
+  s->buffers.reap();  // under the claim: a signal-time flush walks the buffer list without locks
   s->draining.store(false, std::memory_order_release);
+  if (!owned) say_fd_lost(s);
   if (!ok) recorder_disable(std::string("writing ") + s->path + " failed: " + std::strerror(errno));
 }
 
 bool write_direct(State *s, const std::string &bytes) {
-  if (bytes.empty() || s->fd < 0 || !claim(s, 1 << 20)) return false;
-  bool ok = write_all(s->fd, bytes.data(), bytes.size());
+  if (bytes.empty() || s->fd < 0 || s->halted.load(std::memory_order_acquire) || !claim(s, 1 << 20)) return false;
+  bool owned = still_own_fd(s);
+  bool ok = owned && write_all(s->fd, bytes.data(), bytes.size());
   if (ok) s->bytes_written += bytes.size();
   s->draining.store(false, std::memory_order_release);
+  if (!owned) say_fd_lost(s);
   return ok;
 }
 
@@ -264,8 +202,12 @@ void *writer_main(void *arg) {
     }
     s->drain_requested.store(false, std::memory_order_release);
     capture_clock_calibrate();
+    // _exit or exec owns the file now; after a failed exec it is ours again (writer_resume_after_exec).
+    if (s->halted.load(std::memory_order_acquire)) {
+      if (stop) return nullptr;
+      continue;
+    }
     drain(s);
-    s->buffers.reap();
     usage_sampler_start(s);
     if (monotonic_ns() - last_stats > 1000000000ull) {
       format::StatsRecord st = make_stats(s, false);
@@ -338,9 +280,9 @@ bool append_memory_record(State *s, const format::MemoryRecord &r, Counted count
   return ok;
 }
 
-format::StatsRecord make_stats(State *s, bool final_record) {
+format::StatsRecord make_stats(State *s, bool final_record, bool claimed) {
   format::StatsRecord st{};
-  st.events = counter_totals(s).events;
+  st.events = claimed ? s->buffers.totals_claimed().events : counter_totals(s).events;
   st.events_dropped = s->dropped.load();
   st.stacks = s->stack_ids.count();
   st.uncaptured = s->uncaptured.load();
@@ -368,13 +310,19 @@ bool writer_start(State *s, std::string *error) {
   h.pid = static_cast<uint32_t>(getpid());
   std::string head(reinterpret_cast<const char *>(&h), sizeof h);
   head += run_info_record(facts, s->stacks, s->config);
+  // The module map goes out with the header, before any record can refer to it: a process that
+  // dies a moment later still has its call sites symbolized. Objects loaded later follow in the
+  // writer's next flush, ahead of the records in it.
+  s->modules.append_changes(&head);
   if (!write_all(fd, head.data(), head.size())) {
     *error = "writing " + s->path + " failed: " + std::strerror(errno);
     close(fd);
     return false;
   }
+  s->fd_id = file_id(fd);
   s->fd = fd;
   s->bytes_written = head.size();
+  s->report.prepare(s->config, s->path);  // built now: at exit nothing may be allocated
   // The writer must never receive the program's signals.
   sigset_t all, old;
   sigfillset(&all);
@@ -423,16 +371,6 @@ void writer_stop(State *s) {
     close(s->fd);
     s->fd = -1;
   }
-}
-
-void writer_flush_from_signal(State *s) {
-  if (s->fd < 0 || !claim(s, 10000)) return;
-  for (ThreadBuffer *b = s->buffers.first(); b; b = b->next) {
-    uint64_t head = b->head.load(std::memory_order_acquire);
-    settle_times(b, head, nullptr);
-    buffer_drain_to(b, head, [&](const uint8_t *p, size_t n) { write_all(s->fd, p, n); });
-  }
-  s->draining.store(false, std::memory_order_release);
 }
 
 }  // namespace gpuleak::core

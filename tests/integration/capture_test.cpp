@@ -245,7 +245,7 @@ TEST(Capture, ExportsOnlyInterposedSymbols) {
   Result r = run({"nm", "-D", "--defined-only", GPULEAK_SHIM_PATH}, {});
   ASSERT_EQ(r.exit_code, 0);
   std::regex allowed(
-      R"(^(cu[A-Z]\w*|cuda[A-Z]\w*|cupti\w+|gpuleak_api_\w+|InitializeInjection\w*|dlsym|_exit|_Exit)$)");
+      R"(^(cu[A-Z]\w*|cuda[A-Z]\w*|cupti\w+|gpuleak_api_\w+|InitializeInjection\w*|dlsym|_exit|_Exit|exec(ve|v|vp|vpe|l|lp|le|veat)|fexecve)$)");
   std::istringstream lines(r.out);
   std::string line;
   int n = 0;
