@@ -137,6 +137,31 @@ TEST(Advice, StreamOrderedChurnOnlyWhenItCosts) {
   EXPECT_EQ(of_kind(run(50'000), AdviceKind::kChurn).size(), 1u);
 }
 
+// Format 1.2: stream-ordered calls carry no duration (kFlagUntimed); each pair is priced at
+// untimed_async_pair_ns (1 us), so 10 pairs an iteration stay under the 20 us bar and 30 pass it.
+TEST(Advice, UntimedStreamOrderedChurnIsPricedPerPair) {
+  auto run = [](int pairs) {
+    return analyze(loop(12, [pairs](CaptureBuilder &b, int) {
+                     for (int k = 0; k < pairs; ++k) {
+                       uint64_t p = b.alloc(kMiB, 7, Kind::kAsync);
+                       b.capture.memory.back().flags |= format::kFlagUntimed;
+                       b.free(p, Kind::kAsync).flags |= format::kFlagUntimed;
+                     }
+                   }).capture);
+  };
+  EXPECT_TRUE(of_kind(run(10), AdviceKind::kChurn).empty());
+  Analysis a = run(30);
+  auto churn = of_kind(a, AdviceKind::kChurn);
+  ASSERT_EQ(churn.size(), 1u) << kinds(a);
+  bool estimated = false;
+  for (const AdviceNumber &e : churn[0]->evidence) {
+    if (e.name != "estimated_time_ns_per_iteration") continue;
+    estimated = true;
+    EXPECT_EQ(e.value, 30'000);
+  }
+  EXPECT_TRUE(estimated);
+}
+
 // 12 iterations next to 4 MiB of weights, each allocating eight 2 MiB cache blocks (site 3, 40 us
 // each), then `release(builder, blocks)`.
 Analysis cache_loop(const std::function<void(CaptureBuilder &, const std::vector<uint64_t> &)> &release) {
