@@ -23,9 +23,12 @@
 //    per-micro-batch loop nested in it), then the innermost (`main`'s loop rather than `<module>`).
 // 4. Cutting (a second walk, for the chosen candidate only): the first pass starts at the first
 //    allocation through the frame at the loop's first line or later, the others wherever the line
-//    goes back. The last pass ends at the first allocation through the frame above the loop body
-//    (the highest line of the earlier passes: code after the loop), and never lasts more than the
-//    median pass (in events).
+//    goes back. The last pass ends at the first allocation through the frame at a line past the
+//    loop body (past the highest line of the earlier passes: code after the loop), and never lasts
+//    more than the median pass (in events).
+//
+// The allocations of all threads are read in time order: a frame's lines are only its own, but
+// several threads running the same function at once interleave their passes (use --loop then).
 //
 // Cost: one walk over the allocation sequence per stage, each allocation visiting the user frames
 // of its site (precomputed once per site); memory proportional to sites, candidates and passes.
@@ -140,7 +143,7 @@ std::vector<Span> spans_from_python_loop(const format::Capture &capture, const T
 
   // The cuts: the first allocation at a line at or past the loop's first line, then every line
   // that goes back. The highest line of every pass but the last bounds the last one: an allocation
-  // through the frame above it is code after the loop.
+  // through the frame past it is code after the loop.
   std::vector<uint32_t> line_of(frames.site.size(), 0);  // per site: its line in the chosen frame
   for (size_t s = 0; s < frames.site.size(); ++s)
     for (const UserFrame &f : frames.site[s])
