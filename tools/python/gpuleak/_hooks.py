@@ -109,9 +109,12 @@ class LineLoop:
         return hit
 
     def matches(self, code):
-        if not self._same_file(code.co_filename) or code.co_firstlineno > self.line:
+        try:
+            if not self._same_file(code.co_filename) or code.co_firstlineno > self.line:
+                return False
+            return any(l == self.line for _, _, l in code.co_lines())
+        except Exception:  # an odd code object: not the loop (never an error in the program)
             return False
-        return any(l == self.line for _, _, l in code.co_lines())
 
     def on_line(self, line):
         if self.body_end is None:  # a plain line: one iteration while it runs
@@ -156,6 +159,9 @@ class FunctionLoop:
 
 
 def install_loop(spec):
+    if sys.version_info < (3, 10):
+        _warn("--loop needs Python 3.10 or later (this is %d.%d); no loop marked" % sys.version_info[:2])
+        return None
     try:
         kind, what, line = parse_loop(spec)
     except ValueError as e:
