@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/recorder_state.h"
+#include "format/words.h"
 
 namespace gpuleak::core {
 
@@ -94,10 +95,10 @@ int recorder_shutdown(const char *why) {
   if (!s->config.quiet) {
     const LiveTable &t = s->live;
     BufferCounters totals = counter_totals(s);
-    std::fprintf(stderr,
-                 "gpuleak: %" PRIu64 " allocations, %" PRIu64 " frees; live at exit: %" PRIu64
-                 " allocations, %s on device (peak %s)%s%s; capture: %s\n",
-                 totals.allocations, totals.frees, t.live_count(), human_bytes(t.total_device_live()).c_str(),
+    using format::count_of;
+    std::fprintf(stderr, "gpuleak: %s, %s; live at exit: %s, %s on device (peak %s)%s%s; capture: %s\n",
+                 count_of(totals.allocations, "allocation").c_str(), count_of(totals.frees, "free").c_str(),
+                 count_of(t.live_count(), "allocation").c_str(), human_bytes(t.total_device_live()).c_str(),
                  human_bytes(t.total_device_peak()).c_str(), s->dropped.load() ? "; events dropped: " : "",
                  s->dropped.load() ? std::to_string(s->dropped.load()).c_str() : "", s->path.c_str());
   }
