@@ -87,8 +87,8 @@ export function forecastSentences(report) {
       out.push(`${deviceName(report, d.index)}: ran out of memory in this run.`);
       continue;
     }
-    const total = d.total_bytes ? ` (${formatBytes(d.total_bytes)})` : '';
-    out.push(`${deviceName(report, d.index)}${total}: ${forecastPhrase(f.iterations_left, f.seconds_left)} ` +
+    const facts = [d.name, d.total_bytes ? formatBytes(d.total_bytes) : null].filter(Boolean).join(', ');
+    out.push(`GPU ${d.index}${facts ? ` (${facts})` : ''}: ${forecastPhrase(f.iterations_left, f.seconds_left)} ` +
       `at ${formatRate(f.bytes_per_iteration)}, if nothing else changes.`);
   }
   return out;

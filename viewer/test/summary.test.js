@@ -51,7 +51,7 @@ describe('an out-of-memory run', () => {
 describe('forecastSentences', () => {
   it('says when the device runs out, in the words every output uses', () => {
     const [s] = forecastSentences(leakReport);
-    expect(s).toBe('GPU 0 (NVIDIA H200) (140 GiB): out of memory in ~7,702 iterations (~59 min) at +18.0 MiB per ' +
+    expect(s).toBe('GPU 0 (NVIDIA H200, 140 GiB): out of memory in ~7,702 iterations (~59 min) at +18.0 MiB per ' +
       'iteration, if nothing else changes.');
   });
   it('says less than an iteration left as such, never "already past its memory"', () => {
