@@ -47,6 +47,7 @@ struct RunOptions {
   bool cupti = false;
   bool quiet = false;
   bool no_report = false;
+  int error_exitcode = -1;        // --error-exitcode: status on a leak when the program exited 0 (-1: GPULEAK_EXITCODE)
   std::string torch = "default";  // PyTorch allocator mode for the program (--torch)
   std::vector<std::string> command;
 };
@@ -58,10 +59,10 @@ struct ReportOptions {
   bool json_to_stdout = false;      // --json: the same as format "json"
   std::string format;               // --format text|json|markdown ("" = write the report JSON, summary on stderr)
   bool quiet = false;
-  bool fail_on_leak = false;        // exit 1 when any report's verdict is leak (GPULEAK_EXITCODE)
-  std::string iteration_range;      // NVTX iteration pattern ("" = the default)
-  int warmup = -1;                  // warm-up iterations (-1 = the default rule)
-  std::string ranks_json;           // several processes: their comparison (gpuleak.ranks/1) here
+  bool fail_on_leak = false;    // exit 1 when any report's verdict is leak (GPULEAK_EXITCODE)
+  std::string iteration_range;  // NVTX iteration pattern ("" = the default)
+  int warmup = -1;              // warm-up iterations (-1 = the default rule)
+  std::string ranks_json;       // several processes: their comparison (gpuleak.ranks/1) here
 
   // Loop advice thresholds; negative: GPULEAK_ADVICE* from the environment, else the default.
   int advice = -1;
