@@ -132,7 +132,6 @@ class Replayer {
     a.api = api_label(r);
     a.space = space;
     a.async = stream_ordered(r);
-    a.untimed = (r.flags & format::kFlagUntimed) != 0;
     LiveKey key = key_of(r.address, r.device, space);
     if (Life *old = live_map_.find(key)) {  // its free was never seen: the old allocation ends here
       Life gone = *old;
