@@ -28,6 +28,9 @@ using Action = std::function<int()>;
 // One registration function per subcommand (cmd_*.cpp): adds the subcommand, its options and
 // help to `app`, and sets *action from its parse callback. main.cpp lists them all.
 void register_run(CLI::App &app, Action *action);
+// `gpuleak run [options] -- CMD`: drops that `--` from args (argv) before parsing, so that CMD and
+// all its words reach run as its command, `--` or not (CLI11 would hand them back to the parent).
+void drop_run_separator(const CLI::App &app, std::vector<char *> *args);
 void register_report(CLI::App &app, Action *action);
 void register_stats(CLI::App &app, Action *action);
 void register_doctor(CLI::App &app, Action *action);
@@ -58,10 +61,10 @@ struct ReportOptions {
   bool json_to_stdout = false;      // --json: the same as format "json"
   std::string format;               // --format text|json|markdown ("" = write the report JSON, summary on stderr)
   bool quiet = false;
-  bool fail_on_leak = false;        // exit 1 when any report's verdict is leak (GPULEAK_EXITCODE)
-  std::string iteration_range;      // NVTX iteration pattern ("" = the default)
-  int warmup = -1;                  // warm-up iterations (-1 = the default rule)
-  std::string ranks_json;           // several processes: their comparison (gpuleak.ranks/1) here
+  bool fail_on_leak = false;    // exit 1 when any report's verdict is leak (GPULEAK_EXITCODE)
+  std::string iteration_range;  // NVTX iteration pattern ("" = the default)
+  int warmup = -1;              // warm-up iterations (-1 = the default rule)
+  std::string ranks_json;       // several processes: their comparison (gpuleak.ranks/1) here
 
   // Loop advice thresholds; negative: GPULEAK_ADVICE* from the environment, else the default.
   int advice = -1;

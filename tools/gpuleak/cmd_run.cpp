@@ -1,4 +1,4 @@
-// `gpuleak run [options] -- CMD ARGS...`: runs CMD under the shim, with the environment that makes
+// `gpuleak run [options] [--] CMD ARGS...`: runs CMD under the shim, with the environment that makes
 // it and its children write captures to --out, then turns each new capture into a report.
 #include <dirent.h>
 #include <limits.h>
@@ -16,6 +16,10 @@
 #include <CLI/CLI.hpp>
 
 #include "cli.h"
+
+#ifndef GPULEAK_CLI_TO_SHIMDIR
+#define GPULEAK_CLI_TO_SHIMDIR "../lib"
+#endif
 
 namespace gpuleak::cli {
 
@@ -36,7 +40,8 @@ std::set<std::string> captures_in(const std::string &dir) {
 std::string absolute(const std::string &path) {
   if (!path.empty() && path[0] == '/') return path;
   char cwd[PATH_MAX];
-  if (!getcwd(cwd, sizeof cwd)) throw UsageError{std::string("cannot read the current directory: ") + std::strerror(errno)};
+  if (!getcwd(cwd, sizeof cwd))
+    throw UsageError{std::string("cannot read the current directory: ") + std::strerror(errno)};
   return std::string(cwd) + "/" + path;
 }
 
@@ -54,7 +59,8 @@ std::string find_shim() {
   if (n <= 0) throw UsageError{"cannot locate libgpuleak.so (set GPULEAK_LIB)"};
   std::string dir(exe, static_cast<size_t>(n));
   dir = dir.substr(0, dir.find_last_of('/'));
-  for (const std::string &candidate : {dir + "/../lib/libgpuleak.so", dir + "/libgpuleak.so"}) {
+  for (const std::string &candidate :
+       {dir + "/../lib/libgpuleak.so", dir + "/" GPULEAK_CLI_TO_SHIMDIR "/libgpuleak.so", dir + "/libgpuleak.so"}) {
     struct stat st;
     if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return candidate;
   }
@@ -62,7 +68,7 @@ std::string find_shim() {
 }
 
 int run_command(const RunOptions &o) {
-  if (o.command.empty()) throw UsageError{"run: no command given (gpuleak run [options] -- CMD ARGS...)"};
+  if (o.command.empty()) throw UsageError{"run: no command given (gpuleak run [options] CMD ARGS...)"};
   std::string shim = absolute(find_shim());
   std::string out = absolute(o.out_dir);
   if (mkdir(out.c_str(), 0755) != 0 && errno != EEXIST)
@@ -119,9 +125,27 @@ int run_command(const RunOptions &o) {
   return code;
 }
 
+void drop_run_separator(const CLI::App &app, std::vector<char *> *args) {
+  if (args->size() < 2 || std::strcmp((*args)[1], "run") != 0) return;
+  std::vector<const CLI::App *> found = app.get_subcommands([](const CLI::App *c) { return c->get_name() == "run"; });
+  if (found.empty()) return;
+  for (size_t i = 2; i < args->size(); ++i) {
+    std::string word = (*args)[i];
+    if (word == "--") {
+      args->erase(args->begin() + static_cast<std::ptrdiff_t>(i));
+      return;
+    }
+    if (word.size() < 2 || word[0] != '-') return;  // the command: a `--` among its words stays its own
+    const CLI::Option *opt = found[0]->get_option_no_throw(word.substr(0, word.find('=')));
+    if (opt && opt->get_items_expected_min() > 0 && word.find('=') == std::string::npos) ++i;  // --out DIR
+  }
+}
+
 void register_run(CLI::App &app, Action *action) {
   auto o = std::make_shared<RunOptions>();
-  auto *cmd = app.add_subcommand("run", "Run a program under gpuleak; exits with the program's status");
+  auto *cmd = app.add_subcommand("run",
+                                 "Run a program under gpuleak (gpuleak run [options] [--] CMD ARGS...); "
+                                 "exits with the program's status");
   cmd->add_option("--out", o->out_dir, "Folder for captures, reports and traces")->capture_default_str();
   cmd->add_option("--stack-depth", o->stack_depth, "Native frames per stack (0-128, default 32)")
       ->check(CLI::Range(0, 128));
@@ -132,8 +156,18 @@ void register_run(CLI::App &app, Action *action) {
                   "(PYTORCH_NO_CUDA_MEMORY_CACHING=1) or default")
       ->check(CLI::IsMember({"default", "per-tensor", "no-caching"}));
   cmd->add_flag("--no-report", o->no_report, "Only capture; analyze later with gpuleak report");
-  cmd->add_option("command", o->command, "The program and its arguments (after --)")->required();
-  cmd->callback([o, action] { *action = [o] { return run_command(*o); }; });
+  // The first word that is not one of run's options starts the command, and every word after it is
+  // the command's (`gpuleak run python train.py --lr 0.1`, as with memray run, time or nohup); `--`
+  // before the command is still accepted (drop_run_separator). CLI11 hands the words over as remaining().
+  cmd->prefix_command();
+  cmd->callback([o, cmd, action] {
+    o->command = cmd->remaining();
+    *action = [o] {
+      if (!o->command.empty() && o->command[0].size() > 1 && o->command[0][0] == '-')
+        throw UsageError{"run: unknown option " + o->command[0] + " (see gpuleak run --help)"};
+      return run_command(*o);
+    };
+  });
 }
 
 }  // namespace gpuleak::cli
