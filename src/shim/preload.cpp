@@ -17,6 +17,7 @@
 #include "core/config.h"
 #include "core/module_map.h"
 #include "core/recorder.h"
+#include "log/log.h"
 #include "shim/driver_probe.h"
 
 namespace gpuleak::shim {
@@ -99,6 +100,11 @@ __attribute__((constructor)) void gpuleak_preload_init() {
   on_exit(on_process_exit, nullptr);
   install_signal_handlers();
   g_wrapping = true;
+  GPULEAK_LOG_DEBUG(
+      "preload: pid %d, shim at %p-%p; driver entry points hooked by export, dlsym and "
+      "cuGetProcAddress (each binding below); NVTX injection%s",
+      static_cast<int>(getpid()), reinterpret_cast<void *>(g_own_range.first),
+      reinterpret_cast<void *>(g_own_range.second), config.cupti ? ", CUPTI injection" : "");
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli.h"
+#include "log/log.h"
 #include "output/text_summary.h"
 #include "output/trace/trace_merge.h"
 
@@ -32,7 +33,7 @@ int merge_command(const MergeCommandOptions &o) {
   if (!merge_traces(o.inputs, TraceOptions{}, file.get(), &summary, &warnings, &error)) throw UsageError{error};
   if (!file->commit(&error)) throw UsageError{"merge: " + error};
   if (o.quiet) return 0;
-  for (const std::string &w : warnings) std::fprintf(stderr, "gpuleak: warning: %s\n", w.c_str());
+  for (const std::string &w : warnings) GPULEAK_LOG_WARN("warning: %s", w.c_str());
   std::fprintf(stderr, "gpuleak: merged %zu traces into %s (%s, %llu events)\n", summary.inputs, o.output.c_str(),
                output::human_bytes(static_cast<double>(file->bytes_on_disk())).c_str(),
                static_cast<unsigned long long>(summary.events));

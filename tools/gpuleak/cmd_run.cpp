@@ -16,6 +16,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli.h"
+#include "log/log.h"
 
 #ifndef GPULEAK_CLI_TO_SHIMDIR
 #define GPULEAK_CLI_TO_SHIMDIR "../lib"
@@ -92,6 +93,8 @@ int run_command(const RunOptions &o) {
     setenv("PYTORCH_NO_CUDA_MEMORY_CACHING", "1", 1);
   }
 
+  GPULEAK_LOG_DEBUG("run: LD_PRELOAD=%s GPULEAK_OUT=%s; running %s (%zu arguments)", preload.c_str(), out.c_str(),
+                    o.command[0].c_str(), o.command.size() - 1);
   std::vector<char *> argv;
   for (const std::string &a : o.command) argv.push_back(const_cast<char *>(a.c_str()));
   argv.push_back(nullptr);
@@ -114,12 +117,14 @@ int run_command(const RunOptions &o) {
   ReportOptions report;
   for (const std::string &path : after)
     if (!before.count(path)) report.inputs.push_back(path);
+  GPULEAK_LOG_DEBUG("run: %s exited with status %d; %zu new captures in %s", o.command[0].c_str(), code,
+                    report.inputs.size(), out.c_str());
   report.quiet = o.quiet;
   if (!o.no_report && !report.inputs.empty()) {
     try {
       report_command(report);
     } catch (const UsageError &e) {
-      std::fprintf(stderr, "gpuleak: %s\n", e.message.c_str());
+      GPULEAK_LOG_ERROR("%s", e.message.c_str());
     }
   }
   return code;

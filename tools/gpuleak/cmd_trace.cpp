@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "cli.h"
+#include "log/log.h"
 #include "output/text_summary.h"
 #include "output/trace/trace_capture.h"
 
@@ -45,7 +46,7 @@ int trace_command(const TraceCommandOptions &o) {
   if (!file->commit(&error)) throw UsageError{"trace: " + error};
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (o.quiet) return 0;
-  for (const std::string &w : warnings) std::fprintf(stderr, "gpuleak: warning: %s\n", w.c_str());
+  for (const std::string &w : warnings) GPULEAK_LOG_WARN("warning: %s", w.c_str());
   std::string shown = summary.policy == "bounded"
                           ? ", " + std::to_string(summary.memory_events_shown) + " of " +
                                 std::to_string(summary.memory_events) + " allocation events (--full for all)"
