@@ -56,6 +56,7 @@ assert shim == '$usr/lib/gpuleak/libgpuleak.so', shim
 assert cli == '$usr/bin/gpuleak', cli
 "
 cflags=$(PKG_CONFIG_PATH=$usr/share/pkgconfig pkg-config --define-variable=prefix="$usr" --cflags gpuleak)
+cflags=${cflags% }  # pkg-config ends the line with a space
 [ "$cflags" = "-I$usr/include" ] || fail "pkg-config --cflags gpuleak: $cflags"
 printf '#include <gpuleak/gpuleak.h>\nint main(void) { gpuleak_iteration_begin("t"); gpuleak_iteration_end(); return gpuleak_active(); }\n' \
   >"$work/api.c"

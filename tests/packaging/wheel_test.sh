@@ -17,7 +17,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/gpuleak-wheel-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 echo "== pip wheel"
-(cd "$src" && "$py" -m pip wheel --no-build-isolation --no-deps --no-index -w "$work/dist" .) >"$work/pip.log" 2>&1 ||
+(cd "$src" && "$py" -m pip wheel -v --no-build-isolation --no-deps --no-index -w "$work/dist" .) >"$work/pip.log" 2>&1 ||
   { tail -n 40 "$work/pip.log"; fail "pip wheel failed"; }
 grep "binaries need glibc" "$work/pip.log" || true
 wheels=("$work"/dist/gpuleak-*.whl)
