@@ -226,9 +226,12 @@ ElfFacts read_elf(int fd) {
 
 // Mirrors src/shim/gpuleak.map; the doctor test checks the built shim against it.
 bool allowed_export(const std::string &name) {
+  // The exec family: flushed before the image is replaced (src/shim/exec_hooks.cpp).
+  static const std::set<std::string> exec_family = {"execve", "execv",  "execvp",  "execvpe", "execl",
+                                                    "execlp", "execle", "fexecve", "execveat"};
   return name == "dlsym" || name == "_exit" || name == "_Exit" || name == "InitializeInjection" ||
-         name == "InitializeInjectionNvtx2" ||
-         starts_with(name, "cu") || starts_with(name, "gpuleak_api_");
+         name == "InitializeInjectionNvtx2" || exec_family.count(name) || starts_with(name, "cu") ||
+         starts_with(name, "gpuleak_api_");
 }
 
 std::string list_names(const std::vector<std::string> &names, size_t max_shown) {
@@ -559,10 +562,11 @@ std::vector<DoctorCheck> check_shim(const std::string &path) {
   if (!disallowed.empty())
     add(&out, "shim", Level::kError,
         shown + " exports " + std::to_string(disallowed.size()) +
-            " name(s) outside dlsym, _exit, _Exit, cu*, cuda*, InitializeInjection[Nvtx2], gpuleak_api_*: " +
+            " name(s) outside dlsym, _exit, _Exit, exec*, cu*, cuda*, InitializeInjection[Nvtx2], gpuleak_api_*: " +
             list_names(disallowed, 10) + " (they would interpose the program's own)");
   if (!has_dlsym)
-    add(&out, "shim", Level::kError, shown + " does not export dlsym: programs with the static CUDA runtime would go unseen");
+    add(&out, "shim", Level::kError,
+        shown + " does not export dlsym: programs with the static CUDA runtime would go unseen");
   if (disallowed.empty() && has_dlsym)
     add(&out, "shim", Level::kOk,
         shown + " (exports " + std::to_string(f.exports.size()) + " symbols, " +
