@@ -43,8 +43,12 @@ int finish(State *s, const BufferCounters *totals) {
   if (!s->config.quiet && totals) {
     const LiveTable &t = s->live;
     Line line;
-    line.text("gpuleak: ").num(totals->allocations).text(" allocations, ").num(totals->frees).text(" frees; ");
-    line.text("live at exit: ").num(t.live_count()).text(" allocations, ").bytes(t.total_device_live());
+    // Plurals as format::count_of says them, without its std::string: this path is signal-safe.
+    auto noun = [](uint64_t n, const char *one, const char *many) { return n == 1 ? one : many; };
+    line.text("gpuleak: ").num(totals->allocations).text(noun(totals->allocations, " allocation, ", " allocations, "));
+    line.num(totals->frees).text(noun(totals->frees, " free; ", " frees; "));
+    line.text("live at exit: ").num(t.live_count()).text(noun(t.live_count(), " allocation, ", " allocations, "));
+    line.bytes(t.total_device_live());
     line.text(" on device (peak ").bytes(t.total_device_peak()).text(")");
     if (uint64_t dropped = s->dropped.load()) line.text("; events dropped: ").num(dropped);
     line.text("; capture: ").text(s->path.c_str()).emit();

@@ -32,7 +32,7 @@ echo "== dpkg-deb -c"
 dpkg-deb -c "$deb" | awk '{print $6}' >"$work/files"
 for f in ./usr/bin/gpuleak ./usr/lib/gpuleak/libgpuleak.so ./usr/share/gpuleak/viewer.html \
   ./usr/lib/python3/dist-packages/gpuleak/__init__.py ./usr/lib/python3/dist-packages/gpuleak/pytest_plugin.py \
-  ./usr/lib/python3/dist-packages/gpuleak/_layout.py ./usr/include/gpuleak/gpuleak.h \
+  ./usr/lib/python3/dist-packages/gpuleak/_layout.py ./usr/lib/python3/dist-packages/gpuleak/_startup/sitecustomize.py ./usr/include/gpuleak/gpuleak.h \
   ./usr/share/pkgconfig/gpuleak.pc ./usr/lib/cmake/gpuleak/gpuleakConfig.cmake ./usr/share/doc/gpuleak/copyright; do
   grep -qx "$f" "$work/files" || fail "$f is not in the package"
 done

@@ -37,7 +37,8 @@ z = zipfile.ZipFile(sys.argv[1])
 names = set(z.namelist())
 need = ["gpuleak/__init__.py", "gpuleak/__main__.py", "gpuleak/pytest_plugin.py", "gpuleak/report.py",
         "gpuleak/_native/bin/gpuleak", "gpuleak/_native/lib/libgpuleak.so",
-        "gpuleak/_native/lib/libunwind.so.8", "gpuleak/_native/share/gpuleak/viewer.html"]
+        "gpuleak/_native/lib/libunwind.so.8", "gpuleak/_native/share/gpuleak/viewer.html",
+        "gpuleak/_hooks.py", "gpuleak/_startup/sitecustomize.py"]
 missing = [n for n in need if n not in names]
 assert not missing, "missing from the wheel: %s" % missing
 assert (z.getinfo("gpuleak/_native/bin/gpuleak").external_attr >> 16) & stat.S_IXUSR, "CLI not executable"
