@@ -13,7 +13,7 @@
 #
 # Two layouts are recognized:
 #   install tree  <prefix>/lib/cmake/gpuleak/gpuleakConfig.cmake, <prefix>/bin/gpuleak,
-#                 <prefix>/lib/libgpuleak.so, <prefix>/include/gpuleak/gpuleak.h
+#                 <prefix>/@GPULEAK_INSTALL_SHIMDIR@/libgpuleak.so, <prefix>/include/gpuleak/gpuleak.h
 #   build tree    <build>/gpuleakConfig.cmake beside <build>/bin and <build>/lib, with
 #                 <build>/gpuleakBuildTree.cmake naming the source tree (gpuleak_DIR=<build>)
 
@@ -21,13 +21,15 @@ if(EXISTS "${CMAKE_CURRENT_LIST_DIR}/gpuleakBuildTree.cmake")
   include("${CMAKE_CURRENT_LIST_DIR}/gpuleakBuildTree.cmake")  # sets _gpuleak_source_dir
   set(_gpuleak_prefix "${CMAKE_CURRENT_LIST_DIR}")
   set(_gpuleak_include "${_gpuleak_source_dir}/include")
+  set(_gpuleak_shimdir lib)
 else()
   get_filename_component(_gpuleak_prefix "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
   set(_gpuleak_include "${_gpuleak_prefix}/include")
+  set(_gpuleak_shimdir "@GPULEAK_INSTALL_SHIMDIR@")  # GPULEAK_INSTALL_SHIMDIR when configured
 endif()
 
 set(GPULEAK_EXECUTABLE "${_gpuleak_prefix}/bin/gpuleak")
-set(GPULEAK_LIBRARY "${_gpuleak_prefix}/lib/libgpuleak.so")
+set(GPULEAK_LIBRARY "${_gpuleak_prefix}/${_gpuleak_shimdir}/libgpuleak.so")
 set(GPULEAK_INCLUDE_DIR "${_gpuleak_include}")
 
 set(gpuleak_FOUND TRUE)
@@ -57,4 +59,5 @@ endif()
 
 unset(_gpuleak_prefix)
 unset(_gpuleak_include)
+unset(_gpuleak_shimdir)
 unset(_gpuleak_file)

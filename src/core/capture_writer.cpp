@@ -19,6 +19,7 @@
 #include "core/recorder_state.h"
 #include "core/run_facts.h"
 #include "core/signal_safe.h"
+#include "log/log.h"
 
 #ifndef GPULEAK_VERSION
 #define GPULEAK_VERSION "0.0.0"
@@ -207,12 +208,18 @@ void *writer_main(void *arg) {
       if (stop) return nullptr;
       continue;
     }
+    uint64_t before = s->bytes_written;
     drain(s);
+    if (s->bytes_written != before)
+      GPULEAK_LOG_TRACE("writer: flushed %llu bytes", static_cast<unsigned long long>(s->bytes_written - before));
     usage_sampler_start(s);
     if (monotonic_ns() - last_stats > 1000000000ull) {
       format::StatsRecord st = make_stats(s, false);
       append_record(s, format::RecordType::kStats, &st, sizeof st);
       last_stats = monotonic_ns();
+      GPULEAK_LOG_DEBUG("writer: %llu bytes in %s so far, %llu records dropped",
+                        static_cast<unsigned long long>(s->bytes_written), s->path.c_str(),
+                        static_cast<unsigned long long>(s->dropped.load(std::memory_order_relaxed)));
     }
     if (stop) return nullptr;
   }
@@ -333,6 +340,7 @@ bool writer_start(State *s, std::string *error) {
     *error = "cannot start the writer thread";
     return false;
   }
+  GPULEAK_LOG_DEBUG("capture %s started by the first allocation; writer thread running", s->path.c_str());
   return true;
 }
 
@@ -370,6 +378,9 @@ void writer_stop(State *s) {
   if (s->fd >= 0) {
     close(s->fd);
     s->fd = -1;
+    GPULEAK_LOG_DEBUG("capture %s closed: %llu bytes, %llu records dropped", s->path.c_str(),
+                      static_cast<unsigned long long>(s->bytes_written),
+                      static_cast<unsigned long long>(s->dropped.load(std::memory_order_relaxed)));
   }
 }
 

@@ -7,6 +7,8 @@
 
 #include <dlfcn.h>
 
+#include "log/log.h"
+
 namespace gpuleak::core {
 
 namespace {
@@ -83,7 +85,10 @@ bool process_usage(const Api &api, Device device, pid_t pid, bool *known, uint64
 bool NvmlSession::open() {
   if (lib_) return true;
   void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) return false;
+  if (!lib) {
+    GPULEAK_LOG_DEBUG("NVML: libnvidia-ml.so.1 not loaded (%s); no driver-side usage", dlerror());
+    return false;
+  }
   auto *api = new Api;
   bind(lib, "nvmlInit_v2", &api->init);
   bind(lib, "nvmlShutdown", &api->shutdown);
@@ -94,6 +99,9 @@ bool NvmlSession::open() {
   if (!api->processes) bind(lib, "nvmlDeviceGetComputeRunningProcesses_v2", &api->processes);
   bind(lib, "nvmlDeviceGetMemoryInfo", &api->memory);
   if (!api->init || !api->shutdown || !api->processes || !api->memory || api->init() != kSuccess) {
+    GPULEAK_LOG_DEBUG("NVML: %s; no driver-side usage", api->init && api->shutdown && api->processes && api->memory
+                                                            ? "nvmlInit_v2 failed"
+                                                            : "entry points missing");
     delete api;
     dlclose(lib);
     return false;
@@ -126,6 +134,9 @@ std::vector<NvmlAnswer> NvmlSession::read(pid_t pid, const std::vector<NvmlQuery
     if (!process_usage(*api_, device, pid, &a.process_known, &a.process_used_bytes)) continue;
     a.device_used_bytes = mem.used;
     a.device_total_bytes = mem.total;
+    GPULEAK_LOG_DEBUG("NVML sample: device %d, this process %s%llu bytes, device %llu of %llu bytes used", q.device,
+                      a.process_known ? "" : "(not listed) ", static_cast<unsigned long long>(a.process_used_bytes),
+                      static_cast<unsigned long long>(mem.used), static_cast<unsigned long long>(mem.total));
     answers.push_back(a);
   }
   return answers;

@@ -10,6 +10,7 @@
 #include "core/module_map.h"
 #include "core/python_layouts.h"
 #include "core/recorder_state.h"
+#include "log/log.h"
 
 namespace gpuleak::core {
 
@@ -58,10 +59,10 @@ bool g_force_bad_layout = false;  // test hook: read code objects at the wrong o
 void *symbol(const char *name) { return dlsym(RTLD_DEFAULT, name); }
 
 int unsupported(const char *version, const char *why) {
-  std::fprintf(stderr,
-               "gpuleak: Python %s: %s; allocations keep native stacks only (Python call sites need "
-               "CPython 3.10-3.13, x86-64, GIL build)\n",
-               version, why);
+  GPULEAK_LOG_WARN(
+      "Python %s: %s; allocations keep native stacks only (Python call sites need CPython 3.10-3.13, x86-64, "
+      "GIL build)",
+      version, why);
   return kUnsupported;
 }
 

@@ -28,6 +28,7 @@
 
 #include "core/clock.h"
 #include "core/recorder.h"
+#include "log/log.h"
 #include "shim/real_symbols.h"
 
 namespace gpuleak::shim::activity {
@@ -224,8 +225,7 @@ void enable_launch_callbacks(CUpti_SubscriberHandle subscriber, CUpti_CallbackDo
 }
 
 void note(const char *what, CUptiResult r) {
-  std::fprintf(stderr, "gpuleak: CUPTI %s failed (CUptiResult %d); no GPU activity on the timeline\n", what,
-               static_cast<int>(r));
+  GPULEAK_LOG_WARN("CUPTI %s failed (CUptiResult %d); no GPU activity on the timeline", what, static_cast<int>(r));
 }
 
 }  // namespace
@@ -243,7 +243,7 @@ bool start(void *lib, CUpti_SubscriberHandle subscriber) {
   load(lib, "cuptiGetCallbackName", &g_api.callback_name);
   load(lib, "cuptiActivityFlushPeriod", &g_api.flush_period);
   if (!ok) {
-    std::fprintf(stderr, "gpuleak: this libcupti lacks the Activity API; no GPU activity on the timeline\n");
+    GPULEAK_LOG_WARN("this libcupti lacks the Activity API; no GPU activity on the timeline");
     return false;
   }
   g_slots = new (std::nothrow) Slot[kSlots];

@@ -18,6 +18,7 @@
 #include <cstdlib>
 
 #include "core/recorder.h"
+#include "log/log.h"
 #include "shim/cupti_activity.h"
 #include "shim/real_symbols.h"
 
@@ -85,6 +86,7 @@ void subscribe() {
   }
   if (!g_cupti.subscribe || !g_cupti.unsubscribe || !g_cupti.enable_callback) {
     core::set_cupti_state(kUnavailable);
+    GPULEAK_LOG_DEBUG("CUPTI: %s; hooks only", lib ? "libcupti lacks cuptiSubscribe" : "no libcupti.so.13 found");
     return;
   }
   CUpti_SubscriberHandle h = nullptr;
@@ -92,11 +94,14 @@ void subscribe() {
   if (r != CUPTI_SUCCESS) {
     // Nsight, compute-sanitizer or the program's profiler got there first: interposers only.
     core::set_cupti_state(r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? kTaken : kUnavailable);
+    GPULEAK_LOG_DEBUG("CUPTI: cuptiSubscribe failed (CUptiResult %d%s); hooks only", static_cast<int>(r),
+                      r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? ": another subscriber holds the slot" : "");
     return;
   }
   for (CUpti_CallbackId id : kAllocs) g_cupti.enable_callback(1, h, CUPTI_CB_DOMAIN_DRIVER_API, id);
   g_subscriber.store(h);
   core::set_cupti_state(kSubscribed);
+  GPULEAK_LOG_DEBUG("CUPTI: subscribed, callbacks on %zu allocation entry points", sizeof kAllocs / sizeof kAllocs[0]);
   activity::start(lib, h);  // GPU work on the timeline, unless GPULEAK_ACTIVITY=0
 }
 
@@ -107,6 +112,7 @@ void yield_slot() {
   activity::stop();  // what CUPTI still holds goes into the capture first
   g_cupti.unsubscribe(h);
   core::set_cupti_state(kYielded);
+  GPULEAK_LOG_DEBUG("CUPTI: slot yielded to the program's own subscriber");
 }
 
 template <typename Fn>

@@ -18,6 +18,7 @@
 #include "core/module_map.h"
 #include "core/recorder.h"
 #include "core/signal_safe.h"
+#include "log/log.h"
 #include "shim/driver_probe.h"
 
 namespace gpuleak::shim {
@@ -101,6 +102,11 @@ __attribute__((constructor)) void gpuleak_preload_init() {
   on_exit(on_process_exit, nullptr);
   install_signal_handlers();
   g_wrapping = true;
+  GPULEAK_LOG_DEBUG(
+      "preload: pid %d, shim at %p-%p; driver entry points hooked by export, dlsym and "
+      "cuGetProcAddress (each binding below); NVTX injection%s",
+      static_cast<int>(getpid()), reinterpret_cast<void *>(g_own_range.first),
+      reinterpret_cast<void *>(g_own_range.second), config.cupti ? ", CUPTI injection" : "");
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/recorder.h"
+#include "log/log.h"
 #include "shim/preload.h"
 #include "shim/slots.h"
 
@@ -28,13 +29,17 @@ const RowInfo kRows[] = {GPULEAK_DRIVER_HOOKS(GPULEAK_ROW_INFO)};
 std::atomic<uint64_t> g_bound{0};
 std::atomic<uint64_t> g_exhausted{0};
 
-void *bind(const RowInfo &row, void *fn) {
+// `how`: where the program got the pointer from (GPULEAK_LOG=debug says so for each hook).
+void *bind(const RowInfo &row, void *fn, const char *how, int version) {
   void *wrapper = row.bind(fn);
   if (!wrapper) {
     g_exhausted.fetch_add(1, std::memory_order_relaxed);
+    GPULEAK_LOG_DEBUG("hook %s via %s (version %d): no wrapper slot left, calls through it are not seen",
+                      row.export_name, how, version);
     return fn;
   }
   g_bound.fetch_add(1, std::memory_order_relaxed);
+  GPULEAK_LOG_DEBUG("hook %s via %s (version %d): %p -> wrapper %p", row.export_name, how, version, fn, wrapper);
   return wrapper;
 }
 
@@ -68,7 +73,7 @@ void *wrap_exported_symbol(const char *name, void *fn) {
   // honest answer is the one the program would get without us: not found.
   if (is_own_export(fn)) return next_symbol(name) ? fn : nullptr;
   for (const RowInfo &row : kRows)
-    if (std::strcmp(row.export_name, name) == 0) return bind(row, fn);
+    if (std::strcmp(row.export_name, name) == 0) return bind(row, fn, "dlsym", 0);
   return fn;
 }
 
@@ -76,7 +81,7 @@ void *wrap_proc_address(const char *symbol, void *fn, int version, cuuint64_t fl
   core::recorder_note_cuda_use();
   if (!wrapping_enabled() || is_own_export(fn)) return fn;
   const RowInfo *row = find_proc_row(symbol, version, (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0);
-  return row ? bind(*row, fn) : fn;
+  return row ? bind(*row, fn, "cuGetProcAddress", version) : fn;
 }
 
 uint64_t wrappers_bound() { return g_bound.load(); }

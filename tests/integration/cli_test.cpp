@@ -89,6 +89,27 @@ TEST(Cli, TorchPerTensorSetsTheAllocator) {
   EXPECT_EQ(bad.exit_code, 2);
 }
 
+// `gpuleak run python train.py --lr 0.1`: no `--` needed; from the first word that is not one of
+// run's options on, every word is the command's, options that run also has included.
+TEST(Cli, RunWithoutDashDashLeavesTheCommandItsOptions) {
+  std::string out = make_temp_dir("cli-nodash");
+  Result r = run({GPULEAK_CLI_PATH, "run", "--quiet", "--out", out, "/bin/sh", "-c", "echo \"$@\"", "sh", "--quiet",
+                  "--out", "elsewhere", "--", "x"},
+                 cli_env());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "--quiet --out elsewhere -- x\n");
+  Result dashed =
+      run({GPULEAK_CLI_PATH, "run", "--quiet", "--out", out, "--", "/bin/sh", "-c", "echo \"$@\"", "sh", "--quiet"},
+          cli_env());
+  EXPECT_EQ(dashed.exit_code, 0) << dashed.err;
+  EXPECT_EQ(dashed.out, "--quiet\n");
+  Result unknown = run({GPULEAK_CLI_PATH, "run", "--bogus", "/bin/true"}, cli_env());
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_EQ(unknown.err, "gpuleak: run: unknown option --bogus (see gpuleak run --help)\n");
+  Result none = run({GPULEAK_CLI_PATH, "run", "--quiet"}, cli_env());
+  EXPECT_EQ(none.exit_code, 2);
+}
+
 TEST(Cli, CorruptOrMissingCaptureIsOneLineAndExitTwo) {
   std::string dir = make_temp_dir("cli-bad");
   std::string garbage = dir + "/garbage.gpuleak";

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli.h"
+#include "log/log.h"
 
 namespace gpuleak::cli {
 
@@ -21,7 +22,7 @@ double env_number(const char *name, double lo, double hi, double fallback) {
   errno = 0;
   double x = std::strtod(v, &end);
   if (errno != 0 || *end != '\0' || !(x >= lo && x <= hi)) {
-    std::fprintf(stderr, "gpuleak: ignoring %s='%s' (expected a number in [%g, %g])\n", name, v, lo, hi);
+    GPULEAK_LOG_WARN("ignoring %s='%s' (expected a number in [%g, %g])", name, v, lo, hi);
     return fallback;
   }
   return x;

@@ -28,6 +28,9 @@ using Action = std::function<int()>;
 // One registration function per subcommand (cmd_*.cpp): adds the subcommand, its options and
 // help to `app`, and sets *action from its parse callback. main.cpp lists them all.
 void register_run(CLI::App &app, Action *action);
+// `gpuleak run [options] -- CMD`: drops that `--` from args (argv) before parsing, so that CMD and
+// all its words reach run as its command, `--` or not (CLI11 would hand them back to the parent).
+void drop_run_separator(const CLI::App &app, std::vector<char *> *args);
 void register_report(CLI::App &app, Action *action);
 void register_stats(CLI::App &app, Action *action);
 void register_doctor(CLI::App &app, Action *action);

@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "format/words.h"
+#include "log/log.h"
 #include "output/text_summary.h"
 #include "output/trace/trace_merge.h"
 
@@ -33,7 +34,7 @@ int merge_command(const MergeCommandOptions &o) {
   if (!merge_traces(o.inputs, TraceOptions{}, file.get(), &summary, &warnings, &error)) throw UsageError{error};
   if (!file->commit(&error)) throw UsageError{"merge: " + error};
   if (o.quiet) return 0;
-  for (const std::string &w : warnings) std::fprintf(stderr, "gpuleak: warning: %s\n", w.c_str());
+  for (const std::string &w : warnings) GPULEAK_LOG_WARN("warning: %s", w.c_str());
   std::fprintf(stderr, "gpuleak: merged %s into %s (%s, %s)\n", format::count_of(summary.inputs, "trace").c_str(),
                o.output.c_str(), output::human_bytes(static_cast<double>(file->bytes_on_disk())).c_str(),
                format::count_of(summary.events, "event").c_str());

@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "format/capture_reader.h"
 #include "gate/rank_compare.h"
+#include "log/log.h"
 #include "output/report_json.h"
 #include "output/report_markdown.h"
 #include "output/symbolizer.h"
@@ -108,7 +109,7 @@ int report_command(const ReportOptions &o) {
     apply_advice_options(o, &options.advice);
     analysis::Analysis result = analysis::analyze(capture, memory, options);
     if (memory.failed()) throw UsageError{input + ": " + memory.error()};
-    for (const std::string &w : result.warnings) std::fprintf(stderr, "gpuleak: %s\n", w.c_str());
+    for (const std::string &w : result.warnings) GPULEAK_LOG_WARN("%s", w.c_str());
     output::Symbolizer symbolizer(capture);
     auto symbolize = [&](uint32_t id) { return output::trim_to_caller(symbolizer.symbolize(id)); };
     output::ReportContext ctx;
@@ -120,7 +121,7 @@ int report_command(const ReportOptions &o) {
       try {
         compared.push_back(gate::parse_report(report, report_path_for(input)));
       } catch (const gate::GateError &e) {
-        std::fprintf(stderr, "gpuleak: warning: %s is left out of the comparison: %s\n", input.c_str(), e.what());
+        GPULEAK_LOG_WARN("warning: %s is left out of the comparison: %s", input.c_str(), e.what());
       }
     }
     if (!format.empty()) {  // one rendering, to -o or stdout, nothing else written

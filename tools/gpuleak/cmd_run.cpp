@@ -1,4 +1,4 @@
-// `gpuleak run [options] -- CMD ARGS...`: runs CMD under the shim, with the environment that makes
+// `gpuleak run [options] [--] CMD ARGS...`: runs CMD under the shim, with the environment that makes
 // it and its children write captures to --out, then turns each new capture into a report.
 #include <dirent.h>
 #include <limits.h>
@@ -18,6 +18,11 @@
 #include <CLI/CLI.hpp>
 
 #include "cli.h"
+#include "log/log.h"
+
+#ifndef GPULEAK_CLI_TO_SHIMDIR
+#define GPULEAK_CLI_TO_SHIMDIR "../lib"
+#endif
 
 namespace gpuleak::cli {
 
@@ -96,8 +101,9 @@ std::string python_dir() {
     std::string dir(exe, static_cast<size_t>(n));
     dir = dir.substr(0, dir.find_last_of('/'));
     candidates.push_back(dir + "/../" GPULEAK_INSTALL_PYTHONDIR);
+    candidates.push_back(dir + "/../../..");  // the wheel: <site-packages>/gpuleak/_native/bin
   }
-  candidates.push_back(GPULEAK_SOURCE_PYTHONDIR);
+  if (*GPULEAK_SOURCE_PYTHONDIR) candidates.push_back(GPULEAK_SOURCE_PYTHONDIR);
   for (const std::string &c : candidates)
     if (is_file(c + "/gpuleak/_startup/sitecustomize.py") && is_file(c + "/gpuleak/_hooks.py")) return c;
   throw UsageError{"cannot find gpuleak's Python package (gpuleak/_startup) for --loop/--cupy; set GPULEAK_PYTHONDIR"};
@@ -152,7 +158,8 @@ std::string find_shim() {
   if (n <= 0) throw UsageError{"cannot locate libgpuleak.so (set GPULEAK_LIB)"};
   std::string dir(exe, static_cast<size_t>(n));
   dir = dir.substr(0, dir.find_last_of('/'));
-  for (const std::string &candidate : {dir + "/../lib/libgpuleak.so", dir + "/libgpuleak.so"}) {
+  for (const std::string &candidate :
+       {dir + "/../lib/libgpuleak.so", dir + "/" GPULEAK_CLI_TO_SHIMDIR "/libgpuleak.so", dir + "/libgpuleak.so"}) {
     struct stat st;
     if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return candidate;
   }
@@ -160,7 +167,7 @@ std::string find_shim() {
 }
 
 int run_command(const RunOptions &o) {
-  if (o.command.empty()) throw UsageError{"run: no command given (gpuleak run [options] -- CMD ARGS...)"};
+  if (o.command.empty()) throw UsageError{"run: no command given (gpuleak run [options] CMD ARGS...)"};
   if (!o.loop.empty()) check_loop(o.loop);
   std::string shim = absolute(find_shim());
   int leak_exit = leak_exit_code(o);
@@ -202,6 +209,8 @@ int run_command(const RunOptions &o) {
   if (o.cupy != "default") setenv("GPULEAK_CUPY", o.cupy.c_str(), 1);
   if (!o.loop.empty()) setenv("GPULEAK_PY_LOOP", o.loop.c_str(), 1);
 
+  GPULEAK_LOG_DEBUG("run: LD_PRELOAD=%s GPULEAK_OUT=%s; running %s (%zu arguments)", preload.c_str(), out.c_str(),
+                    o.command[0].c_str(), o.command.size() - 1);
   std::vector<char *> argv;
   for (const std::string &a : o.command) argv.push_back(const_cast<char *>(a.c_str()));
   argv.push_back(nullptr);
@@ -224,6 +233,8 @@ int run_command(const RunOptions &o) {
   ReportOptions report;
   for (const std::string &path : after)
     if (!before.count(path)) report.inputs.push_back(path);
+  GPULEAK_LOG_DEBUG("run: %s exited with status %d; %zu new captures in %s", o.command[0].c_str(), code,
+                    report.inputs.size(), out.c_str());
   report.quiet = o.quiet;
   report.fail_on_leak = leak_exit > 0;
   bool leak = false;
@@ -231,16 +242,34 @@ int run_command(const RunOptions &o) {
     try {
       leak = report_command(report) == 1;
     } catch (const UsageError &e) {
-      std::fprintf(stderr, "gpuleak: %s\n", e.message.c_str());
+      GPULEAK_LOG_ERROR("%s", e.message.c_str());
     }
   }
   // Like GPULEAK_EXITCODE under plain LD_PRELOAD: a program that failed on its own keeps its status.
   return leak && code == 0 ? leak_exit : code;
 }
 
+void drop_run_separator(const CLI::App &app, std::vector<char *> *args) {
+  if (args->size() < 2 || std::strcmp((*args)[1], "run") != 0) return;
+  std::vector<const CLI::App *> found = app.get_subcommands([](const CLI::App *c) { return c->get_name() == "run"; });
+  if (found.empty()) return;
+  for (size_t i = 2; i < args->size(); ++i) {
+    std::string word = (*args)[i];
+    if (word == "--") {
+      args->erase(args->begin() + static_cast<std::ptrdiff_t>(i));
+      return;
+    }
+    if (word.size() < 2 || word[0] != '-') return;  // the command: a `--` among its words stays its own
+    const CLI::Option *opt = found[0]->get_option_no_throw(word.substr(0, word.find('=')));
+    if (opt && opt->get_items_expected_min() > 0 && word.find('=') == std::string::npos) ++i;  // --out DIR
+  }
+}
+
 void register_run(CLI::App &app, Action *action) {
   auto o = std::make_shared<RunOptions>();
-  auto *cmd = app.add_subcommand("run", "Run a program under gpuleak; exits with the program's status");
+  auto *cmd = app.add_subcommand("run",
+                                 "Run a program under gpuleak (gpuleak run [options] [--] CMD ARGS...); "
+                                 "exits with the program's status");
   cmd->add_option("--out", o->out_dir, "Folder for captures, reports and traces")->capture_default_str();
   cmd->add_option("--stack-depth", o->stack_depth, "Native frames per stack (0-128, default 32)")
       ->check(CLI::Range(0, 128));
@@ -266,8 +295,18 @@ void register_run(CLI::App &app, Action *action) {
                   "Exit with N when the report finds a leak and the program itself exited 0 (default: "
                   "GPULEAK_EXITCODE, else off)")
       ->check(CLI::Range(0, 255));
-  cmd->add_option("command", o->command, "The program and its arguments (after --)")->required();
-  cmd->callback([o, action] { *action = [o] { return run_command(*o); }; });
+  // The first word that is not one of run's options starts the command, and every word after it is
+  // the command's (`gpuleak run python train.py --lr 0.1`, as with memray run, time or nohup); `--`
+  // before the command is still accepted (drop_run_separator). CLI11 hands the words over as remaining().
+  cmd->prefix_command();
+  cmd->callback([o, cmd, action] {
+    o->command = cmd->remaining();
+    *action = [o] {
+      if (!o->command.empty() && o->command[0].size() > 1 && o->command[0][0] == '-')
+        throw UsageError{"run: unknown option " + o->command[0] + " (see gpuleak run --help)"};
+      return run_command(*o);
+    };
+  });
 }
 
 }  // namespace gpuleak::cli

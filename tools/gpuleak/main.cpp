@@ -44,7 +44,9 @@ int main(int argc, char **argv) {
   one_value_per_flag(app);
 
   try {
-    app.parse(argc, argv);
+    std::vector<char *> args(argv, argv + argc);
+    drop_run_separator(app, &args);
+    app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::ParseError &e) {
     if (e.get_exit_code() == 0) return app.exit(e);
     std::fprintf(stderr, "gpuleak: %s (see gpuleak --help)\n", e.what());

@@ -1,13 +1,15 @@
-"""Where the gpuleak shim (libgpuleak.so) and command line (gpuleak) are, for the pytest plugin.
+"""Where the gpuleak shim (libgpuleak.so) and command line (gpuleak) are, for the pytest plugin
+and for `python -m gpuleak`.
 
 The shim, first found wins:
   1. $GPULEAK_LIB;
-  2. a build of the checkout this package sits in: <checkout>/build/lib/libgpuleak.so
-     (tools/python/gpuleak -> ../../build/lib);
-  3. an install: <prefix>/lib/libgpuleak.so for the package installed by CMake under
-     <prefix>/lib/gpuleak/python/gpuleak;
-  4. next to a `gpuleak` on PATH: <bin>/../lib/libgpuleak.so.
-The command line: $GPULEAK_CLI, else <shim's folder>/../bin/gpuleak, else `gpuleak` on PATH.
+  2. the wheel's own copy: gpuleak/_native/lib/libgpuleak.so (setup.py puts it there);
+  3. an install by CMake (the Debian package, `cmake --install`): the paths in gpuleak/_layout.py,
+     written at install time relative to this folder;
+  4. a build of the checkout this package sits in: <checkout>/build/lib/libgpuleak.so;
+  5. next to a `gpuleak` on PATH: <bin>/../lib/libgpuleak.so or <bin>/../lib/gpuleak/libgpuleak.so.
+The command line: $GPULEAK_CLI, else the wheel's gpuleak/_native/bin/gpuleak, else the install's,
+else <shim's folder>/../bin/gpuleak, else `gpuleak` on PATH.
 """
 
 import os
@@ -15,10 +17,27 @@ import shutil
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
+_NATIVE = _HERE / "_native"
 
 
 class NotFound(RuntimeError):
     """One line saying what is missing and which variable to set."""
+
+
+def _installed(key):
+    try:
+        from . import _layout  # only in a CMake install
+    except ImportError:
+        return None
+    return (_HERE / getattr(_layout, key)).resolve()
+
+
+def bundled_cli():
+    """The command line that ships with this package (wheel or install), or None."""
+    for c in (_NATIVE / "bin" / "gpuleak", _installed("CLI")):
+        if c is not None and os.access(str(c), os.X_OK):
+            return str(c)
+    return None
 
 
 def find_shim():
@@ -27,10 +46,13 @@ def find_shim():
         if not os.path.isfile(env):
             raise NotFound("GPULEAK_LIB=%s is not a file" % env)
         return os.path.abspath(env)
-    candidates = [_HERE.parents[2] / "build" / "lib" / "libgpuleak.so", _HERE.parents[2] / "libgpuleak.so"]
+    candidates = [_NATIVE / "lib" / "libgpuleak.so", _installed("SHIM"),
+                  _HERE.parents[2] / "build" / "lib" / "libgpuleak.so"]
     on_path = shutil.which("gpuleak")
     if on_path:
-        candidates.append(Path(on_path).resolve().parent.parent / "lib" / "libgpuleak.so")
+        prefix = Path(on_path).resolve().parent.parent
+        candidates += [prefix / "lib" / "libgpuleak.so", prefix / "lib" / "gpuleak" / "libgpuleak.so"]
+    candidates = [c for c in candidates if c is not None]
     for c in candidates:
         if c.is_file():
             return str(c)
@@ -44,6 +66,9 @@ def find_cli(shim):
         if not os.access(env, os.X_OK):
             raise NotFound("GPULEAK_CLI=%s is not an executable" % env)
         return os.path.abspath(env)
+    own = bundled_cli()
+    if own:
+        return own
     beside = Path(shim).resolve().parent.parent / "bin" / "gpuleak"
     if os.access(str(beside), os.X_OK):
         return str(beside)
