@@ -105,7 +105,7 @@ int run_command(const RunOptions &o) {
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 
   std::set<std::string> after = captures_in(out);
-  ReportOptions report;
+  ReportOptions report;  // its read options: the variables (GPULEAK_ITERATION_RANGE, GPULEAK_USER_CODE...)
   for (const std::string &path : after)
     if (!before.count(path)) report.inputs.push_back(path);
   report.quiet = o.quiet;
