@@ -12,6 +12,7 @@ namespace {
 
 using nlohmann::json;
 using namespace output::trace;
+using output::ReadOptions;
 
 format::Capture ranked(int rank, uint32_t pid, uint64_t realtime_offset_ns) {
   format::Capture c = rich_capture();
