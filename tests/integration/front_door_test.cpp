@@ -26,12 +26,10 @@ struct Captured {
   nlohmann::json report;
 };
 
-Captured capture_leaky_loop(const std::string &name, const std::map<std::string, std::string> &extra_env = {}) {
+Captured capture_of(const std::string &name, const std::vector<std::string> &argv) {
   Captured c;
   c.dir = make_temp_dir(name);
-  auto env = shim_env(c.dir);
-  for (const auto &[k, v] : extra_env) env[k] = v;
-  Result r = run({program("prog_leaky_static"), "30"}, env);
+  Result r = run(argv, shim_env(c.dir));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   auto captures = files_with_suffix(c.dir, ".gpuleak");
   if (captures.size() != 1u) {
@@ -55,7 +53,7 @@ nlohmann::json embedded_view(const std::string &html) {
 }
 
 TEST(FrontDoor, ReportTraceViewExportAndCheckNameASiteAlike) {
-  Captured c = capture_leaky_loop("front-door-native");
+  Captured c = capture_of("front-door-native", {program("prog_leaky_static"), "30"});
   ASSERT_TRUE(c.report.is_object());
   ASSERT_EQ(c.report["leaks"].size(), 1u) << c.report["leaks"].dump(1);
   const auto &leak = c.report["leaks"][0];
@@ -111,10 +109,11 @@ TEST(FrontDoor, ReportTraceViewExportAndCheckNameASiteAlike) {
 
 // GPULEAK_ITERATION_RANGE and --user-code reach every reader, not only `report`.
 TEST(FrontDoor, OptionsReachEveryReader) {
-  Captured c = capture_leaky_loop("front-door-options");
+  // NVTX "step <i>" ranges: GPULEAK_ITERATION_RANGE is read when iterations come from NVTX.
+  Captured c = capture_of("front-door-options", {program("prog_marked_loop"), "nvtx", "20"});
   ASSERT_FALSE(c.capture.empty());
-  // Every frame of the program counts as library code except what --user-code names: with the
-  // program's folder named, the headline stays; the option must be accepted by every reader.
+  // --user-code (repeatable, one folder each: `--user-code DIR CAPTURE` leaves the capture alone)
+  // and GPULEAK_USER_CODE are accepted by every reader.
   for (const char *cmd : {"report", "view", "trace", "export"}) {
     std::vector<std::string> argv = {GPULEAK_CLI_PATH, cmd,  "--user-code",        "/nowhere",
                                      c.capture,        "-o", c.dir + "/out-" + cmd};
@@ -127,7 +126,7 @@ TEST(FrontDoor, OptionsReachEveryReader) {
     Result r =
         run({GPULEAK_CLI_PATH, cmd, c.capture, "-o", c.dir + "/bad-" + cmd}, {{"GPULEAK_ITERATION_RANGE", "(("}});
     EXPECT_EQ(r.exit_code, 0) << cmd << ": " << r.err;
-    EXPECT_NE(r.err.find("iteration"), std::string::npos)
+    EXPECT_NE(r.err.find("invalid iteration range pattern '(('"), std::string::npos)
         << cmd << " did not honour GPULEAK_ITERATION_RANGE: " << r.err;
   }
 }

@@ -39,7 +39,9 @@ void add_read_flags(CLI::App *cmd, ReadFlags *o) {
       ->check(CLI::Range(0, 1000000));
   cmd->add_option("--user-code", o->user_code,
                   "A folder whose code is the user's, besides the program's own (repeatable; GPULEAK_USER_CODE, "
-                  "colon-separated): findings are headed by the innermost frame in the user's code");
+                  "colon-separated): findings are headed by the innermost frame in the user's code")
+      ->allow_extra_args(false)  // one folder per --user-code: `--user-code DIR CAPTURE` leaves the capture alone
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 
   cmd->add_option("--advice", o->advice, "1: loop advice findings (default), 0: none (GPULEAK_ADVICE)")
       ->check(CLI::Range(0, 1));
