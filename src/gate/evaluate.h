@@ -54,7 +54,5 @@ ReportOutcome evaluate(Report report, const Budgets &budgets, Suppressions &supp
 // A device's steady-state live bytes: the median of its live bytes at the ends of the
 // post-warm-up primary iterations, else its live bytes at exit.
 uint64_t steady_state_live(const Report &report, int device);
-// "120 iterations (about 5 min)".
-std::string describe_horizon(uint64_t iterations, double seconds);
 
 }  // namespace gpuleak::gate

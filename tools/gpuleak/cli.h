@@ -48,6 +48,7 @@ struct RunOptions {
   bool cupti = false;
   bool quiet = false;
   bool no_report = false;
+  int error_exitcode = -1;        // --error-exitcode: status on a leak when the program exited 0 (-1: GPULEAK_EXITCODE)
   std::string torch = "default";  // PyTorch allocator mode for the program (--torch)
   std::vector<std::string> command;
 };

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -36,8 +37,40 @@ std::set<std::string> captures_in(const std::string &dir) {
 std::string absolute(const std::string &path) {
   if (!path.empty() && path[0] == '/') return path;
   char cwd[PATH_MAX];
-  if (!getcwd(cwd, sizeof cwd)) throw UsageError{std::string("cannot read the current directory: ") + std::strerror(errno)};
+  if (!getcwd(cwd, sizeof cwd))
+    throw UsageError{std::string("cannot read the current directory: ") + std::strerror(errno)};
   return std::string(cwd) + "/" + path;
+}
+
+// mkdir -p: every missing level of `dir` (an existing level may be a symlink to a directory).
+void make_directories(const std::string &dir) {
+  for (size_t end = dir.find('/', 1);; end = dir.find('/', end + 1)) {
+    std::string level = dir.substr(0, end);
+    if (mkdir(level.c_str(), 0755) != 0 && errno != EEXIST)
+      throw UsageError{"cannot create " + level + ": " + std::strerror(errno)};
+    if (end == std::string::npos) break;
+  }
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw UsageError{"cannot create " + dir + ": " + std::strerror(S_ISDIR(st.st_mode) ? errno : ENOTDIR)};
+}
+
+// The status that a leak turns a successful run into: --error-exitcode, else GPULEAK_EXITCODE
+// (what plain LD_PRELOAD runs use), else 0 (off).
+int leak_exit_code(const RunOptions &o) {
+  if (o.error_exitcode >= 0) {
+    if (o.no_report && o.error_exitcode > 0)
+      throw UsageError{"run: --error-exitcode needs the report (drop --no-report)"};
+    return o.error_exitcode;
+  }
+  const char *env = std::getenv("GPULEAK_EXITCODE");
+  if (!env || !*env) return 0;
+  char *end = nullptr;
+  errno = 0;
+  long v = std::strtol(env, &end, 10);
+  if (errno || *end || v < 0 || v > 255 || !std::isdigit(static_cast<unsigned char>(env[0])))
+    throw UsageError{std::string("bad value GPULEAK_EXITCODE=\"") + env + "\" (an exit status, 0-255)"};
+  return static_cast<int>(v);
 }
 
 pid_t g_child = 0;
@@ -64,9 +97,9 @@ std::string find_shim() {
 int run_command(const RunOptions &o) {
   if (o.command.empty()) throw UsageError{"run: no command given (gpuleak run [options] -- CMD ARGS...)"};
   std::string shim = absolute(find_shim());
+  int leak_exit = leak_exit_code(o);
   std::string out = absolute(o.out_dir);
-  if (mkdir(out.c_str(), 0755) != 0 && errno != EEXIST)
-    throw UsageError{"cannot create " + out + ": " + std::strerror(errno)};
+  make_directories(out);
   std::set<std::string> before = captures_in(out);
 
   std::string preload = shim;
@@ -109,14 +142,17 @@ int run_command(const RunOptions &o) {
   for (const std::string &path : after)
     if (!before.count(path)) report.inputs.push_back(path);
   report.quiet = o.quiet;
+  report.fail_on_leak = leak_exit > 0;
+  bool leak = false;
   if (!o.no_report && !report.inputs.empty()) {
     try {
-      report_command(report);
+      leak = report_command(report) == 1;
     } catch (const UsageError &e) {
       std::fprintf(stderr, "gpuleak: %s\n", e.message.c_str());
     }
   }
-  return code;
+  // Like GPULEAK_EXITCODE under plain LD_PRELOAD: a program that failed on its own keeps its status.
+  return leak && code == 0 ? leak_exit : code;
 }
 
 void register_run(CLI::App &app, Action *action) {
@@ -132,6 +168,10 @@ void register_run(CLI::App &app, Action *action) {
                   "(PYTORCH_NO_CUDA_MEMORY_CACHING=1) or default")
       ->check(CLI::IsMember({"default", "per-tensor", "no-caching"}));
   cmd->add_flag("--no-report", o->no_report, "Only capture; analyze later with gpuleak report");
+  cmd->add_option("--error-exitcode", o->error_exitcode,
+                  "Exit with N when the report finds a leak and the program itself exited 0 (default: "
+                  "GPULEAK_EXITCODE, else off)")
+      ->check(CLI::Range(0, 255));
   cmd->add_option("command", o->command, "The program and its arguments (after --)")->required();
   cmd->callback([o, action] { *action = [o] { return run_command(*o); }; });
 }

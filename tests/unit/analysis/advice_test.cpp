@@ -13,6 +13,7 @@ namespace gpuleak::analysis {
 namespace {
 
 using checks::evidence;
+using checks::expect_consistent;
 using checks::kinds;
 using checks::saving;
 using format::Kind;
@@ -306,6 +307,7 @@ TEST(Advice, PeakCompositionWhenTheDeviceIsNearlyFull) {
   EXPECT_EQ(p.sites[1].site.stack_id, 1u);
   EXPECT_EQ(p.sites[1].before_loop_bytes, 20 * kMiB);
   EXPECT_NE(p.message.find("chunk or shrink the batch"), std::string::npos) << p.message;
+  expect_consistent(p);
   // The same loop on a roomy device: nothing to say about its peak.
   EXPECT_TRUE(of_kind(run(1ull << 30), AdviceKind::kPeakComposition).empty());
 }
@@ -331,6 +333,35 @@ TEST(Advice, PeakCompositionSplitsByAge) {
   EXPECT_EQ(evidence(p, "before_loop_bytes"), 16.0 * kMiB);
   EXPECT_EQ(evidence(p, "median_iteration_earlier_iterations_bytes"), 8.0 * kMiB);
   EXPECT_EQ(of_kind(a, AdviceKind::kLateRelease).size(), 1u) << kinds(a);
+}
+
+// A device that ran out because one site kept memory from iteration to iteration: the finding
+// names that site's share, which its own table shows, instead of "no single site dominating".
+TEST(Advice, PeakCompositionNamesTheSiteThatHoldsMostOfIt) {
+  CaptureBuilder b = loop(
+      10,
+      [](CaptureBuilder &b, int i) {
+        b.alloc(8 * kMiB, 5);  // kept: the leak
+        b.free(b.alloc(kMiB, 6));
+        if (i == 9) {
+          b.failed_alloc(16 * kMiB, 6);
+          b.oom(16 * kMiB, 8 * kMiB, 90 * kMiB, 6);
+        }
+      },
+      kMiB);
+  b.device(0, "H200", 90 * kMiB);
+  Analysis a = analyze(b.capture);
+  auto peak = of_kind(a, AdviceKind::kPeakComposition);
+  ASSERT_EQ(peak.size(), 1u) << kinds(a);
+  const Advice &p = *peak[0];
+  ASSERT_FALSE(p.sites.empty());
+  EXPECT_EQ(p.sites[0].site.stack_id, 5u);
+  expect_consistent(p);
+  EXPECT_EQ(p.message.find("no single site"), std::string::npos) << p.message;
+  EXPECT_NE(p.message.find("This site holds 98 % of it (80.0 MiB, 72.0 MiB of that kept from before the iteration)"),
+            std::string::npos)
+      << p.message;
+  EXPECT_NEAR(evidence(p, "largest_site_share"), 80.0 / 82, 1e-9);
 }
 
 TEST(Advice, FragmentationWhenAnAllocationFailsWithEnoughFree) {
@@ -363,7 +394,45 @@ TEST(Advice, SerializationWhenSynchronousCallsEatTheIteration) {
   EXPECT_NEAR(evidence(*s[0], "sync_share"), 400'000.0 / 1'003'000, 1e-3);  // begin, alloc, 1 ms, free, end: 1 us ticks
   EXPECT_EQ(evidence(*s[0], "sync_calls_per_iteration"), 2);
   EXPECT_FALSE(s[0]->has_site);
+  expect_consistent(*s[0]);
   EXPECT_TRUE(of_kind(run(2'000), AdviceKind::kSerialization).empty());
+}
+
+// The share, the call time and the iteration time printed are the same iteration's: three
+// independent medians printed "66 % of the median iteration (600.0 us of 1.0 ms)".
+TEST(Advice, SerializationNumbersAreOneIterations) {
+  // Three kinds of iteration: (time in calls, work) = (200 us, 0.3 ms), (600 us, 2 ms), (1 ms, 1 ms).
+  const uint32_t call_ns[] = {100'000, 300'000, 500'000};
+  const uint64_t work_ns[] = {300'000, 2'000'000, 1'000'000};
+  Analysis a = analyze(loop(12, [&](CaptureBuilder &b, int i) {
+                         uint64_t t = timed_alloc(b, kMiB, 7, call_ns[i % 3]);
+                         b.advance(work_ns[i % 3]);
+                         timed_free(b, t, call_ns[i % 3]);
+                       }).capture);
+  auto s = of_kind(a, AdviceKind::kSerialization);
+  ASSERT_EQ(s.size(), 1u) << kinds(a);
+  expect_consistent(*s[0]);
+  EXPECT_EQ(evidence(*s[0], "sync_time_ns_per_iteration"), 200'000);
+  EXPECT_NE(s[0]->message.find("take 66 % of the median iteration (200.0 us of 303.0 us)"), std::string::npos)
+      << s[0]->message;
+}
+
+// Calls that add up to more than the iteration (threads at once): "all of it", never "100 % (X of
+// less than X)", and the saving is at most the iteration.
+TEST(Advice, SerializationLongerThanTheIterationSaysSo) {
+  Analysis a = analyze(loop(12, [](CaptureBuilder &b, int) {
+                         uint64_t t = timed_alloc(b, kMiB, 7, 2'000'000);
+                         b.advance(1'000'000);
+                         timed_free(b, t, 2'000'000);
+                       }).capture);
+  auto s = of_kind(a, AdviceKind::kSerialization);
+  ASSERT_EQ(s.size(), 1u) << kinds(a);
+  expect_consistent(*s[0]);
+  EXPECT_NE(s[0]->message.find("take all of the median iteration (4.0 ms of calls, on several threads at once, in "
+                               "1.0 ms)"),
+            std::string::npos)
+      << s[0]->message;
+  EXPECT_LE(saving(*s[0], "time_ns_per_iteration"), evidence(*s[0], "iteration_ns"));
 }
 
 TEST(Advice, CanBeTurnedOffAndNeedsIterations) {
