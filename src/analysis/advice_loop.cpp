@@ -77,7 +77,7 @@ void churn_finding(const LoopView &loop, const ChurnSite &s, std::vector<Advice>
     return;
   const double it = static_cast<double>(s.iterations);
   const double time = static_cast<double>(s.alloc_ns + s.free_ns) / it;
-  if (s.async && time < static_cast<double>(o.churn_min_async_ns)) return;
+  if (s.async) return;  // a stream-ordered pool reuses its blocks by design
   Advice a;
   a.kind = AdviceKind::kChurn;
   a.device = loop.devices[s.slot];
@@ -101,9 +101,8 @@ void churn_finding(const LoopView &loop, const ChurnSite &s, std::vector<Advice>
   std::snprintf(n, sizeof n, count == static_cast<uint64_t>(count) ? "%.0f" : "%.1f", count);
   a.message = std::string(n) + (count == 1 ? " buffer" : " buffers") + " of " + size +
               " allocated and freed here every iteration (" + duration_text(time) + " per iteration in " + calls +
-              (s.async ? "): allocate it once before the loop and reuse it."
-                       : "): allocate it once before the loop and reuse it, or use a stream-ordered pool "
-                         "(cudaMallocAsync/cudaFreeAsync).");
+              "): allocate it once before the loop and reuse it, or use a stream-ordered pool "
+              "(cudaMallocAsync/cudaFreeAsync).";
   out->push_back(std::move(a));
 }
 

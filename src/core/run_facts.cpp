@@ -87,9 +87,13 @@ RunFacts read_run_facts() {
   }
   if (const char *conf = std::getenv("PYTORCH_CUDA_ALLOC_CONF")) f.allocator_env = conf;
   // PyTorch's other switch: with it, every tensor is its own cudaMalloc (no caching allocator).
-  const char *no_caching = std::getenv("PYTORCH_NO_CUDA_MEMORY_CACHING");
-  if (no_caching && no_caching[0])
-    f.allocator_env += std::string(f.allocator_env.empty() ? "" : ";") + "PYTORCH_NO_CUDA_MEMORY_CACHING=" + no_caching;
+  // Then, as NAME=value, the other frameworks' switches: JAX's allocator and preallocation, and
+  // the CuPy mode `gpuleak run --cupy` set up (the report names the pool that hides objects).
+  for (const char *name : {"PYTORCH_NO_CUDA_MEMORY_CACHING", "XLA_PYTHON_CLIENT_ALLOCATOR",
+                           "XLA_PYTHON_CLIENT_PREALLOCATE", "GPULEAK_CUPY"}) {
+    const char *value = std::getenv(name);
+    if (value && value[0]) f.allocator_env += std::string(f.allocator_env.empty() ? "" : ";") + name + "=" + value;
+  }
   return f;
 }
 
