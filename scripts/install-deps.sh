@@ -5,7 +5,7 @@
 set -euo pipefail
 packages=(cmake g++ make pkg-config binutils python3
   nlohmann-json3-dev libspdlog-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libunwind-dev libdw-dev libelf-dev zlib1g-dev liblzma-dev libbz2-dev clang-14 python3-pytest protobuf-compiler
+  libunwind-dev libdw-dev libelf-dev zlib1g-dev liblzma-dev libbz2-dev clang-14 clang-format python3-pytest protobuf-compiler
   python3-pip python3-setuptools python3-wheel python3-build python3-venv patchelf dpkg-dev)
 # For the viewer's browser test only (tests/browser): it reports itself skipped without them.
 optional=(chromium)

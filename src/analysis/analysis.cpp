@@ -69,6 +69,51 @@ std::vector<Span> marked_iterations(const Capture &capture, uint64_t end_ns, con
   return spans;
 }
 
+// Every allocation's life and every event's time (AnalysisOptions::record_lives), for the viewer
+// and the trace. The site is read at the death and at the end, since a VMM mapping may move it.
+class LifeRecorder : public Observer {
+ public:
+  explicit LifeRecorder(const SiteTable &sites) : sites_(sites) {}
+  void before(uint32_t, const format::MemoryRecord *r, const LiveSet &) override {
+    if (r) lives->times.push_back(r->ts_ns);
+  }
+  void born(uint32_t k, const format::MemoryRecord &, const Life &a) override {
+    Entry e;
+    e.life.size = a.size;
+    e.life.birth = k;
+    e.slot = a.slot;
+    e.on_device = on_device(a.space);
+    entries_.push_back(e);
+  }
+  void died(uint32_t k, const format::MemoryRecord &, const Life &a) override {
+    entries_[a.ordinal].life.death = k;
+    entries_[a.ordinal].life.site = sites_.sites[a.site];
+  }
+  void finish(const LiveSet &live) override {
+    live.for_each([&](const LiveKey &, const Life &a) { entries_[a.ordinal].life.site = sites_.sites[a.site]; });
+  }
+  // Device indices are known once the ledger has its slots.
+  std::shared_ptr<const Lives> take(const Ledger &ledger) {
+    lives->lives.reserve(entries_.size());
+    for (Entry &e : entries_) {
+      e.life.device = e.on_device && e.slot < ledger.devices.size() ? ledger.devices[e.slot] : -1;
+      lives->lives.push_back(e.life);
+    }
+    std::vector<Entry>().swap(entries_);
+    return std::move(lives);
+  }
+  std::shared_ptr<Lives> lives = std::make_shared<Lives>();
+
+ private:
+  struct Entry {
+    AllocationLife life;
+    uint16_t slot = 0;
+    bool on_device = false;
+  };
+  const SiteTable &sites_;
+  std::vector<Entry> entries_;
+};
+
 // What is still live at the end of the capture, by device and site.
 class LiveAtExit : public Observer {
  public:
@@ -242,8 +287,11 @@ Analysis analyze(const format::Capture &capture, const format::MemorySource &mem
   Advisor advisor(capture, timeline, sites, spans, primary, options);
   std::vector<Observer *> observers = {&ooms, &survivors, &live_at_exit};
   for (Observer *o : advisor.observers()) observers.push_back(o);
+  std::optional<LifeRecorder> lives;
+  if (options.record_lives) observers.push_back(&lives.emplace(sites));
   Ledger ledger;
   replay(capture, timeline, sites, spans, observers, &ledger);
+  if (lives) out.lives = lives->take(ledger);
 
   out.accounting = ledger.accounting;
   out.duration_ns = since_start(timeline.end_ns, capture.header.monotonic_ns);

@@ -23,11 +23,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "analysis/advice.h"  // Advice, AdviceOptions (and Site, analysis/site.h)
+#include "analysis/lives.h"
 #include "format/capture_reader.h"
 #include "format/memory_source.h"
 
@@ -81,6 +83,10 @@ struct AnalysisOptions {
 
   // Loop advice (advice.h): the thresholds of each finding.
   AdviceOptions advice;
+
+  // Keep every allocation's life (Analysis::lives, lives.h) for the viewer and the trace: memory
+  // proportional to the allocations, so the report does without.
+  bool record_lives = false;
 };
 
 // One device during one iteration.
@@ -109,6 +115,8 @@ struct Forecast {
   double seconds_left = 0;         // iterations_left * median iteration duration
 };
 
+inline constexpr uint32_t kMaxWarmupFits = 64;
+
 struct DeviceSummary {
   int index = 0;
   std::string name;          // "" when the capture has no device record
@@ -123,6 +131,10 @@ struct DeviceSummary {
   double growth_bytes_per_iteration = 0;
   double growth_r2 = 0;
   double growth_fit_quality = 0;
+  // The same slope with the first k primary iterations left out, k = 0, 1, ... (at most
+  // kMaxWarmupFits + 1 entries, at least two iterations each): what `gpuleak check --warmup k`
+  // reads, so that the gate never fits a series itself. Empty when the device is not fitted.
+  std::vector<double> growth_after_warmup;
   std::optional<Forecast> forecast;  // only when leaking or growing and total_bytes is known
   // NVML's view, from the device's last DeviceUsage record (capture format 1.1), when one was
   // written: the process's usage, and that minus gpuleak's own live bytes at the same moment (the
@@ -233,6 +245,8 @@ struct Analysis {
   Accounting accounting;
   std::vector<std::string> warnings;  // options that could not be honoured
   std::vector<Advice> advice;         // loop advice findings (advice.h), in AdviceKind order
+  // With AnalysisOptions::record_lives: every owned allocation's life from this analysis's replay.
+  std::shared_ptr<const Lives> lives;
 };
 
 // Runs the whole analysis. Never throws for any capture content; the capture is only read.

@@ -155,6 +155,8 @@ void decide(const Ledger &ledger, const SiteTable &sites, const Primary &primary
       dev.growth_fit_quality = t.fit.quality;
       dev.growth_r2 = t.r2;
       dev.verdict = rises(t, m, o) ? Verdict::kGrowth : Verdict::kClean;
+      for (uint32_t k = 0; k + 2 <= n && k <= kMaxWarmupFits; ++k)
+        dev.growth_after_warmup.push_back(fit_robust(y.data() + k, n - k, &scratch).slope);
     }
   }
   if (!enough) {

@@ -1,6 +1,7 @@
 // The recorder: the small internal interface every hook hands its facts to (STYLE.md lesson 2).
-// Hooks stay thin: guard, call the real function, then one call here. Tests drive this interface
-// directly, with no preload and no GPU (tests/unit/recorder_test.cpp).
+// Hooks stay thin: guard, call the real function, then one call here. It is tested through the
+// real shim on the fake CUDA (tests/integration/capture_test.cpp, no GPU needed) and its parts by
+// unit tests (tests/unit/live_table_test.cpp, thread_buffer_test.cpp, clock_test.cpp).
 //
 // Lifecycle: nothing is created until the first successful (or out-of-memory) allocation, so a
 // process that never uses CUDA writes no file. Then the writer thread opens

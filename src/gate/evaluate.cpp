@@ -85,15 +85,19 @@ void evaluate_devices(ReportOutcome *out, const Budgets &budgets) {
       f.device = d.index;
       double g = d.growth_bytes_per_iteration;
       std::string measured = "";
-      if (budgets.warmup > 0) {
-        g = slope(r.steady_live(d.index, budgets.warmup));
+      if (budgets.warmup > 0 && !d.growth_after_warmup.empty()) {
+        // The analysis's own fit after that warm-up (fewer than two iterations left: no growth).
+        const auto k = static_cast<size_t>(budgets.warmup);
+        g = k < d.growth_after_warmup.size() ? d.growth_after_warmup[k] : 0;
         measured = " after --warmup " + std::to_string(budgets.warmup);
+      } else if (budgets.warmup > 0) {
+        measured = " (this report has no fits per warm-up: --warmup needs a report from this gpuleak)";
       }
       f.message = dev + " grows " + rate(g) + measured + " with no single call site responsible (budget " +
                   rate(static_cast<double>(budgets.max_growth)) +
                   "): a caching pool's reserve, fragmentation or growth spread over many sites";
       f.status = g > static_cast<double>(budgets.max_growth) ? Status::kFail : Status::kPass;
-      if (budgets.warmup > 0 && g <= 0) f.status = Status::kIgnored, f.note = "no growth after the warm-up";
+      if (budgets.warmup > 0 && !d.growth_after_warmup.empty() && g <= 0) f.status = Status::kIgnored, f.note = "no growth after the warm-up";
       out->findings.push_back(std::move(f));
     }
     if (auto peak = budgets.peak_budget_for(d.index)) {
@@ -252,20 +256,6 @@ bool ReportOutcome::failed() const { return count(Status::kFail) > 0; }
 size_t ReportOutcome::count(Status s) const {
   return static_cast<size_t>(
       std::count_if(findings.begin(), findings.end(), [s](const Finding &f) { return f.status == s; }));
-}
-
-double slope(const std::vector<uint64_t> &ys) {
-  size_t n = ys.size();
-  if (n < 2) return 0;
-  double mx = (n - 1) / 2.0, my = 0;
-  for (uint64_t y : ys) my += static_cast<double>(y);
-  my /= static_cast<double>(n);
-  double num = 0, den = 0;
-  for (size_t i = 0; i < n; ++i) {
-    num += (i - mx) * (static_cast<double>(ys[i]) - my);
-    den += (i - mx) * (i - mx);
-  }
-  return den > 0 ? num / den : 0;
 }
 
 uint64_t steady_state_live(const Report &report, int device) {

@@ -51,8 +51,6 @@ struct ReportOutcome {
 // their uses (for the "unused suppression" note).
 ReportOutcome evaluate(Report report, const Budgets &budgets, Suppressions &suppressions, const Report *baseline);
 
-// Least-squares slope of `ys` against 0..n-1 (0 when n < 2).
-double slope(const std::vector<uint64_t> &ys);
 // A device's steady-state live bytes: the median of its live bytes at the ends of the
 // post-warm-up primary iterations, else its live bytes at exit.
 uint64_t steady_state_live(const Report &report, int device);

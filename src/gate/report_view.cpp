@@ -81,19 +81,26 @@ class Reader {
     return out;
   }
 
+  Frame frame(const json &f, const std::string &w) const {
+    Frame frame;
+    frame.kind = string_or(f, "kind", w, "native");
+    frame.function = opt_string(f, "function", w);
+    frame.file = opt_string(f, "file", w);
+    frame.module = opt_string(f, "module", w);
+    frame.line = opt_int(f, "line", w);
+    return frame;
+  }
+
   Stack stack(const json &obj, const std::string &where) const {
     Stack s;
     auto frames = objects(obj, "stack", where + ".");
-    for (size_t i = 0; i < frames.size(); ++i) {
-      const json &f = *frames[i];
-      std::string w = where + ".stack[" + std::to_string(i) + "]";
-      Frame frame;
-      frame.kind = string_or(f, "kind", w, "native");
-      frame.function = opt_string(f, "function", w);
-      frame.file = opt_string(f, "file", w);
-      frame.module = opt_string(f, "module", w);
-      frame.line = opt_int(f, "line", w);
-      s.frames.push_back(std::move(frame));
+    for (size_t i = 0; i < frames.size(); ++i)
+      s.frames.push_back(frame(*frames[i], where + ".stack[" + std::to_string(i) + "]"));
+    // The frame the analysis chose to show (absent in reports written before it).
+    if (const json *h = field(obj, "headline")) {
+      if (!h->is_object()) fail(where + ".headline", "an object");
+      s.headline = frame(*h, where + ".headline");
+      s.headline_text = opt_string(*h, "text", where + ".headline");
     }
     return s;
   }
@@ -126,6 +133,7 @@ void check_schema(const json &doc, const std::string &path) {
 }  // namespace
 
 const Frame *Stack::user_frame() const {
+  if (headline) return headline->file || headline->function ? &*headline : nullptr;
   for (const Frame &f : frames)
     if (f.kind == "python" && f.file && f.line) return &f;
   for (const Frame &f : frames)
@@ -134,6 +142,7 @@ const Frame *Stack::user_frame() const {
 }
 
 std::string Stack::describe() const {
+  if (headline_text && !headline_text->empty()) return *headline_text;
   if (const Frame *f = user_frame())
     return f->function.value_or("?") + " (" + *f->file + ":" + std::to_string(*f->line) + ")";
   for (const Frame &f : frames)
@@ -214,6 +223,13 @@ Report parse_report(const nlohmann::json &doc, const std::string &path) {
     dev.live_at_exit_bytes = r.size_or_zero(d, "live_at_exit_bytes", w);
     dev.verdict = r.string_or(d, "verdict", w, rep.verdict);
     dev.growth_bytes_per_iteration = r.number_or_zero(d, "growth_bytes_per_iteration", w);
+    if (const json *after = r.field(d, "growth_after_warmup")) {
+      if (!after->is_array()) r.fail(w + ".growth_after_warmup", "an array");
+      for (const json &v : *after) {
+        if (!v.is_number()) r.fail(w + ".growth_after_warmup", "an array of numbers");
+        dev.growth_after_warmup.push_back(v.get<double>());
+      }
+    }
     if (const json *f = r.field(d, "forecast")) {
       if (!f->is_object()) r.fail(w + ".forecast", "an object");
       Forecast fc;

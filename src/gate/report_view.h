@@ -35,11 +35,16 @@ struct Frame {
 // A call site's stack, innermost first (native frames, then Python frames).
 struct Stack {
   std::vector<Frame> frames;
+  // The report's headline: the frame the analysis chose to show (the innermost frame of the
+  // user's own code) and its text. Absent in reports written before headlines.
+  std::optional<Frame> headline;
+  std::optional<std::string> headline_text;
 
-  // The frame a person should be sent to: the innermost Python frame with a file and line when
-  // there is one (under PyTorch the native frames are the framework's), else the innermost
-  // native frame with a file and line. nullptr when no frame has both.
+  // The frame a person should be sent to: the headline; in a report without one, the innermost
+  // Python frame with a file and line, else the innermost native frame with a file and line.
+  // nullptr when there is none.
   const Frame *user_frame() const;
+  // The headline's text ("train.py:41 in train_step (via ...)"); in a report without one,
   // "function (file:line)" of user_frame(), else the innermost function, else "unknown site".
   std::string describe() const;
 };
@@ -57,6 +62,9 @@ struct Device {
   uint64_t live_at_exit_bytes = 0;
   std::string verdict;
   double growth_bytes_per_iteration = 0;
+  // growth_after_warmup[k]: the analysis's slope with the first k primary iterations left out
+  // (absent in reports written before it: empty).
+  std::vector<double> growth_after_warmup;
   std::optional<Forecast> forecast;
 };
 

@@ -100,6 +100,7 @@ Suppression parse_rule(const std::string &text, const std::string &where) {
 
 bool rule_matches(const Suppression &rule, const Stack &stack, const std::string &site_id) {
   if (rule.type == Suppression::Type::kSite) return rule.pattern == site_id;
+  if (stack.headline && frame_matches(rule, *stack.headline)) return true;
   for (const Frame &f : stack.frames)
     if (frame_matches(rule, f)) return true;
   return false;

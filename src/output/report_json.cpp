@@ -11,18 +11,15 @@
 #include <unordered_map>
 
 #include "output/report_advice.h"
+#include "text/paths.h"
 
 namespace gpuleak::output {
 
 using nlohmann::json;
+using text::basename_of;
+using text::hex;
 
 namespace {
-
-std::string hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
-}
 
 json text_or_null(const std::string &s) { return s.empty() ? json(nullptr) : json(s); }
 
@@ -52,11 +49,6 @@ json allocator_env_json(const std::string &recorded) {
   return env;
 }
 
-std::string basename_of(const std::string &path) {
-  size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 // Whole numbers print as integers ("1048576", not "1048576.0"); others keep `decimals` places.
 json number(double v, int decimals = 3) {
   if (!std::isfinite(v)) return nullptr;
@@ -81,67 +73,86 @@ json frame_json(const Frame &f) {
   return j;
 }
 
-// Symbolizes each stack id once and names each call site.
-class Sites {
- public:
-  explicit Sites(const std::function<Stack(uint32_t)> &symbolize) : symbolize_(symbolize) {}
-
-  const Stack &stack(uint32_t id) {
-    auto it = stacks_.find(id);
-    if (it == stacks_.end()) it = stacks_.emplace(id, id && symbolize_ ? symbolize_(id) : Stack{}).first;
-    return it->second;
+json headline_json(const Headline &h) {
+  json j;
+  const Frame &f = h.frame;
+  j["kind"] = f.kind == Frame::Kind::kNative ? "native" : "python";
+  j["function"] = text_or_null(f.function);
+  j["file"] = text_or_null(f.file);
+  j["line"] = f.line > 0 ? json(f.line) : json(nullptr);
+  j["module"] = text_or_null(basename_of(f.module));
+  j["user"] = h.user;
+  j["text"] = h.text;
+  if (h.via) {
+    j["via"] = {{"function", text_or_null(h.via->function)},
+                {"file", text_or_null(h.via->file)},
+                {"line", h.via->line > 0 ? json(h.via->line) : json(nullptr)},
+                {"module", text_or_null(basename_of(h.via->module))}};
+  } else {
+    j["via"] = nullptr;
   }
-  // A call site's frames, innermost first: the native frames down to the code that called CUDA,
-  // then the thread's Python frames, so that the Python file:line reads right after the native
-  // CUDA-calling frames. When there are Python frames, the native frames from the first
-  // interpreter frame outwards (eval loop, call machinery, the interpreter's main) are dropped:
-  // the Python frames say where that code was. A thread without Python frames of its own that is
-  // a PyTorch autograd worker gets a marker frame instead (never another thread's frames).
-  Stack frames(const analysis::Site &site) {
-    const Stack &native = stack(site.stack_id);
-    const Stack &py = stack(site.py_stack_id);
-    Stack s;
-    if (!py.empty()) {
-      s.assign(native.begin(), std::find_if(native.begin(), native.end(), is_interpreter_frame));
-      s.insert(s.end(), py.begin(), py.end());
-      return s;
-    }
-    s = native;
-    auto worker = std::find_if(s.begin(), s.end(), [](const Frame &f) {
-      return f.kind == Frame::Kind::kNative &&
-             f.function.find("torch::autograd::Engine::thread_main") != std::string::npos;
+  return j;
+}
+
+// Adds "site_id" and, unless brief, "stack" and "headline" to j.
+void describe(Sites &sites, const analysis::Site &site, json &j, bool brief = false) {
+  const ResolvedSite &r = sites.resolve(site);
+  j["site_id"] = r.id;
+  if (brief) return;
+  json frames = json::array();
+  for (const Frame &f : r.frames) frames.push_back(frame_json(f));
+  j["stack"] = std::move(frames);
+  j["headline"] = headline_json(r.headline);
+}
+
+// Leaks whose sites differ only below the user's frame, one group per device and user line,
+// largest summed rate first.
+json leak_groups_json(const analysis::Analysis &a, Sites &sites) {
+  struct Group {
+    const ResolvedSite *first;
+    int device;
+    double rate = 0;
+    uint64_t live_bytes = 0, live_count = 0, exit_bytes = 0, exit_count = 0;
+    uint64_t first_iteration;
+    double confidence = 0;
+    std::vector<std::string> ids;
+  };
+  std::vector<Group> groups;
+  for (const auto &l : a.leaks) {
+    const ResolvedSite &r = sites.resolve(l.site);
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const Group &x) {
+      return x.device == l.device && !r.frames.empty() && x.first->headline.key == r.headline.key;
     });
-    if (worker != s.end()) {
-      Frame marker;
-      marker.kind = Frame::Kind::kPython;
-      marker.function = "[autograd backward]";
-      s.insert(worker + 1, std::move(marker));
-    }
-    return s;
+    if (g == groups.end())
+      g = groups.insert(groups.end(), Group{&r, l.device, 0, 0, 0, 0, 0, l.first_iteration, 0, {}});
+    g->rate += l.bytes_per_iteration;
+    g->live_bytes += l.live_bytes;
+    g->live_count += l.live_count;
+    g->exit_bytes += l.live_at_exit_bytes;
+    g->exit_count += l.live_at_exit_count;
+    g->first_iteration = std::min<uint64_t>(g->first_iteration, l.first_iteration);
+    g->confidence = std::max(g->confidence, l.confidence);
+    g->ids.push_back(r.id);
   }
-  // CPython itself: libpython, a statically linked `python3.x` executable, the standard library's
-  // extension modules (lib-dynload: _ctypes, _asyncio...), or the eval loop found by name.
-  static bool is_interpreter_frame(const Frame &f) {
-    if (f.kind != Frame::Kind::kNative) return false;
-    std::string base = basename_of(f.module);
-    if (base.compare(0, 9, "libpython") == 0) return true;
-    if (base.compare(0, 6, "python") == 0 && base.find(".so") == std::string::npos) return true;
-    return f.module.find("/lib-dynload/") != std::string::npos || f.function.compare(0, 17, "_PyEval_EvalFrame") == 0;
+  std::stable_sort(groups.begin(), groups.end(), [](const Group &a, const Group &b) { return a.rate > b.rate; });
+  json out = json::array();
+  for (const Group &g : groups) {
+    // Several sites below one line: the line alone heads them, each site keeps its own via.
+    Headline h = g.first->headline;
+    if (g.ids.size() > 1) h.via.reset(), h.text = h.where;
+    out.push_back({{"headline", headline_json(h)},
+                   {"device", g.device},
+                   {"bytes_per_iteration", number(g.rate)},
+                   {"live_bytes", g.live_bytes},
+                   {"live_count", g.live_count},
+                   {"live_at_exit_bytes", g.exit_bytes},
+                   {"live_at_exit_count", g.exit_count},
+                   {"first_iteration", g.first_iteration},
+                   {"confidence", number(g.confidence)},
+                   {"site_ids", g.ids}});
   }
-  // Adds "site_id" and, unless brief, "stack" to j.
-  void describe(const analysis::Site &site, json &j, bool brief = false) {
-    Stack s = frames(site);
-    j["site_id"] = site_id(s);
-    if (brief) return;
-    json frames = json::array();
-    for (const Frame &f : s) frames.push_back(frame_json(f));
-    j["stack"] = std::move(frames);
-  }
-
- private:
-  const std::function<Stack(uint32_t)> &symbolize_;
-  std::unordered_map<uint32_t, Stack> stacks_;
-};
+  return out;
+}
 
 const char *cupti_name(uint32_t state) {
   static const char *const names[] = {"off", "on", "unavailable", "taken", "yielded"};
@@ -204,6 +215,9 @@ json devices_json(const analysis::Analysis &a, const ReportContext &ctx) {
     j["growth_bytes_per_iteration"] = number(d.growth_bytes_per_iteration);
     j["growth_r2"] = number(d.growth_r2);
     j["growth_fit_quality"] = number(d.growth_fit_quality);
+    json after = json::array();
+    for (double g : d.growth_after_warmup) after.push_back(number(g));
+    j["growth_after_warmup"] = std::move(after);
     if (d.forecast) {
       j["forecast"] = {{"iterations_left", d.forecast->iterations_left},
                        {"seconds_left", number(d.forecast->seconds_left, 6)},
@@ -270,11 +284,11 @@ json oom_json(const analysis::Analysis &a, Sites &sites) {
     j["live_bytes"] = e.live_bytes;
     j["live_count"] = e.live_count;
     j["recovered"] = e.recovered;
-    sites.describe(e.site, j);
+    describe(sites, e.site, j);
     json live = json::array();
     for (const auto &s : e.live_by_site) {
       json l{{"bytes", s.bytes}, {"count", s.count}};
-      sites.describe(s.site, l);
+      describe(sites, s.site, l);
       live.push_back(std::move(l));
     }
     j["live_by_site"] = std::move(live);
@@ -287,7 +301,7 @@ json oom_json(const analysis::Analysis &a, Sites &sites) {
              {"address", hex(h.address)},
              {"size", h.size},
              {"result", h.result}};
-      sites.describe(h.site, x, /*brief=*/true);
+      describe(sites, h.site, x, /*brief=*/true);
       history.push_back(std::move(x));
     }
     j["history"] = std::move(history);
@@ -330,31 +344,13 @@ std::string iso8601_utc(uint64_t realtime_ns) {
   return buf;
 }
 
-std::string site_id(const Stack &stack) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  auto mix = [&h](const std::string &s) {
-    for (unsigned char c : s) {
-      h ^= c;
-      h *= 0x100000001b3ull;
-    }
-    h ^= 0x1f;  // field separator, so that ("ab","c") and ("a","bc") differ
-    h *= 0x100000001b3ull;
-  };
-  for (const Frame &f : stack) {
-    mix(f.kind == Frame::Kind::kNative ? "n" : "p");
-    mix(basename_of(f.module));
-    mix(f.function);
-    mix(f.file);
-    mix(std::to_string(f.line));
-  }
-  char buf[20];
-  std::snprintf(buf, sizeof buf, "%016" PRIx64, h);
-  return buf;
+json make_report(const format::Capture &capture, const analysis::Analysis &a, const SymbolizeFn &symbolize,
+                 const ReportContext &ctx) {
+  Sites sites(symbolize, site_options(capture));
+  return make_report(capture, a, sites, ctx);
 }
 
-json make_report(const format::Capture &capture, const analysis::Analysis &a,
-                 const std::function<Stack(uint32_t)> &symbolize, const ReportContext &ctx) {
-  Sites sites(symbolize);
+json make_report(const format::Capture &capture, const analysis::Analysis &a, Sites &sites, const ReportContext &ctx) {
   json r;
   r["schema"] = kReportSchema;
   r["run"] = run_json(capture, a, ctx);
@@ -366,7 +362,7 @@ json make_report(const format::Capture &capture, const analysis::Analysis &a,
   json leaks = json::array();
   for (const auto &l : a.leaks) {
     json j;
-    sites.describe(l.site, j);
+    describe(sites, l.site, j);
     j["device"] = l.device;
     j["bytes_per_iteration"] = number(l.bytes_per_iteration);
     j["live_bytes"] = l.live_bytes;
@@ -382,17 +378,18 @@ json make_report(const format::Capture &capture, const analysis::Analysis &a,
     leaks.push_back(std::move(j));
   }
   r["leaks"] = std::move(leaks);
+  r["leak_groups"] = leak_groups_json(a, sites);
   json live = json::array();
   for (const auto &s : a.live_at_exit) {
     json j;
-    sites.describe(s.site, j);
+    describe(sites, s.site, j);
     j["device"] = s.device;
     j["live_bytes"] = s.live_bytes;
     j["live_count"] = s.live_count;
     live.push_back(std::move(j));
   }
   r["live_at_exit"] = std::move(live);
-  r["advice"] = advice_json(a.advice, [&](const analysis::Site &site, json &j) { sites.describe(site, j); });
+  r["advice"] = advice_json(a.advice, [&](const analysis::Site &site, json &j) { describe(sites, site, j); });
   r["oom"] = oom_json(a, sites);
   return r;
 }

@@ -17,6 +17,7 @@
 #include "analysis/analysis.h"
 #include "format/capture_reader.h"
 #include "output/frame.h"
+#include "output/sites.h"
 
 namespace gpuleak::output {
 
@@ -31,21 +32,16 @@ struct ReportContext {
   std::map<int, uint64_t> nvml_used_bytes;
 };
 
-// Builds the report. `symbolize` turns a stack id of the capture (native or Python) into frames,
-// innermost first; it is called at most once per id, and an id it does not know should give an
-// empty Stack. A call site's stack is its native frames followed by its Python frames.
-nlohmann::json make_report(const format::Capture &capture, const analysis::Analysis &analysis,
-                           const std::function<Stack(uint32_t stack_id)> &symbolize,
+// Builds the report, naming every call site through `sites` (sites.h: frames, site_id, headline).
+nlohmann::json make_report(const format::Capture &capture, const analysis::Analysis &analysis, Sites &sites,
                            const ReportContext &ctx);
+// The same with Sites(symbolize, site_options(capture)): no --user-code roots.
+nlohmann::json make_report(const format::Capture &capture, const analysis::Analysis &analysis,
+                           const SymbolizeFn &symbolize, const ReportContext &ctx);
 
 // The report as text: 2-space indentation, invalid UTF-8 replaced by U+FFFD, and "</" written
 // "<\/" so that the text can sit inside an HTML <script> element unchanged. Always valid JSON.
 std::string dump_report(const nlohmann::json &report);
-
-// A call site's stable id: FNV-1a 64 over each frame's kind, module basename, function, file
-// and line (never the address), as 16 lowercase hex digits. The same code gets the same id
-// across runs, machines and address layouts.
-std::string site_id(const Stack &stack);
 
 // CLOCK_REALTIME nanoseconds as ISO-8601 UTC with milliseconds ("2026-11-29T14:02:11.482Z").
 std::string iso8601_utc(uint64_t realtime_ns);

@@ -11,11 +11,13 @@
 #include "format/words.h"
 #include "gate/escape.h"
 #include "output/text_summary.h"
+#include "text/paths.h"
 
 namespace gpuleak::output {
 
 namespace {
 
+using gpuleak::text::basename_of;
 using nlohmann::json;
 
 const json &member(const json &j, const char *key) {
@@ -62,14 +64,9 @@ std::string site(const std::string &s) {
   return hex ? "`" + s + "`" : md(s);
 }
 
-std::string basename_of(const std::string &path) {
-  size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-// The frame a reader looks for: the innermost Python frame with a file, else the innermost frame
-// with a function or file. "function (file:line)", escaped; "?" when nothing is known.
-std::string location(const json &stack) {
+// Reports from before the headline: the innermost Python frame with a file, else the innermost
+// frame with a function or file. "function (file:line)", escaped; "?" when nothing is known.
+std::string old_location(const json &stack) {
   static const json none = json::array();
   const json &frames = stack.is_array() ? stack : none;  // a reference: pick points into it
   const json *pick = nullptr;
@@ -93,6 +90,14 @@ std::string location(const json &stack) {
     s += ")";
   }
   return s;
+}
+
+// Where an entry (leak, advice, OOM event, live site) points: its headline, as the analysis chose
+// it, escaped.
+std::string location(const json &entry) {
+  const json &headline = member(entry, "headline");
+  if (headline.is_object() && !text(headline, "text").empty()) return md(text(headline, "text"));
+  return old_location(member(entry, "stack"));
 }
 
 const json *device_of(const json &report, const json &index) {
@@ -148,9 +153,9 @@ void leaks(std::string &out, const json &r) {
   for (const json &l : list) {
     std::string live = bytes(l, "live_bytes") + " in " + integer(l, "live_count");
     if (member(l, "live_at_exit_count") == json(0) && member(l, "live_count") != json(0)) live += " (released at exit)";
-    out += "| " + site(text(l, "site_id")) + " | " + location(member(l, "stack")) + " | " + integer(l, "device") +
-           " | " + bytes(l, "bytes_per_iteration") + "/iteration | " + live + " | " + integer(l, "first_iteration") +
-           " | " + forecast_text(r, device_of(r, member(l, "device"))) + " | " +
+    out += "| " + site(text(l, "site_id")) + " | " + location(l) + " | " + integer(l, "device") + " | " +
+           bytes(l, "bytes_per_iteration") + "/iteration | " + live + " | " + integer(l, "first_iteration") + " | " +
+           forecast_text(r, device_of(r, member(l, "device"))) + " | " +
            (has_number(l, "confidence") ? fixed(number(l, "confidence"), "%.2f") : "?") + " |\n";
   }
   out += "\n";
@@ -186,8 +191,7 @@ void ooms(std::string &out, const json &r) {
     out += "| " + (has_number(e, "t_ns") ? fixed(number(e, "t_ns") / 1e9, "%.3f s") : "?") + " | " +
            integer(e, "device") + " | " + bytes(e, "requested_bytes") + " | " + bytes(e, "free_bytes") + " / " +
            bytes(e, "total_bytes") + " | " + bytes(e, "live_bytes") + " | " +
-           (recovered.is_boolean() ? (recovered.get<bool>() ? "yes" : "**no**") : "?") + " | " +
-           location(member(e, "stack")) + " |\n";
+           (recovered.is_boolean() ? (recovered.get<bool>() ? "yes" : "**no**") : "?") + " | " + location(e) + " |\n";
   }
   // What held the memory at the newest failure.
   const json &top = array(events.front(), "live_by_site");
@@ -196,8 +200,8 @@ void ooms(std::string &out, const json &r) {
     size_t shown = 0;
     for (const json &s : top) {
       if (shown++ == 10) break;
-      out += "| " + site(text(s, "site_id")) + " | " + location(member(s, "stack")) + " | " + bytes(s, "bytes") +
-             " | " + integer(s, "count") + " |\n";
+      out += "| " + site(text(s, "site_id")) + " | " + location(s) + " | " + bytes(s, "bytes") + " | " +
+             integer(s, "count") + " |\n";
     }
   }
   out += "\n";
@@ -212,7 +216,7 @@ void advice(std::string &out, const json &r) {
   for (const json &a : findings) {
     const json &stack = member(a, "stack");
     out += "- **" + md(text(a, "kind")) + "** (device " + integer(a, "device") + ")";
-    if (stack.is_array() && !stack.empty()) out += " at " + location(stack);
+    if (stack.is_array() && !stack.empty()) out += " at " + location(a);
     out += ": " + md(text(a, "message")) + "\n";
   }
   out += "\n";

@@ -1,5 +1,6 @@
 #include "output/text_summary.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 
@@ -23,7 +24,9 @@ double number(const nlohmann::json &j, const char *key) {
   return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
 }
 
-std::string where(const nlohmann::json &stack) {
+// Reports before the headline (gpuleak.report/1 without "headline"): the innermost Python frame,
+// else the innermost frame with a name. Newer reports say which frame to show; this never decides.
+std::string where_in_old_report(const nlohmann::json &stack) {
   if (!stack.is_array()) return "an unknown site";
   // For a Python program the line that matters is the innermost Python frame, not the native
   // frames that called into CUDA for it.
@@ -49,6 +52,17 @@ std::string where(const nlohmann::json &stack) {
   return stack.empty() ? "an unknown site" : "an unsymbolized site";
 }
 
+// The site of a leak, advice or live_at_exit entry: its headline as the analysis chose it.
+std::string where(const nlohmann::json &entry) {
+  auto headline = entry.find("headline");
+  if (headline != entry.end() && headline->is_object()) {
+    std::string t = text(*headline, "text");
+    if (!t.empty()) return t;
+  }
+  auto stack = entry.find("stack");
+  return where_in_old_report(stack != entry.end() ? *stack : nlohmann::json());
+}
+
 using format::count_of;
 
 // Whether the run failed an allocation on `device` (report oom.events[]).
@@ -66,8 +80,7 @@ std::string oom_lead(const nlohmann::json &events) {
   std::string api = text(e, "api");
   std::string out = "out of memory on device " + std::to_string(integer(e, "device")) +
                     (recovered ? " (the program recovered)" : "") + ": " + (api.empty() ? "an allocation" : api) +
-                    " of " + human_bytes(number(e, "requested_bytes")) + " failed at " +
-                    where(e.contains("stack") ? e["stack"] : nlohmann::json()) + " with " +
+                    " of " + human_bytes(number(e, "requested_bytes")) + " failed at " + where(e) + " with " +
                     human_bytes(number(e, "live_bytes")) + " live (free " + human_bytes(number(e, "free_bytes")) +
                     " of " + human_bytes(number(e, "total_bytes")) + ")\n";
   auto live = e.find("live_by_site");
@@ -79,8 +92,7 @@ std::string oom_lead(const nlohmann::json &events) {
         break;
       }
       out += "  live at the failure: " + human_bytes(number(site, "bytes")) + " in " +
-             count_of(static_cast<uint64_t>(integer(site, "count")), "allocation") + " at " +
-             where(site.contains("stack") ? site["stack"] : nlohmann::json()) + "\n";
+             count_of(static_cast<uint64_t>(integer(site, "count")), "allocation") + " at " + where(site) + "\n";
     }
   }
   if (events.size() > 1)
@@ -90,7 +102,7 @@ std::string oom_lead(const nlohmann::json &events) {
 
 }  // namespace
 
-std::string site_text(const nlohmann::json &stack) { return where(stack); }
+std::string site_text(const nlohmann::json &entry) { return where(entry); }
 
 std::string human_bytes(double bytes) {
   static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -121,8 +133,11 @@ std::string text_summary(const nlohmann::json &r, const std::string &report_path
   out += "verdict " + verdict;
   out += source == "none" ? ", no iterations found" : ", " + count_of(iterations, "iteration") + " (" + source + ")";
   out += "\n";
-  for (const auto &leak : field(r, "leaks", none)) {
-    char line[512];
+  // One finding per user line (leak_groups), with the library sites below it when there are
+  // several; reports from before leak_groups list each site.
+  const auto &leaks = field(r, "leaks", none);
+  const bool grouped = r.contains("leak_groups") && r["leak_groups"].is_array();
+  for (const auto &leak : grouped ? field(r, "leak_groups", none) : leaks) {
     // live_* are counted at the end of the last iteration; a leak the program released at exit (an
     // interpreter tearing down its objects) still grew every iteration, and says so. Reports from
     // before live_at_exit_* counted live_* at the end of the capture.
@@ -133,11 +148,21 @@ std::string text_summary(const nlohmann::json &r, const std::string &report_path
                                  " live at the last iteration (" + human_bytes(number(leak, "live_bytes")) + ")" +
                                  (released ? ", released at exit" : "")
                            : std::string("released only at exit");
-    std::snprintf(line, sizeof line,
-                  "  leak: %s per iteration at %s, %s, first seen at iteration %" PRId64 ", confidence %.2f\n",
-                  human_bytes(number(leak, "bytes_per_iteration")).c_str(), where(field(leak, "stack", none)).c_str(),
-                  live.c_str(), integer(leak, "first_iteration"), number(leak, "confidence"));
-    out += line;
+    char confidence[32];  // the text is built whole: a C++ name or a path can be of any length
+    std::snprintf(confidence, sizeof confidence, "%.2f", number(leak, "confidence"));
+    out += "  leak: " + human_bytes(number(leak, "bytes_per_iteration")) + " per iteration at " + where(leak) + ", " +
+           live + ", first seen at iteration " + std::to_string(integer(leak, "first_iteration")) + ", confidence " +
+           confidence + "\n";
+    const auto &ids = field(leak, "site_ids", none);
+    if (ids.size() < 2) continue;
+    for (const auto &site : leaks) {
+      if (std::find(ids.begin(), ids.end(), site.value("site_id", nlohmann::json())) == ids.end()) continue;
+      const auto &h = field(site, "headline", empty);
+      const auto &via = field(h, "via", empty);
+      std::string below = via.empty() ? where(site) : text(via, "function");
+      out += "    " + human_bytes(number(site, "bytes_per_iteration")) + " per iteration via " + below + " (site " +
+             text(site, "site_id") + ")\n";
+    }
   }
   for (const auto &d : field(r, "devices", none)) {
     out += "  device " + std::to_string(integer(d, "index")) + ": peak " + human_bytes(number(d, "peak_live_bytes")) +
@@ -162,8 +187,7 @@ std::string text_summary(const nlohmann::json &r, const std::string &report_path
     for (const auto &site : field(r, "live_at_exit", none)) {
       if (shown++ == 3) break;
       out += "  live at exit: " + human_bytes(number(site, "live_bytes")) + " in " +
-             count_of(static_cast<uint64_t>(integer(site, "live_count")), "allocation") + " at " +
-             where(field(site, "stack", none)) + "\n";
+             count_of(static_cast<uint64_t>(integer(site, "live_count")), "allocation") + " at " + where(site) + "\n";
     }
   }
   std::string note = text(run, "allocator_note");

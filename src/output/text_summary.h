@@ -11,9 +11,10 @@ namespace gpuleak::output {
 // "1.0 MiB", "512 B": binary units, one decimal.
 std::string human_bytes(double bytes);
 
-// Where a report stack[] points, in a few words: "fn (file.py:12)" (the innermost Python frame
-// first, else the innermost symbolized native frame).
-std::string site_text(const nlohmann::json &stack);
+// Where a report entry (leak, advice, live_at_exit) points, in a few words: its headline's text
+// ("train.py:41 in train_step (via Linear.forward, torch/nn/modules/linear.py:134)"); for a
+// report from before headlines, the innermost Python frame, else the innermost named frame.
+std::string site_text(const nlohmann::json &entry);
 
 // The advice[] findings, one line each (at most max_lines, then a count); "" when none.
 // text_advice.cpp.

@@ -1,4 +1,6 @@
 // Every driver entry point gpuleak wraps, listed once (STYLE.md lesson 2).
+// driver_exports.cpp, driver_handlers.h, runtime_labels.cpp and the symbols libgpuleak.so exports
+// (gpuleak.map) are checked against these rows by tests/unit/hook_list_check.py.
 //
 //   X(export name, base name for cuGetProcAddress, min ABI version, max version (0 = none),
 //     per-thread-stream variant?, exact PFN typedef, handler)

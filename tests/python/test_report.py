@@ -83,3 +83,18 @@ def test_one_line_errors(tmp_path):
     bad_verdict = dict(EXAMPLE, verdict="doom")
     assert "verdict 'doom'" in error_of(tmp_path, "verdict.json", json.dumps(bad_verdict))
     assert isinstance(report.ReportError("x"), ValueError)
+
+
+def test_where_is_the_reports_headline(tmp_path):
+    """A report with headlines: `where` is the analysis's choice, never a frame picked here."""
+    doc = json.loads(json.dumps(EXAMPLE))
+    text = "train.py:42 in train_step (via empty_cuda, libtorch_cuda.so)"
+    doc["leaks"][0]["headline"] = {"kind": "python", "function": "train_step", "file": "/home/ana/train.py",
+                                   "line": 42, "module": None, "user": True, "text": text,
+                                   "via": {"function": "empty_cuda", "file": None, "line": None,
+                                           "module": "libtorch_cuda.so"}}
+    path = tmp_path / "headline.report.json"
+    path.write_text(json.dumps(doc))
+    (leak,) = report.load(path).leaks
+    assert leak.where == text
+    assert leak.headline["user"] is True

@@ -38,10 +38,12 @@ def free(p):
     cudart.cudaFree(p)
 
 
-def expect(size, count, frames=(), leak=False, autograd_marker=False):
-    """frames=() means: this site must have no Python frames at all."""
+def expect(size, count, frames=(), leak=False, autograd_marker=False, headline=None):
+    """frames=() means: this site must have no Python frames at all. headline: (function, file,
+    marker, via function) the report's headline must name (via None: none)."""
     _expectations.append({"size": size, "count": count, "frames": [list(f) for f in frames],
-                          "leak": leak, "autograd_marker": autograd_marker})
+                          "leak": leak, "autograd_marker": autograd_marker,
+                          "headline": list(headline) if headline else None})
 
 
 def done():

@@ -102,6 +102,68 @@ def check_site(stack, exp, mode, where):
         fail(f"{where}: unexpected {MARKER}\n{describe(stack)}")
 
 
+def check_headline(entry, exp, where):
+    """The report's headline names the user's line and the library function it went through."""
+    function, path, marker, via = exp["headline"]
+    h = entry.get("headline")
+    if not isinstance(h, dict):
+        fail(f"{where}: no headline\n{describe(entry['stack'])}")
+    problem = frame_matches(h, (function, path, marker))
+    if problem or h.get("kind") != "python" or h.get("user") is not True:
+        fail(f"{where}: headline {h}: {problem or 'not a user Python frame'}")
+    if (h.get("via") or {}).get("function") != via:
+        fail(f"{where}: headline via {h.get('via')}, expected {via}")
+    line = marker_line(path, marker)
+    want = f"{os.path.basename(path)}:{line} in {function}"
+    if not h.get("text", "").startswith(want):
+        fail(f"{where}: headline text {h.get('text')!r} does not start with {want!r}")
+
+
+def embedded_view(html_path):
+    """The data `gpuleak view` spliced into its page."""
+    with open(html_path, encoding="utf-8") as f:
+        html = f.read()
+    start = html.index('id="gpuleak-data">') + len('id="gpuleak-data">')
+    return json.loads(html[start:html.index("</script>", start)])
+
+
+def check_outputs(cli, capture, report, out):
+    """One site, one id and one headline in the report, the trace and the viewer."""
+    leak_ids = {l["site_id"] for l in report["leaks"]}
+    trace_path = os.path.join(out, "t.json")
+    html_path = os.path.join(out, "v.html")
+    for argv in ([cli, "trace", "--quiet", "-o", trace_path, capture], [cli, "view", "--quiet", "-o", html_path, capture]):
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            fail(f"{' '.join(argv)} exited with {r.returncode}: {r.stderr}")
+    with open(trace_path, encoding="utf-8") as f:
+        trace = json.load(f)
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    markers = {}
+    for e in events:
+        args = e.get("args") or {}
+        if e.get("cat") == "leak" and "site_id" in args:
+            markers[args["site_id"]] = e.get("name", "")
+    if set(markers) != leak_ids:
+        fail(f"trace leak markers name sites {sorted(markers)}, the report {sorted(leak_ids)}")
+    for l in report["leaks"]:
+        h = l["headline"]
+        label = f"{h['function']} ({os.path.basename(h['file'])}:{h['line']})"
+        if label not in markers[l["site_id"]]:
+            fail(f"trace marker {markers[l['site_id']]!r} does not show the headline {label!r}")
+    doc = embedded_view(html_path)
+    if {l["site_id"] for l in doc["report"]["leaks"]} != leak_ids:
+        fail("the viewer's report names other leak sites than `gpuleak report`")
+    sites = doc["view"]["sites"]
+    view_ids = set(sites["site_id"])
+    if not leak_ids <= view_ids:
+        fail(f"the viewer's sites {sorted(view_ids)} lack leak sites {sorted(leak_ids - view_ids)}")
+    for l in report["leaks"]:
+        i = sites["site_id"].index(l["site_id"])
+        if sites["headline_text"][i] != l["headline"]["text"]:
+            fail(f"viewer headline {sites['headline_text'][i]!r}, report {l['headline']['text']!r}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shim", required=True)
@@ -150,6 +212,8 @@ def main():
         if rep.returncode != 0:
             fail(f"gpuleak report exited with {rep.returncode}: {rep.stderr}")
         report = json.loads(rep.stdout)
+        if a.mode == "frames" and any(e.get("headline") for e in expectations):
+            check_outputs(a.cli, captures[0], report, out)
 
     if a.mode in ("unsupported", "badlayout"):
         # Without Python frames the sites cannot be told apart by them: check them all together.
@@ -178,6 +242,17 @@ def main():
             if len(leaks) != 1:
                 fail(f"site {count} x {size} is not among the leaks {[l['site_id'] for l in report['leaks']]}")
             check_site(leaks[0]["stack"], exp, a.mode, f"leak {count} x {size}")
+            if exp.get("headline"):
+                check_headline(leaks[0], exp, f"leak {count} x {size}")
+    headed = [e for e in expectations if e.get("headline") and e["leak"]]
+    if headed and a.mode == "frames":
+        # Sites that differ only below the user's line are one finding (leak_groups).
+        lines = {(tuple(e["headline"][:3])) for e in headed}
+        groups = report.get("leak_groups") or []
+        if len(groups) != len(lines):
+            fail(f"{len(groups)} leak groups, expected one per user line ({len(lines)}): {groups}")
+        if sum(len(g["site_ids"]) for g in groups) != len(report["leaks"]):
+            fail(f"leak groups {groups} do not cover the {len(report['leaks'])} leaks")
     print(f"ok: {len(expectations)} call sites checked ({a.mode}, Python {sys.version.split()[0]})")
 
 

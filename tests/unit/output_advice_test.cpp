@@ -84,7 +84,7 @@ TEST(ReportAdvice, SerializationHasNoSite) {
 TEST(TextAdvice, OneLinePerFindingWithItsSite) {
   json r = report_of(churning_loop().capture);
   std::string s = text_summary(r, "r.json");
-  EXPECT_NE(s.find("  advice (churn) at scratch</script><b>\"x\" (train.cu:41): 1 buffer of 4.0 MiB allocated and "
+  EXPECT_NE(s.find("  advice (churn) at train.cu:41 in scratch</script><b>\"x\": 1 buffer of 4.0 MiB allocated and "
                    "freed here every iteration (50.0 us per iteration in "),
             std::string::npos)
       << s;

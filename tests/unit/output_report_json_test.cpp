@@ -7,6 +7,7 @@
 #include "analysis/analysis.h"
 #include "analysis/capture_builder.h"
 #include "output/report_json.h"
+#include "output/text_summary.h"
 
 namespace gpuleak::output {
 namespace {
@@ -402,6 +403,60 @@ TEST(ReportJson, NoIterationsListsLiveAtExit) {
 TEST(ReportJson, Iso8601) {
   EXPECT_EQ(iso8601_utc(1764500000123456789ull), "2025-11-30T10:53:20.123Z");
   EXPECT_EQ(iso8601_utc(0), "1970-01-01T00:00:00.000Z");
+}
+
+}  // namespace
+}  // namespace gpuleak::output
+
+namespace gpuleak::output {
+namespace {
+
+// Two library paths below one user line, and a second line: leaks[] keeps three sites, each with
+// its own headline; leak_groups makes one finding per user line.
+TEST(ReportJson, LeaksBelowOneUserLineAreOneGroup) {
+  const std::string torch = "/venv/lib/python3.12/site-packages/torch/nn/modules/";
+  auto symbolize = [&](uint32_t id) -> Stack {
+    switch (id) {
+      case 7:
+        return {python("Linear.forward", torch + "linear.py", 134), python("train_step", "/p/train.py", 41)};
+      case 8:
+        return {python("GELU.forward", torch + "activation.py", 816), python("train_step", "/p/train.py", 41)};
+      case 9:
+        return {python("Linear.forward", torch + "linear.py", 134), python("train_step", "/p/train.py", 44)};
+      default:
+        return {};
+    }
+  };
+  CaptureBuilder b;
+  b.device(0, "d", 1ull << 40);
+  for (int i = 0; i < 20; ++i) {
+    b.begin("train");
+    b.alloc(1 * kMiB, 0, format::Kind::kAsync, 0, 0, 7);
+    b.alloc(2 * kMiB, 0, format::Kind::kAsync, 0, 0, 8);
+    b.alloc(4 * kMiB, 0, format::Kind::kAsync, 0, 0, 9);
+    b.end();
+  }
+  analysis::Analysis a = analysis::analyze(b.capture);
+  json r = json::parse(dump_report(make_report(b.capture, a, symbolize, ReportContext{})));
+  ASSERT_EQ(r["leaks"].size(), 3u) << r["leaks"].dump(1);
+  for (const json &l : r["leaks"]) {
+    EXPECT_EQ(l["headline"]["function"], "train_step");
+    EXPECT_EQ(l["headline"]["user"], true);
+  }
+  EXPECT_EQ(r["leaks"][1]["headline"]["text"],
+            "train.py:41 in train_step (via GELU.forward, torch/nn/modules/activation.py:816)");
+  const json &groups = r["leak_groups"];
+  ASSERT_EQ(groups.size(), 2u) << groups.dump(1);
+  EXPECT_EQ(groups[0]["headline"]["line"], 44);  // 4 MiB: the larger finding first
+  EXPECT_EQ(groups[0]["bytes_per_iteration"], 4 * kMiB);
+  EXPECT_EQ(groups[1]["headline"]["text"], "train.py:41 in train_step");  // two sites: no single via
+  EXPECT_TRUE(groups[1]["headline"]["via"].is_null());
+  EXPECT_EQ(groups[1]["bytes_per_iteration"], 3 * kMiB);
+  EXPECT_EQ(groups[1]["site_ids"], json({r["leaks"][1]["site_id"], r["leaks"][2]["site_id"]}));
+  std::string text = text_summary(r, "");
+  EXPECT_NE(text.find("leak: 3.0 MiB per iteration at train.py:41 in train_step, 40 allocations"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("    2.0 MiB per iteration via GELU.forward (site "), std::string::npos) << text;
 }
 
 }  // namespace

@@ -32,6 +32,18 @@ TEST(TextSummary, PythonProgramsAreNamedByTheirPythonLine) {
   EXPECT_NE(text_summary(r, "").find("at train_step (train.py:42)"), std::string::npos) << text_summary(r, "");
 }
 
+// A report with headlines: the summary shows the analysis's choice (here deliberately not the
+// innermost Python frame a report without headlines would get), whole, however long.
+TEST(TextSummary, ShowsTheHeadlineWhole) {
+  const std::string name(3000, 'n');
+  nlohmann::json r = nlohmann::json::parse(R"({"leaks": [{"bytes_per_iteration": 1024, "stack": [
+    {"kind": "python", "function": "forward", "file": "/v/site-packages/lib/m.py", "line": 3},
+    {"kind": "python", "function": "train_step", "file": "/home/u/train.py", "line": 42}]}]})");
+  r["leaks"][0]["headline"] = {{"text", "train.py:42 in " + name + " (via forward, lib/m.py:3)"}};
+  std::string s = text_summary(r, "");
+  EXPECT_NE(s.find("at train.py:42 in " + name + " (via forward, lib/m.py:3), "), std::string::npos) << s;
+}
+
 TEST(TextSummary, LeakReleasedOnlyAtExitSaysSo) {
   auto r = nlohmann::json::parse(R"({"leaks": [{"bytes_per_iteration": 1048576, "live_count": 0, "live_bytes": 0,
     "first_iteration": 0, "confidence": 0.9, "stack": [{"kind": "native", "function": "f", "file": "a.cu", "line": 3}]}]})");

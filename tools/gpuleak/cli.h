@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analysis/advice.h"
+#include "output/front_door.h"
 
 namespace CLI {
 class App;
@@ -59,16 +60,11 @@ struct RunOptions {
 };
 int run_command(const RunOptions &options);
 
-struct ReportOptions {
-  std::vector<std::string> inputs;  // captures (.gpuleak)
-  std::string output;               // report path ("" = next to the capture)
-  bool json_to_stdout = false;      // --json: the same as format "json"
-  std::string format;               // --format text|json|markdown ("" = write the report JSON, summary on stderr)
-  bool quiet = false;
-  bool fail_on_leak = false;    // exit 1 when any report's verdict is leak (GPULEAK_EXITCODE)
-  std::string iteration_range;  // NVTX iteration pattern ("" = the default)
-  int warmup = -1;              // warm-up iterations (-1 = the default rule)
-  std::string ranks_json;       // several processes: their comparison (gpuleak.ranks/1) here
+// What a command that reads a capture was told on its command line (read_flags.cpp).
+struct ReadFlags {
+  std::string iteration_range;         // NVTX iteration pattern ("" = GPULEAK_ITERATION_RANGE, else the default)
+  int warmup = -1;                     // warm-up iterations (-1 = the default rule)
+  std::vector<std::string> user_code;  // --user-code roots (GPULEAK_USER_CODE adds its own)
 
   // Loop advice thresholds; negative: GPULEAK_ADVICE* from the environment, else the default.
   int advice = -1;
@@ -79,12 +75,24 @@ struct ReportOptions {
   double advice_reserve_min_mb = -1;
   double advice_reserve_min_share = -1;
 };
-int report_command(const ReportOptions &options);
 
-// advice_flags.cpp: the --advice* options of `gpuleak report`, and the options an analysis gets
-// from them and from GPULEAK_ADVICE* (a bad variable: one warning line, the default).
-void add_advice_flags(CLI::App *cmd, ReportOptions *options);
-void apply_advice_options(const ReportOptions &options, analysis::AdviceOptions *out);
+// --iteration-range, --warmup, --user-code and the --advice* thresholds.
+void add_read_flags(CLI::App *cmd, ReadFlags *flags);
+// The options every reader of a capture gets: the flags, else their variables, else the defaults
+// (a bad variable: one warning line, the default).
+output::ReadOptions read_options(const ReadFlags &flags);
+
+struct ReportOptions {
+  std::vector<std::string> inputs;  // captures (.gpuleak)
+  std::string output;               // report path ("" = next to the capture)
+  bool json_to_stdout = false;      // --json: the same as format "json"
+  std::string format;               // --format text|json|markdown ("" = write the report JSON, summary on stderr)
+  bool quiet = false;
+  bool fail_on_leak = false;  // exit 1 when any report's verdict is leak (GPULEAK_EXITCODE)
+  std::string ranks_json;     // several processes: their comparison (gpuleak.ranks/1) here
+  ReadFlags read;
+};
+int report_command(const ReportOptions &options);
 
 // Raw counts of each capture as a JSON array on stdout (no analysis).
 int stats_command(const std::vector<std::string> &inputs);

@@ -6,11 +6,9 @@
 #include <cstdio>
 #include <memory>
 
-#include "analysis/analysis.h"
 #include "cli.h"
-#include "format/capture_reader.h"
 #include "log/log.h"
-#include "output/symbolizer.h"
+#include "output/front_door.h"
 #include "output/trace/collapsed_stacks.h"
 
 namespace gpuleak::cli {
@@ -22,6 +20,7 @@ struct ExportCommandOptions {
   std::string format;
   std::string at = "end";
   std::string output;  // "" = stdout
+  ReadFlags read;
 };
 
 int export_command(const ExportCommandOptions &o) {
@@ -29,15 +28,15 @@ int export_command(const ExportCommandOptions &o) {
   if (o.format != "collapsed") throw UsageError{"export: unknown --format '" + o.format + "' (collapsed)"};
   Moment at;
   if (!parse_moment(o.at, &at)) throw UsageError{"export: unknown --at '" + o.at + "' (end, peak or oom)"};
-  format::Capture capture;
+  output::ReadOptions read = read_options(o.read);
+  read.keep_memory = true;
   std::string error;
-  if (!format::read_capture_file(o.input, &capture, &error)) throw UsageError{error};
-  const analysis::Analysis result = analysis::analyze(capture);
-  output::Symbolizer symbolizer(capture);
-  auto symbolize = [&](uint32_t id) { return output::trim_to_caller(symbolizer.symbolize(id)); };
+  auto opened = output::open_and_analyze(o.input, read, &error);
+  if (!opened) throw UsageError{error};
   std::string text;
-  if (!collapsed_stacks(capture, result, symbolize, at, &text, &error)) throw UsageError{error};
-  for (const std::string &p : symbolizer.problems()) GPULEAK_LOG_WARN("warning: %s", p.c_str());
+  if (!collapsed_stacks(opened->capture(), opened->analysis(), opened->sites(), at, &text, &error))
+    throw UsageError{error};
+  for (const std::string &p : opened->symbol_problems()) GPULEAK_LOG_WARN("warning: %s", p.c_str());
   if (o.output.empty() || o.output == "-") {
     std::fwrite(text.data(), 1, text.size(), stdout);
     return std::fflush(stdout) == 0 ? 0 : kExitUsage;
@@ -57,6 +56,7 @@ void register_export(CLI::App &app, Action *action) {
   cmd->add_option("--at", o->at,
                   "end (default), peak (each device at its peak) or oom (the last out-of-memory failure)");
   cmd->add_option("-o,--output", o->output, "Output path (default: stdout)");
+  add_read_flags(cmd, &o->read);
   cmd->callback([o, action] { *action = [o] { return export_command(*o); }; });
 }
 

@@ -20,6 +20,7 @@ struct MergeCommandOptions {
   std::vector<std::string> inputs;
   std::string output;
   bool quiet = false;
+  ReadFlags read;  // for captures among the inputs
 };
 
 int merge_command(const MergeCommandOptions &o) {
@@ -31,7 +32,8 @@ int merge_command(const MergeCommandOptions &o) {
   if (!file) throw UsageError{"merge: " + error};
   MergeSummary summary;
   std::vector<std::string> warnings;
-  if (!merge_traces(o.inputs, TraceOptions{}, file.get(), &summary, &warnings, &error)) throw UsageError{error};
+  if (!merge_traces(o.inputs, read_options(o.read), TraceOptions{}, file.get(), &summary, &warnings, &error))
+    throw UsageError{error};
   if (!file->commit(&error)) throw UsageError{"merge: " + error};
   if (o.quiet) return 0;
   for (const std::string &w : warnings) GPULEAK_LOG_WARN("warning: %s", w.c_str());
@@ -52,6 +54,7 @@ void register_merge(CLI::App &app, Action *action) {
   cmd->add_option("inputs", o->inputs, "Traces (.trace.json, .json.gz) or captures (.gpuleak)")->required();
   cmd->add_option("-o,--output", o->output, "Merged trace path (a name ending in .gz is gzip-compressed)")->required();
   cmd->add_flag("--quiet", o->quiet, "No summary line on stderr");
+  add_read_flags(cmd, &o->read);
   cmd->callback([o, action] { *action = [o] { return merge_command(*o); }; });
 }
 

@@ -13,12 +13,11 @@
 
 #include "analysis/analysis.h"
 #include "cli.h"
-#include "format/capture_reader.h"
 #include "gate/rank_compare.h"
 #include "log/log.h"
+#include "output/front_door.h"
 #include "output/report_json.h"
 #include "output/report_markdown.h"
-#include "output/symbolizer.h"
 #include "output/text_summary.h"
 
 #ifndef GPULEAK_VERSION
@@ -84,6 +83,7 @@ int report_command(const ReportOptions &o) {
   if (o.json_to_stdout && !o.format.empty() && o.format != "json")
     throw UsageError{"report: --json and --format " + o.format + " disagree"};
   const std::string format = o.json_to_stdout ? "json" : o.format;
+  const output::ReadOptions options = read_options(o.read);  // streams: memory records stay in the file
   bool leak = false;
   std::vector<gate::Report> compared;  // several processes (ranks): compared at the end
   for (const std::string &input : o.inputs) {
@@ -98,23 +98,14 @@ int report_command(const ReportOptions &o) {
       leak = leak || compared.back().verdict == "leak";
       continue;
     }
-    // The memory records stay in the file: the analysis replays them (bounded memory, any size).
-    format::Capture capture;
-    format::FileMemorySource memory;
     std::string error;
-    if (!format::read_capture_stream(input, &capture, &memory, &error)) throw UsageError{error};
-    analysis::AnalysisOptions options;
-    if (!o.iteration_range.empty()) options.iteration_range_regex = o.iteration_range;
-    if (o.warmup >= 0) options.warmup_iterations = o.warmup;
-    apply_advice_options(o, &options.advice);
-    analysis::Analysis result = analysis::analyze(capture, memory, options);
-    if (memory.failed()) throw UsageError{input + ": " + memory.error()};
+    auto opened = output::open_and_analyze(input, options, &error);
+    if (!opened) throw UsageError{error};
+    const analysis::Analysis &result = opened->analysis();
     for (const std::string &w : result.warnings) GPULEAK_LOG_WARN("%s", w.c_str());
-    output::Symbolizer symbolizer(capture);
-    auto symbolize = [&](uint32_t id) { return output::trim_to_caller(symbolizer.symbolize(id)); };
     output::ReportContext ctx;
     ctx.gpuleak_version = GPULEAK_VERSION;
-    nlohmann::json report = output::make_report(capture, result, symbolize, ctx);
+    nlohmann::json report = output::make_report(opened->capture(), result, opened->sites(), ctx);
     leak = leak || result.verdict == analysis::Verdict::kLeak;
     std::string text = output::dump_report(report);
     if (o.inputs.size() > 1) {
@@ -165,12 +156,7 @@ void register_report(CLI::App &app, Action *action) {
                   "writing <stem>.report.json")
       ->check(CLI::IsMember({"text", "json", "markdown"}));
   cmd->add_flag("--quiet", o->quiet, "No summary on stderr");
-  cmd->add_option("--iteration-range", o->iteration_range,
-                  "NVTX ranges whose whole name matches this regex are iterations (GPULEAK_ITERATION_RANGE)")
-      ->envname("GPULEAK_ITERATION_RANGE");
-  cmd->add_option("--warmup", o->warmup, "Iterations ignored at the start (default: 10%, 1 to 5)")
-      ->check(CLI::Range(0, 1000000));
-  add_advice_flags(cmd, o.get());
+  add_read_flags(cmd, &o->read);
   cmd->add_flag("--fail-on-leak", o->fail_on_leak, "Exit 1 when a leak was found (what GPULEAK_EXITCODE uses)");
   cmd->callback([o, action] { *action = [o] { return report_command(*o); }; });
 }

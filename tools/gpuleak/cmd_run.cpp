@@ -230,7 +230,7 @@ int run_command(const RunOptions &o) {
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 
   std::set<std::string> after = captures_in(out);
-  ReportOptions report;
+  ReportOptions report;  // its read options: the variables (GPULEAK_ITERATION_RANGE, GPULEAK_USER_CODE...)
   for (const std::string &path : after)
     if (!before.count(path)) report.inputs.push_back(path);
   GPULEAK_LOG_DEBUG("run: %s exited with status %d; %zu new captures in %s", o.command[0].c_str(), code,

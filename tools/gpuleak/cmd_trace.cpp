@@ -23,6 +23,7 @@ struct TraceCommandOptions {
   std::string format = "json";
   bool full = false;
   bool quiet = false;
+  ReadFlags read;
 };
 
 int trace_command(const TraceCommandOptions &o) {
@@ -43,7 +44,8 @@ int trace_command(const TraceCommandOptions &o) {
   if (!file) throw UsageError{"trace: " + error};
   TraceSummary summary;
   std::vector<std::string> warnings;
-  if (!trace_capture_file(o.input, format, options, file.get(), &summary, &warnings, &error)) throw UsageError{error};
+  if (!trace_capture_file(o.input, format, read_options(o.read), options, file.get(), &summary, &warnings, &error))
+    throw UsageError{error};
   if (!file->commit(&error)) throw UsageError{"trace: " + error};
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (o.quiet) return 0;
@@ -72,6 +74,7 @@ void register_trace(CLI::App &app, Action *action) {
   cmd->add_option("--format", o->format, "json (Chrome Trace Event Format, default) or perfetto (protobuf)");
   cmd->add_flag("--full", o->full, "Every allocation, free and NVTX range (default: bounded; GPULEAK_TRACE=full)");
   cmd->add_flag("--quiet", o->quiet, "No summary line on stderr");
+  add_read_flags(cmd, &o->read);
   cmd->callback([o, action] { *action = [o] { return trace_command(*o); }; });
 }
 

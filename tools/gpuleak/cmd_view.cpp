@@ -17,9 +17,10 @@
 
 #include "analysis/analysis.h"
 #include "cli.h"
+#include "log/log.h"
 #include "format/capture_reader.h"
+#include "output/front_door.h"
 #include "output/report_json.h"
-#include "output/symbolizer.h"
 #include "output/view/html_document.h"
 #include "output/view/view_data.h"
 
@@ -37,6 +38,7 @@ struct ViewCommandOptions {
   std::string template_path;  // "" = search (html_document.h)
   size_t max_points = output::view::ViewOptions{}.max_timeline_points;
   bool quiet = false;
+  ReadFlags read;
 };
 
 bool read_all(const std::string &path, std::string *out) {
@@ -102,24 +104,21 @@ int view_command(const ViewCommandOptions &o) {
   const bool is_capture =
       bytes.size() >= sizeof format::kMagic && std::memcmp(bytes.data(), format::kMagic, sizeof format::kMagic) == 0;
   if (is_capture) {
-    format::Capture capture;
-    std::string error;
-    if (!format::parse_capture(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size(), &capture, &error))
-      throw UsageError{"view: " + o.input + ": " + error};
     bytes.clear();
     bytes.shrink_to_fit();
-    analysis::AnalysisOptions analysis_options;  // GPULEAK_ADVICE*: the same advice as `gpuleak report`
-    apply_advice_options(ReportOptions{}, &analysis_options.advice);
-    analysis::Analysis result = analysis::analyze(capture, analysis_options);
-    output::Symbolizer symbolizer(capture);
-    // The same symbolization as `gpuleak report`, so that site ids match.
-    auto symbolize = [&](uint32_t id) { return output::trim_to_caller(symbolizer.symbolize(id)); };
+    // The same options as `gpuleak report`, so that iterations, advice, site ids and headlines match.
+    output::ReadOptions read = read_options(o.read);
+    read.keep_memory = true;  // memory over time and the flame graphs replay every record
+    std::string error;
+    auto opened = output::open_and_analyze(o.input, read, &error);
+    if (!opened) throw UsageError{"view: " + error};
+    for (const std::string &w : opened->analysis().warnings) GPULEAK_LOG_WARN("%s", w.c_str());
     output::ReportContext ctx;
     ctx.gpuleak_version = GPULEAK_VERSION;
-    report = output::make_report(capture, result, symbolize, ctx);
+    report = output::make_report(opened->capture(), opened->analysis(), opened->sites(), ctx);
     output::view::ViewOptions options;
     options.max_timeline_points = o.max_points;
-    view = output::view::make_view_data(capture, result, symbolize, options);
+    view = output::view::make_view_data(opened->capture(), opened->analysis(), opened->sites(), options);
   } else {
     report = parse_report(o.input, bytes);
   }
@@ -150,6 +149,7 @@ void register_view(CLI::App &app, Action *action) {
   cmd->add_option("--max-points", o->max_points, "Timeline points kept per device (peaks are always kept)")
       ->check(CLI::Range(size_t{4}, size_t{50'000'000}));
   cmd->add_flag("--quiet", o->quiet, "No message on stderr");
+  add_read_flags(cmd, &o->read);
   cmd->callback([o, action] { *action = [o] { return view_command(*o); }; });
 }
 

@@ -41,6 +41,8 @@ export function siteTable({ id, caption, columns, rows, empty, limit = 200 }) {
     more);
 }
 
+// The frame the analysis chose to show (the report's headline: the user's own line, with the
+// library code it called); reports from before headlines show the innermost frame.
 export function topFrame(row) {
-  return frameLabel(row.stack?.[0]);
+  return row.headline?.text || frameLabel(row.stack?.[0]);
 }

@@ -63,12 +63,17 @@ std::vector<std::pair<int, uint32_t>> moments(const MemoryReplay &replay, const 
 
 bool collapsed_stacks(const format::Capture &capture, const analysis::Analysis &analysis, const SymbolizeFn &symbolize,
                       Moment at, std::string *out, std::string *error) {
-  MemoryReplay replay(capture);
+  Sites sites(symbolize, site_options(capture));
+  return collapsed_stacks(capture, analysis, sites, at, out, error);
+}
+
+bool collapsed_stacks(const format::Capture &capture, const analysis::Analysis &analysis, Sites &sites, Moment at,
+                      std::string *out, std::string *error) {
+  MemoryReplay replay(capture, analysis);
   error->clear();
   auto points = moments(replay, analysis, at, error);
   if (!error->empty()) return false;
 
-  SiteNames sites(symbolize);
   std::map<std::string, uint64_t> folded;
   for (const auto &[device, position] : points) {
     std::unordered_map<uint64_t, uint64_t> by_site;  // (stack, py stack) -> bytes
@@ -78,7 +83,7 @@ bool collapsed_stacks(const format::Capture &capture, const analysis::Analysis &
     }
     const std::string root = "cuda:" + std::to_string(device);
     for (const auto &[key, bytes] : by_site) {
-      const Stack &frames = sites.frames(static_cast<uint32_t>(key >> 32), static_cast<uint32_t>(key));
+      const Stack &frames = sites.resolve(static_cast<uint32_t>(key >> 32), static_cast<uint32_t>(key)).frames;
       std::string line = root;
       if (frames.empty()) line += ";unknown site";
       for (auto f = frames.rbegin(); f != frames.rend(); ++f) line += ";" + folded_frame(frame_label(*f));

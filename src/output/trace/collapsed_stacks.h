@@ -4,7 +4,7 @@
 //   cuda:0;main (train.py:40);step (model.py:12);cache_activation (leaky.cpp:14) 1048576
 //
 // root first, innermost frame last, then a space and the live bytes. The first frame names the
-// device. Frames are "function (file:line)" (trace_text.h frame_label); in names, ';' becomes
+// device. Frames are "function (file:line)" (sites.h frame_label); in names, ';' becomes
 // ',', line breaks and other control characters become spaces, and invalid UTF-8 becomes U+FFFD,
 // so every line splits the same way in every tool. Lines are sorted; identical stacks are summed.
 #pragma once
@@ -14,7 +14,7 @@
 
 #include "analysis/analysis.h"
 #include "format/capture_reader.h"
-#include "output/trace/site_names.h"
+#include "output/sites.h"
 
 namespace gpuleak::output::trace {
 
@@ -30,6 +30,8 @@ bool parse_moment(const std::string &text, Moment *out);
 // The folded stacks. False with a one-line reason when the moment does not exist (kOom in a
 // capture without an out-of-memory failure). The bytes on each device's lines add up to the
 // analysis' number for that moment (live_at_exit_bytes, peak_live_bytes, OomEvent::live_bytes).
+bool collapsed_stacks(const format::Capture &capture, const analysis::Analysis &analysis, Sites &sites, Moment at,
+                      std::string *out, std::string *error);
 bool collapsed_stacks(const format::Capture &capture, const analysis::Analysis &analysis, const SymbolizeFn &symbolize,
                       Moment at, std::string *out, std::string *error);
 

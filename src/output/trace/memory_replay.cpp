@@ -1,41 +1,18 @@
-// The replay behind the timeline's counters (see memory_replay.h for why it mirrors
-// src/analysis/ledger.cpp rather than calling it: analysis.h publishes no time series).
+// The timeline's counters and allocation events, drawn from the analysis's own replay
+// (analysis/lives.h): this file orders the records and turns lives into counter steps; which
+// allocation lived when is the analysis's decision.
 #include "output/trace/memory_replay.h"
 
 #include <algorithm>
-#include <unordered_map>
-
-#include "format/address_space.h"
 
 namespace gpuleak::output::trace {
 
-using format::Kind;
 using format::MemoryRecord;
 using format::Op;
 
 namespace {
 
-using Space = format::AddressSpace;
-Space space_of(uint8_t kind) { return format::address_space_of(kind); }
-
 int device_of(int16_t device) { return device < 0 ? 0 : device; }
-
-struct Key {
-  uint64_t address;
-  int32_t device;
-  Space space;
-  bool operator==(const Key &o) const { return address == o.address && device == o.device && space == o.space; }
-};
-struct KeyHash {
-  size_t operator()(const Key &k) const {
-    uint64_t x = k.address ^ (static_cast<uint64_t>(static_cast<uint32_t>(k.device) + 1) << 52) ^
-                 (static_cast<uint64_t>(k.space) << 60);
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    return static_cast<size_t>(x);
-  }
-};
 
 }  // namespace
 
@@ -68,7 +45,7 @@ std::vector<uint32_t> MemoryReplay::live_before(uint32_t p, int device) const {
   return out;
 }
 
-MemoryReplay::MemoryReplay(const format::Capture &capture) {
+MemoryReplay::MemoryReplay(const format::Capture &capture, const analysis::Analysis &analysis) {
   const auto &mem = capture.memory;
   memory_ = mem.data();
   anchor_ = capture.header.monotonic_ns;
@@ -89,100 +66,58 @@ MemoryReplay::MemoryReplay(const format::Capture &capture) {
   std::sort(devices.begin(), devices.end());
   devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
 
+  // The lives themselves: the analysis's (lives.h), never a second reading of the records.
+  std::shared_ptr<const analysis::Lives> recorded = analysis.lives;
+  if (!recorded) {  // an analysis made without record_lives: the lives do not depend on options
+    analysis::AnalysisOptions options;
+    options.record_lives = true;
+    options.advice.enabled = false;
+    recorded = analysis::analyze(capture, options).lives;
+  }
+  life_of_.assign(size_, kNoEvent);
+  struct Step {
+    uint32_t k;
+    bool birth;  // at one position, releases come first (an address reused: the old one ends)
+    uint32_t index;
+    bool operator<(const Step &o) const { return k != o.k ? k < o.k : birth != o.birth ? !birth : index < o.index; }
+  };
+  std::vector<Step> steps;
+  for (const analysis::AllocationLife &a : recorded->lives) {
+    if (a.birth >= size_) break;  // birth order
+    Life l;
+    l.size = a.size;
+    l.birth = a.birth;
+    l.death = a.death == analysis::kStillAlive || a.death >= size_ ? kNoEvent : a.death;
+    l.stack_id = a.site.stack_id;
+    l.py_stack_id = a.site.py_stack_id;
+    l.device = a.device;
+    const uint32_t index = static_cast<uint32_t>(lives.size());
+    steps.push_back({l.birth, true, index});
+    if (l.death != kNoEvent) {
+      steps.push_back({l.death, false, index});
+      if (static_cast<Op>(at(l.death).op) == Op::kFree) life_of_[l.death] = index;  // the free that ended it
+    }
+    life_of_[l.birth] = index;
+    lives.push_back(l);
+  }
+  std::sort(steps.begin(), steps.end());
+
   const uint16_t host_track = static_cast<uint16_t>(devices.size());
   std::vector<uint64_t> live(devices.size() + 1, 0);
   peak.assign(devices.size(), 0);
   peak_at.assign(devices.size(), 0);
-  life_of_.assign(size_, kNoEvent);
-  std::unordered_map<Key, uint32_t, KeyHash> live_map;
-  std::vector<bool> mapped;
-
-  auto track_of = [&](const Life &l) { return l.device < 0 ? host_track : static_cast<uint16_t>(slot_of(l.device)); };
-  auto release = [&](uint32_t index, uint32_t k) {
-    Life &l = lives[index];
-    l.death = k;
-    uint16_t t = track_of(l);
-    live[t] -= l.size;
-    changes.push_back({k, t, live[t]});
-  };
-  auto key_of = [](uint64_t address, int16_t device, Space s) {
-    return Key{address, s == Space::kHost ? -1 : device_of(device), s};
-  };
-  // A free whose kind was not recorded is tried in every space, and a device pointer freed while
-  // another device was current on the other devices (the analysis' rule).
-  auto find = [&](uint64_t address, int16_t device, uint8_t kind, Key *key) -> uint32_t {
-    static const Space kAll[] = {Space::kDevicePtr, Space::kArray, Space::kVmm, Space::kHost};
-    for (Space s : kAll) {
-      if (kind != 0 && s != space_of(kind)) continue;
-      *key = key_of(address, device, s);
-      if (auto it = live_map.find(*key); it != live_map.end()) return it->second;
-      if (s == Space::kHost) continue;
-      for (int dev : devices) {
-        if (dev == device_of(device)) continue;
-        *key = Key{address, dev, s};
-        if (auto it = live_map.find(*key); it != live_map.end()) return it->second;
-      }
-    }
-    return kNoEvent;
-  };
-
-  for (uint32_t k = 0; k < size_; ++k) {
-    const MemoryRecord &r = at(k);
-    if (r.result != 0) continue;
-    const Op op = static_cast<Op>(r.op);
-    const bool graph = r.flags & format::kFlagGraphReservation;
-    if (op == Op::kAlloc && !graph && space_of(r.kind) != Space::kNotOwned) {
-      Space s = space_of(r.kind);
-      Key key = key_of(r.address, r.device, s);
-      auto [it, fresh] = live_map.try_emplace(key, static_cast<uint32_t>(lives.size()));
-      if (!fresh) {  // its free was never seen: the old allocation ends here
-        release(it->second, k);
-        it->second = static_cast<uint32_t>(lives.size());
-      }
-      Life l;
-      l.size = r.size;
-      l.birth = k;
-      l.stack_id = r.stack_id;
-      l.py_stack_id = r.py_stack_id;
-      l.device = s == Space::kHost ? -1 : device_of(r.device);
-      life_of_[k] = static_cast<uint32_t>(lives.size());
-      lives.push_back(l);
-      uint16_t t = track_of(l);
-      live[t] += l.size;
-      changes.push_back({k, t, live[t]});
-      if (t == host_track) {
-        host_peak = std::max(host_peak, live[t]);
-      } else if (live[t] > peak[t]) {
-        peak[t] = live[t];
-        peak_at[t] = k + 1;
-      }
-    } else if (op == Op::kFree && !graph && !(r.kind != 0 && space_of(r.kind) == Space::kNotOwned)) {
-      Key key;
-      uint32_t index = find(r.address, r.device, r.kind, &key);
-      if (index == kNoEvent) continue;
-      live_map.erase(key);
-      life_of_[k] = index;
-      release(index, k);
-    } else if (op == Op::kMap) {
-      // The mapping names the site that made the segment grow: the memory is charged to it.
-      Key key;
-      uint32_t index = find(r.aux, r.device, static_cast<uint8_t>(Kind::kVmm), &key);
-      if (index == kNoEvent) continue;
-      if (mapped.size() <= index) mapped.resize(lives.size(), false);
-      if (mapped[index]) continue;
-      mapped[index] = true;
-      lives[index].stack_id = r.stack_id;
-      lives[index].py_stack_id = r.py_stack_id;
-    } else if (op == Op::kContextReset) {
-      const int dev = device_of(r.device);
-      std::vector<std::pair<uint32_t, Key>> dropped;
-      for (const auto &[key, index] : live_map)
-        if (lives[index].device == dev) dropped.emplace_back(index, key);
-      std::sort(dropped.begin(), dropped.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
-      for (const auto &[index, key] : dropped) {
-        live_map.erase(key);
-        release(index, k);
-      }
+  for (const Step &st : steps) {
+    const Life &l = lives[st.index];
+    const int slot = l.device < 0 ? -1 : slot_of(l.device);
+    const uint16_t t = slot < 0 ? host_track : static_cast<uint16_t>(slot);
+    live[t] = st.birth ? live[t] + l.size : live[t] - l.size;
+    changes.push_back({st.k, t, live[t]});
+    if (!st.birth) continue;
+    if (t == host_track) {
+      host_peak = std::max(host_peak, live[t]);
+    } else if (live[t] > peak[t]) {
+      peak[t] = live[t];
+      peak_at[t] = st.k + 1;
     }
   }
 }

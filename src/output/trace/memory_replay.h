@@ -1,18 +1,17 @@
-// The capture's memory records replayed into what a timeline draws: live bytes after every
-// change, and the life of every allocation (which event made it, which ended it).
+// What a timeline draws from a capture: the memory records in effective-time order, live bytes
+// after every change, and the life of every allocation (which event made it, which ended it).
 //
-// The accounting rules are analysis.h's ("How the memory records are read"), applied in the same
-// effective-time order, so the curves agree with the report: a device's highest counter value is
-// its peak_live_bytes, its last one its live_at_exit_bytes, and the value at an iteration's end
-// that iteration's live_end_bytes (tests/unit/trace/memory_replay_test.cpp pins this against
-// analysis::analyze). analysis.h exposes no time series, which is why this replay exists; the
-// analysis stays the only place where a verdict is decided.
+// The lives are the analysis's own (analysis/lives.h: recorded during the replay its verdicts
+// come from), so the curves agree with the report by construction: a device's highest counter
+// value is its peak_live_bytes, its last one its live_at_exit_bytes, and the value at an
+// iteration's end that iteration's live_end_bytes (tests/unit/trace/memory_replay_test.cpp).
 #pragma once
 
 #include <cstdint>
 #include <limits>
 #include <vector>
 
+#include "analysis/analysis.h"
 #include "format/capture_reader.h"
 
 namespace gpuleak::output::trace {
@@ -39,8 +38,9 @@ struct LiveChange {
 
 class MemoryReplay {
  public:
-  // The capture must outlive the replay (records are read in place).
-  explicit MemoryReplay(const format::Capture &capture);
+  // The capture must outlive the replay (records are read in place). `analysis` is the capture's;
+  // without recorded lives (AnalysisOptions::record_lives) they are recorded by a default analysis.
+  MemoryReplay(const format::Capture &capture, const analysis::Analysis &analysis);
 
   // Event positions: the memory records in effective-time order (stable by time).
   uint32_t size() const { return size_; }

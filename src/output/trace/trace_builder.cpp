@@ -199,7 +199,13 @@ std::vector<Item> plan_items(const Plan &p) {
 
 TraceSummary build_trace(const format::Capture &capture, const analysis::Analysis &analysis,
                          const SymbolizeFn &symbolize, const TraceOptions &options, TraceSink *sink, bool *ok) {
-  Plan p(capture, analysis, options, symbolize);
+  Sites sites(symbolize, site_options(capture));
+  return build_trace(capture, analysis, sites, options, sink, ok);
+}
+
+TraceSummary build_trace(const format::Capture &capture, const analysis::Analysis &analysis, Sites &sites,
+                         const TraceOptions &options, TraceSink *sink, bool *ok) {
+  Plan p(capture, analysis, options, sites);
   const size_t counter_tracks = p.replay.devices.size() + 1;
   const uint64_t max_points = options.full ? 0 : options.max_counter_points;
   p.counters = decimate(p.replay, counter_tracks, options.counter_resolution_ns, max_points);

@@ -23,7 +23,7 @@
 
 #include "analysis/analysis.h"
 #include "format/capture_reader.h"
-#include "output/trace/site_names.h"
+#include "output/sites.h"
 #include "output/trace/trace_options.h"
 #include "output/trace/trace_sink.h"
 
@@ -47,8 +47,11 @@ struct TraceSummary {
 };
 
 // Builds the timeline and hands it to `sink` (begin, events by time, end). `analysis` must be
-// analyze(capture) (any options). `symbolize` as for make_report. Never throws for any capture
-// content; returns sink->end()'s verdict in `ok`.
+// analyze(capture) (any options); `sites` names the call sites as the report does. Never throws
+// for any capture content; returns sink->end()'s verdict in `ok`.
+TraceSummary build_trace(const format::Capture &capture, const analysis::Analysis &analysis, Sites &sites,
+                         const TraceOptions &options, TraceSink *sink, bool *ok = nullptr);
+// The same with Sites(symbolize, site_options(capture)).
 TraceSummary build_trace(const format::Capture &capture, const analysis::Analysis &analysis,
                          const SymbolizeFn &symbolize, const TraceOptions &options, TraceSink *sink,
                          bool *ok = nullptr);

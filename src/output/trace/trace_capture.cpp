@@ -3,9 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "analysis/analysis.h"
 #include "format/capture_reader.h"
-#include "output/symbolizer.h"
 #include "output/trace/chrome_trace_writer.h"
 #include "output/trace/perfetto_writer.h"
 
@@ -43,22 +41,24 @@ bool looks_like_capture(const std::string &bytes) {
          std::memcmp(bytes.data(), format::kMagic, sizeof(format::kMagic)) == 0;
 }
 
-bool trace_capture_file(const std::string &path, TraceFormat fmt, const TraceOptions &options, ByteStream *out,
-                        TraceSummary *summary, std::vector<std::string> *warnings, std::string *error) {
-  format::Capture capture;
-  if (!format::read_capture_file(path, &capture, error)) return false;
-  const analysis::Analysis result = analysis::analyze(capture);
-  Symbolizer symbolizer(capture);
-  auto symbolize = [&](uint32_t id) { return trim_to_caller(symbolizer.symbolize(id)); };
+bool trace_capture_file(const std::string &path, TraceFormat fmt, const ReadOptions &read, const TraceOptions &options,
+                        ByteStream *out, TraceSummary *summary, std::vector<std::string> *warnings,
+                        std::string *error) {
+  ReadOptions keep = read;
+  keep.keep_memory = true;  // the timeline replays every record
+  auto opened = open_and_analyze(path, keep, error);
+  if (!opened) return false;
+  const format::Capture &capture = opened->capture();
   bool ok = false;
   if (fmt == TraceFormat::kJson) {
     ChromeTraceWriter writer(out);
-    *summary = build_trace(capture, result, symbolize, options, &writer, &ok);
+    *summary = build_trace(capture, opened->analysis(), opened->sites(), options, &writer, &ok);
   } else {
     PerfettoWriter writer(out);
-    *summary = build_trace(capture, result, symbolize, options, &writer, &ok);
+    *summary = build_trace(capture, opened->analysis(), opened->sites(), options, &writer, &ok);
   }
-  for (const std::string &p : symbolizer.problems()) warnings->push_back(p);
+  for (const std::string &w : opened->analysis().warnings) warnings->push_back(w);
+  for (const std::string &p : opened->symbol_problems()) warnings->push_back(p);
   if (capture.truncated) warnings->push_back(path + ": the capture ends inside a record (the program was killed?)");
   if (!ok) *error = "cannot write the trace of " + path;
   return ok;

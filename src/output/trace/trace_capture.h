@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "output/front_door.h"
 #include "output/trace/file_io.h"
 #include "output/trace/trace_builder.h"
 #include "output/trace/trace_options.h"
@@ -24,11 +25,13 @@ bool trace_full_from_env(std::string *bad);
 // (Perfetto), stem = the capture path without ".gpuleak".
 std::string default_trace_path(const std::string &capture_path, TraceFormat format);
 
-// Reads the capture at `path` and writes its trace to `out`. False with a one-line reason when the
+// Opens the capture at `path` through the front door (front_door.h, with `read`) and writes its
+// trace to `out`. False with a one-line reason when the
 // capture cannot be read or the output written. Symbolization problems (a library that is gone,
 // a build id that differs) are appended to `warnings`: the trace is written without those names.
-bool trace_capture_file(const std::string &path, TraceFormat format, const TraceOptions &options, ByteStream *out,
-                        TraceSummary *summary, std::vector<std::string> *warnings, std::string *error);
+bool trace_capture_file(const std::string &path, TraceFormat format, const ReadOptions &read,
+                        const TraceOptions &options, ByteStream *out, TraceSummary *summary,
+                        std::vector<std::string> *warnings, std::string *error);
 
 // True when the bytes start with the capture magic ("GPULEAK\0").
 bool looks_like_capture(const std::string &bytes);

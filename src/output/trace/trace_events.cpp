@@ -70,12 +70,12 @@ void leak_event(Plan &p, uint32_t i, Event *e) {
   const LeakMarker &m = p.leak_markers[i];
   const analysis::Leak &leak = p.analysis.leaks[m.leak];
   const analysis::Iteration &it = p.analysis.iterations[m.iteration];
-  const std::string &label = p.sites.label(leak.site.stack_id, leak.site.py_stack_id);
+  const std::string &label = p.sites.resolve(leak.site.stack_id, leak.site.py_stack_id).label;
   e->phase = Phase::kInstant;
   e->track = p.leak_track;
   e->name = "leak: " + label;
   e->category = "leak";
-  e->args = {{"site_id", p.sites.id(leak.site.stack_id, leak.site.py_stack_id)},
+  e->args = {{"site_id", p.sites.resolve(leak.site.stack_id, leak.site.py_stack_id).id},
              {"function", label},
              {"device", leak.device},
              {"bytes_per_iteration", leak.bytes_per_iteration},
@@ -104,8 +104,8 @@ void oom_event(Plan &p, uint32_t i, Event *e) {
                {"total_bytes", r.total_bytes},
                {"api", format::api_name(r.api)},
                {"result", r.result},
-               {"site_id", p.sites.id(r.stack_id, r.py_stack_id)},
-               {"function", p.sites.label(r.stack_id, r.py_stack_id)}};
+               {"site_id", p.sites.resolve(r.stack_id, r.py_stack_id).id},
+               {"function", p.sites.resolve(r.stack_id, r.py_stack_id).label}};
   // The analysis keeps its newest OOMs in detail: what was live, and whether the program recovered.
   for (const analysis::OomEvent &o : p.analysis.ooms) {
     if (o.t_ns != t || o.device != device || o.requested != r.requested) continue;
@@ -115,8 +115,8 @@ void oom_event(Plan &p, uint32_t i, Event *e) {
     json top = json::array();
     for (size_t s = 0; s < o.live_by_site.size() && s < 5; ++s) {
       const auto &site = o.live_by_site[s];
-      top.push_back({{"function", p.sites.label(site.site.stack_id, site.site.py_stack_id)},
-                     {"site_id", p.sites.id(site.site.stack_id, site.site.py_stack_id)},
+      top.push_back({{"function", p.sites.resolve(site.site.stack_id, site.site.py_stack_id).label},
+                     {"site_id", p.sites.resolve(site.site.stack_id, site.site.py_stack_id).id},
                      {"bytes", site.bytes},
                      {"count", site.count}});
     }
@@ -148,9 +148,9 @@ void memory_event(Plan &p, uint32_t k, bool end, Event *e) {
   if (life != kNoEvent) {
     const Life &l = p.replay.lives[life];
     if (size == 0) size = l.size;  // a free's size when the recorder did not know it
-    args["site"] = p.sites.label(l.stack_id, l.py_stack_id);
+    args["site"] = p.sites.resolve(l.stack_id, l.py_stack_id).label;
   } else if (r.stack_id || r.py_stack_id) {
-    args["site"] = p.sites.label(r.stack_id, r.py_stack_id);
+    args["site"] = p.sites.resolve(r.stack_id, r.py_stack_id).label;
   }
   args["size"] = size;
   if (r.runtime_api) args["runtime_api"] = format::api_name(r.runtime_api);

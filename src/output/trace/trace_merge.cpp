@@ -32,8 +32,8 @@ struct Input {
 };
 
 // The text of an input: the file, or the trace of a capture.
-bool load(Input &in, const TraceOptions &options, std::string *text, std::vector<std::string> *warnings,
-          std::string *error) {
+bool load(Input &in, const ReadOptions &read, const TraceOptions &options, std::string *text,
+          std::vector<std::string> *warnings, std::string *error) {
   if (in.is_capture) {
     *text = in.converted;
     return true;
@@ -43,7 +43,7 @@ bool load(Input &in, const TraceOptions &options, std::string *text, std::vector
   text->clear();
   StringStream trace;
   TraceSummary summary;
-  if (!trace_capture_file(in.path, TraceFormat::kJson, options, &trace, &summary, warnings, error)) return false;
+  if (!trace_capture_file(in.path, TraceFormat::kJson, read, options, &trace, &summary, warnings, error)) return false;
   in.is_capture = true;
   in.converted = std::move(trace.data);
   *text = in.converted;
@@ -76,8 +76,8 @@ class LineOut {
 
 }  // namespace
 
-bool merge_traces(const std::vector<std::string> &paths, const TraceOptions &options, ByteStream *out,
-                  MergeSummary *summary, std::vector<std::string> *warnings, std::string *error) {
+bool merge_traces(const std::vector<std::string> &paths, const ReadOptions &read, const TraceOptions &options,
+                  ByteStream *out, MergeSummary *summary, std::vector<std::string> *warnings, std::string *error) {
   if (paths.empty()) {
     *error = "merge: no input given";
     return false;
@@ -89,7 +89,7 @@ bool merge_traces(const std::vector<std::string> &paths, const TraceOptions &opt
     in.path = paths[i];
     in.file_order = i;
     std::string text, why;
-    if (!load(in, options, &text, warnings, &why)) {
+    if (!load(in, read, options, &text, warnings, &why)) {
       *error = why;
       return false;
     }
@@ -150,7 +150,7 @@ bool merge_traces(const std::vector<std::string> &paths, const TraceOptions &opt
   for (size_t order = 0; order < inputs.size(); ++order) {
     Input &in = inputs[order];
     std::string text, why;
-    if (!load(in, options, &text, warnings, &why)) {
+    if (!load(in, read, options, &text, warnings, &why)) {
       *error = why;
       return false;
     }

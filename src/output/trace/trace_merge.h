@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "output/front_door.h"
 #include "output/trace/file_io.h"
 #include "output/trace/trace_options.h"
 
@@ -36,7 +37,8 @@ struct MergeSummary {
 // Writes the merged trace (JSON array form, one event per line) to `out`. False with a one-line
 // reason naming the input that could not be read; `warnings` collects what was merged anyway
 // (no anchor, a repaired input, symbolization problems of converted captures).
-bool merge_traces(const std::vector<std::string> &paths, const TraceOptions &capture_options, ByteStream *out,
-                  MergeSummary *summary, std::vector<std::string> *warnings, std::string *error);
+// Captures among the inputs are opened with `read` (front_door.h) and traced with `capture_options`.
+bool merge_traces(const std::vector<std::string> &paths, const ReadOptions &read, const TraceOptions &capture_options,
+                  ByteStream *out, MergeSummary *summary, std::vector<std::string> *warnings, std::string *error);
 
 }  // namespace gpuleak::output::trace

@@ -10,13 +10,13 @@
 
 #include "analysis/analysis.h"
 #include "format/capture_reader.h"
+#include "output/sites.h"
 #include "output/trace/counter_decimation.h"
 #include "output/trace/event_selection.h"
 #include "output/trace/gpu_activity.h"
 #include "output/trace/leak_markers.h"
 #include "output/trace/memory_replay.h"
 #include "output/trace/nvtx_ranges.h"
-#include "output/trace/site_names.h"
 #include "output/trace/trace_options.h"
 #include "output/trace/trace_sink.h"
 
@@ -26,14 +26,14 @@ namespace gpuleak::output::trace::detail {
 inline constexpr int64_t kPseudoTidBase = 1'000'000'000;
 
 struct Plan {
-  Plan(const format::Capture &c, const analysis::Analysis &a, const TraceOptions &o, const SymbolizeFn &s)
-      : capture(c), analysis(a), options(o), replay(c), sites(s) {}
+  Plan(const format::Capture &c, const analysis::Analysis &a, const TraceOptions &o, Sites &s)
+      : capture(c), analysis(a), options(o), replay(c, a), sites(s) {}
 
   const format::Capture &capture;
   const analysis::Analysis &analysis;
   const TraceOptions &options;
   MemoryReplay replay;
-  SiteNames sites;
+  Sites &sites;
   NvtxTimeline nvtx;
   Counters counters;
   Selection selection;

@@ -3,6 +3,8 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "text/paths.h"
+
 namespace gpuleak::output::trace {
 
 std::string valid_utf8(std::string_view in) {
@@ -40,26 +42,8 @@ std::string valid_utf8(std::string_view in) {
   return out;
 }
 
-std::string hex(uint64_t value) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, value);
-  return buf;
-}
+std::string hex(uint64_t value) { return text::hex(value); }
 
-std::string basename_of(const std::string &path) {
-  size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-std::string frame_label(const Frame &f) {
-  std::string name = f.function.empty() ? (f.address ? hex(f.address) : std::string("?")) : f.function;
-  if (!f.file.empty()) {
-    name += " (" + basename_of(f.file);
-    if (f.line > 0) name += ":" + std::to_string(f.line);
-    return name + ")";
-  }
-  if (!f.module.empty()) return name + " (" + basename_of(f.module) + ")";
-  return name;
-}
+std::string basename_of(const std::string &path) { return text::basename_of(path); }
 
 }  // namespace gpuleak::output::trace

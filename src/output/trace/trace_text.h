@@ -1,4 +1,4 @@
-// Text helpers shared by the trace writers and the exports: naming a frame, and repairing
+// Text helpers shared by the trace writers and the exports: repairing
 // untrusted bytes (function names, NVTX messages, paths come from the program as they are).
 #pragma once
 
@@ -13,10 +13,6 @@ namespace gpuleak::output::trace {
 // The bytes with every invalid UTF-8 sequence (bad lead or continuation bytes, overlong forms,
 // surrogates, code points past U+10FFFF, a sequence cut short) replaced by U+FFFD.
 std::string valid_utf8(std::string_view bytes);
-
-// "function (file:line)" with the file's basename; a frame without line information names its
-// module ("function (libfoo.so)"), and one without a symbol its address ("0x7f12... (libfoo.so)").
-std::string frame_label(const Frame &frame);
 
 // "0x1f2e" (lowercase hex).
 std::string hex(uint64_t value);

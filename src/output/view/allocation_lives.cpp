@@ -1,90 +1,63 @@
-// The one file of src/output that reads the analysis's replay (analysis/internal.h) directly: the
-// public Analysis keeps totals and verdicts, and the viewer needs each allocation's life to draw
-// memory over time. Observing the ledger's replay, rather than replaying the capture a second way,
-// is what keeps the viewer's peak and live bytes equal to the report's. Unlike the analysis, this
-// keeps one entry per allocation and one time per event: the viewer draws them all.
+// The viewer's allocations, from the analysis's own replay (analysis/lives.h): the public
+// Analysis keeps every allocation's life when asked (AnalysisOptions::record_lives, which the front
+// door sets for the viewer), so the viewer draws the very events the verdicts were computed on and
+// never replays the capture a second way. Unlike the analysis, this keeps one time per event: the
+// viewer draws them all.
 #include "output/view/allocation_lives.h"
 
 #include <algorithm>
 
-#include "analysis/internal.h"
-
 namespace gpuleak::output::view {
 
-namespace detail = analysis::detail;
-
 struct AllocationLives::Impl {
-  std::vector<uint64_t> times;  // per event position, monotonic
+  std::shared_ptr<const analysis::Lives> lives;
   uint64_t anchor = 0;
 };
 
 namespace {
 
-// Every allocation in birth order (host ones too, dropped at the end), its death when it comes;
-// the site is read again at the death and at the end, since a VMM mapping may move it.
-class Collect : public detail::Observer {
- public:
-  explicit Collect(const detail::SiteTable &sites) : sites_(sites) {}
-  void born(uint32_t k, const format::MemoryRecord &, const detail::Life &a) override {
-    Entry e;
-    e.on_device = detail::on_device(a.space);
-    e.life.size = a.size;
-    e.life.birth = k;
-    e.slot = a.slot;
-    all.push_back(e);
-  }
-  void died(uint32_t k, const format::MemoryRecord &, const detail::Life &a) override {
-    Entry &e = all[a.ordinal];
-    e.life.death = k;
-    e.life.site = sites_.sites[a.site];
-  }
-  void finish(const detail::LiveSet &live) override {
-    live.for_each(
-        [&](const detail::LiveKey &, const detail::Life &a) { all[a.ordinal].life.site = sites_.sites[a.site]; });
-  }
-  struct Entry {
-    Life life;
-    uint16_t slot = 0;
-    bool on_device = false;
-  };
-  std::vector<Entry> all;
+// Nanoseconds since the run's start (a record before the anchor counts as the start).
+uint64_t since(uint64_t t, uint64_t anchor) { return t > anchor ? t - anchor : 0; }
 
- private:
-  const detail::SiteTable &sites_;
-};
+std::shared_ptr<const analysis::Lives> lives_of(const format::Capture &capture, const analysis::Analysis &a) {
+  if (a.lives) return a.lives;
+  // An analysis made without record_lives (outside the front door): the lives do not depend on the
+  // options, so a default analysis that records them gives the same ones.
+  analysis::AnalysisOptions options;
+  options.record_lives = true;
+  options.advice.enabled = false;
+  return analysis::analyze(capture, options).lives;
+}
 
 }  // namespace
 
-AllocationLives::AllocationLives(const format::Capture &capture) : impl_(std::make_unique<Impl>()) {
+AllocationLives::AllocationLives(const format::Capture &capture, const analysis::Analysis &analysis)
+    : impl_(std::make_unique<Impl>()) {
   impl_->anchor = capture.header.monotonic_ns;
-  const format::VectorMemorySource memory(capture.memory);
-  std::vector<detail::Span> spans;
-  std::vector<uint32_t> no_positions;
-  detail::SiteTable sites;
-  const detail::Timeline timeline = detail::make_timeline(capture, memory, &spans, {}, &no_positions, false, &sites);
-  impl_->times.reserve(timeline.size);
-  timeline.replay([&](uint32_t, const format::MemoryRecord &r) { impl_->times.push_back(r.ts_ns); });
-  Collect collect(sites);
-  detail::Ledger ledger;
-  detail::replay(capture, timeline, sites, spans, {&collect}, &ledger);
-  for (Collect::Entry &e : collect.all) {
-    if (!e.on_device) continue;
-    e.life.device = ledger.devices[e.slot];
-    e.life.birth_ns = time_of(e.life.birth);
-    if (e.life.death != kAlive) e.life.death_ns = time_of(e.life.death);
-    lives_.push_back(e.life);
+  impl_->lives = lives_of(capture, analysis);
+  for (const analysis::AllocationLife &l : impl_->lives->lives) {
+    if (l.device < 0) continue;  // host pinned/registered memory is not device memory
+    Life life;
+    life.device = l.device;
+    life.size = l.size;
+    life.birth = l.birth;
+    life.death = l.death == analysis::kStillAlive ? kAlive : l.death;
+    life.site = l.site;
+    life.birth_ns = time_of(l.birth);
+    if (life.death != kAlive) life.death_ns = time_of(life.death);
+    lives_.push_back(life);
   }
 }
 
 AllocationLives::~AllocationLives() = default;
 
 uint32_t AllocationLives::position_at(uint64_t t_ns) const {
-  const auto &t = impl_->times;
+  const auto &t = impl_->lives->times;
   return static_cast<uint32_t>(std::lower_bound(t.begin(), t.end(), t_ns + impl_->anchor) - t.begin());
 }
 
 uint64_t AllocationLives::time_of(uint32_t position) const {
-  return detail::since_start(impl_->times[position], impl_->anchor);
+  return since(impl_->lives->times[position], impl_->anchor);
 }
 
 }  // namespace gpuleak::output::view

@@ -30,8 +30,9 @@ struct Life {
 
 class AllocationLives {
  public:
-  // Replays `capture`, which must outlive this object. Never throws for any capture content.
-  explicit AllocationLives(const format::Capture &capture);
+  // The lives `analysis` recorded (AnalysisOptions::record_lives) of `capture`; an analysis that
+  // recorded none is redone with record_lives. Never throws for any capture content.
+  AllocationLives(const format::Capture &capture, const analysis::Analysis &analysis);
   ~AllocationLives();
   AllocationLives(const AllocationLives &) = delete;
   AllocationLives &operator=(const AllocationLives &) = delete;

@@ -4,33 +4,19 @@
 #include <cstdio>
 
 #include "output/report_json.h"
+#include "text/paths.h"
 
 namespace gpuleak::output::view {
 
 using nlohmann::json;
+using text::basename_of;
+using text::hex;
 
 namespace {
 
-std::string basename_of(const std::string &path) {
-  size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 json text_or_null(const std::string &s) { return s.empty() ? json(nullptr) : json(s); }
 
-std::string hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
-}
-
 }  // namespace
-
-const Stack &SiteTable::stack(uint32_t id) {
-  auto it = stacks_.find(id);
-  if (it == stacks_.end()) it = stacks_.emplace(id, id && symbolize_ ? symbolize_(id) : Stack{}).first;
-  return it->second;
-}
 
 // Frames are shown, not matched by address: one source line is one frame whatever its address
 // (an unknown function keeps its address, the only thing that tells such frames apart).
@@ -48,19 +34,20 @@ uint32_t SiteTable::index(const analysis::Site &site) {
   uint64_t key = static_cast<uint64_t>(site.stack_id) << 32 | site.py_stack_id;
   auto [it, fresh] = by_site_.try_emplace(key, static_cast<uint32_t>(site_ids_.size()));
   if (!fresh) return it->second;
-  // The report's concatenation: native frames, then Python frames, each innermost first.
-  Stack frames = stack(site.stack_id);
-  const Stack &py = stack(site.py_stack_id);
-  frames.insert(frames.end(), py.begin(), py.end());
+  const ResolvedSite &r = sites_.resolve(site);
   std::vector<uint32_t> indices;
-  indices.reserve(frames.size());
-  for (const Frame &f : frames) indices.push_back(frame_index(f));
-  site_ids_.push_back(site_id(frames));
+  indices.reserve(r.frames.size());
+  for (const Frame &f : r.frames) indices.push_back(frame_index(f));
+  site_ids_.push_back(r.id);
   site_frames_.push_back(std::move(indices));
+  headline_.push_back(r.frames.empty() ? nlohmann::json(nullptr) : nlohmann::json(frame_index(r.headline.frame)));
+  headline_text_.push_back(r.headline.text);
   return it->second;
 }
 
-json SiteTable::sites_json() const { return {{"site_id", site_ids_}, {"frames", site_frames_}}; }
+json SiteTable::sites_json() const {
+  return {{"site_id", site_ids_}, {"frames", site_frames_}, {"headline", headline_}, {"headline_text", headline_text_}};
+}
 
 json SiteTable::frames_json() const {
   json function = json::array(), file = json::array(), line = json::array(), module = json::array(),

@@ -14,19 +14,21 @@
 
 #include "analysis/analysis.h"
 #include "output/frame.h"
+#include "output/sites.h"
 
 namespace gpuleak::output::view {
 
 class SiteTable {
  public:
-  // `symbolize` as for make_report(): a stack id to frames, innermost first. It must outlive
-  // the table and is called at most once per stack id.
-  explicit SiteTable(const std::function<Stack(uint32_t)> &symbolize) : symbolize_(symbolize) {}
+  // `sites` names each site as the report does (frames, site_id, headline); it must outlive the
+  // table.
+  explicit SiteTable(Sites &sites) : sites_(sites) {}
 
   // The site's index in the table, adding it (and its frames) on first use.
   uint32_t index(const analysis::Site &site);
 
-  // {"site_id": [...], "frames": [[frame index, innermost first], ...]} and the frame table
+  // {"site_id": [...], "frames": [[frame index, innermost first], ...], "headline": [frame index
+  // of the report's headline, null for an unknown site], "headline_text": [...]} and the frame table
   // {"function": [...], "file": [...], "line": [...], "module": [...], "kind": [...],
   // "address": [...]}, columns of equal length; unknown values are null. A frame's address is
   // kept only when its function is unknown (it is then all there is). site_id is the report's.
@@ -35,14 +37,14 @@ class SiteTable {
   size_t size() const { return site_ids_.size(); }
 
  private:
-  const Stack &stack(uint32_t id);
   uint32_t frame_index(const Frame &f);
 
-  const std::function<Stack(uint32_t)> &symbolize_;
-  std::unordered_map<uint32_t, Stack> stacks_;
+  Sites &sites_;
   std::unordered_map<uint64_t, uint32_t> by_site_;
   std::vector<std::string> site_ids_;
   std::vector<std::vector<uint32_t>> site_frames_;
+  std::vector<nlohmann::json> headline_;  // frame index or null
+  std::vector<std::string> headline_text_;
   using FrameKey = std::tuple<bool, std::string, std::string, std::string, int, uint64_t>;
   std::map<FrameKey, uint32_t> by_frame_;
   std::vector<Frame> frames_;

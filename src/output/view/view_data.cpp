@@ -132,10 +132,16 @@ json temporal_json(const AllocationLives &lives, const analysis::Analysis &a, Si
 
 }  // namespace
 
-json make_view_data(const format::Capture &capture, const analysis::Analysis &a,
-                    const std::function<Stack(uint32_t)> &symbolize, const ViewOptions &o) {
-  AllocationLives lives(capture);
-  SiteTable sites(symbolize);
+json make_view_data(const format::Capture &capture, const analysis::Analysis &a, const SymbolizeFn &symbolize,
+                    const ViewOptions &o) {
+  Sites resolved(symbolize, site_options(capture));
+  return make_view_data(capture, a, resolved, o);
+}
+
+json make_view_data(const format::Capture &capture, const analysis::Analysis &a, Sites &resolved,
+                    const ViewOptions &o) {
+  AllocationLives lives(capture, a);
+  SiteTable sites(resolved);
   std::vector<int> devices;
   for (const auto &d : a.devices) devices.push_back(d.index);
   std::vector<DeviceTimeline> timelines = device_timelines(lives, devices, a.duration_ns);

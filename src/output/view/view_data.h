@@ -14,6 +14,7 @@
 #include "analysis/analysis.h"
 #include "format/capture_reader.h"
 #include "output/frame.h"
+#include "output/sites.h"
 
 namespace gpuleak::output::view {
 
@@ -28,9 +29,12 @@ struct ViewOptions {
 };
 
 // The "view" object of the embedded document. `analysis` must come from analyze(capture) and
-// `symbolize` must be the one the report was made with, so that site ids match the report's.
-// Never throws for any capture content.
+// `sites` must be the ones the report was made with, so that site ids and headlines match the
+// report's. Never throws for any capture content.
+nlohmann::json make_view_data(const format::Capture &capture, const analysis::Analysis &analysis, Sites &sites,
+                              const ViewOptions &options = {});
+// The same with Sites(symbolize, site_options(capture)).
 nlohmann::json make_view_data(const format::Capture &capture, const analysis::Analysis &analysis,
-                              const std::function<Stack(uint32_t)> &symbolize, const ViewOptions &options = {});
+                              const SymbolizeFn &symbolize, const ViewOptions &options = {});
 
 }  // namespace gpuleak::output::view

@@ -78,7 +78,7 @@ TEST(GateBudgets, WarmupIgnoresOnlyLeaksThatStoppedGrowing) {
   EXPECT_TRUE(run(leaky(100, 3, {0, 0, 0, 100, 200, 300}), b).failed());
 }
 
-TEST(GateBudgets, GrowthUsesItsOwnBudgetAndTheWarmupRefit) {
+TEST(GateBudgets, GrowthUsesItsOwnBudgetAndTheAnalysisFitAfterWarmup) {
   json doc = report("growth");
   doc["devices"][0]["verdict"] = "growth";
   doc["devices"][0]["growth_bytes_per_iteration"] = 4096;
@@ -87,11 +87,26 @@ TEST(GateBudgets, GrowthUsesItsOwnBudgetAndTheWarmupRefit) {
   Budgets b;
   b.max_growth = 8192;
   EXPECT_FALSE(run(doc, b).failed());
+  // --warmup reads the analysis's own fit after that warm-up (growth_after_warmup[k]); the gate
+  // fits nothing itself, whatever the iterations it could read.
+  doc["devices"][0]["growth_after_warmup"] = {4096, 0, 0};
   Budgets w;
-  w.warmup = 1;  // after iteration 0 the device is flat
+  w.warmup = 1;  // after iteration 0 the analysis found the device flat
   ReportOutcome o = run(doc, w);
   EXPECT_FALSE(o.failed());
   EXPECT_EQ(first(o, Kind::kGrowth)->status, Status::kIgnored);
+  doc["devices"][0]["growth_after_warmup"] = {4096, 8192, 8192};  // the analysis says it still grows
+  o = run(doc, w);
+  EXPECT_TRUE(o.failed());
+  EXPECT_NE(first(o, Kind::kGrowth)->message.find("grows 8 KiB/iteration after --warmup 1"), std::string::npos)
+      << first(o, Kind::kGrowth)->message;
+  w.warmup = 5;  // fewer than two iterations left: no growth to speak of
+  EXPECT_EQ(first(run(doc, w), Kind::kGrowth)->status, Status::kIgnored);
+  // A report from before growth_after_warmup: its own rate, and the message says why.
+  doc["devices"][0].erase("growth_after_warmup");
+  o = run(doc, w);
+  EXPECT_TRUE(o.failed());
+  EXPECT_NE(first(o, Kind::kGrowth)->message.find("no fits per warm-up"), std::string::npos);
 }
 
 TEST(GateBudgets, PeakPerDevice) {

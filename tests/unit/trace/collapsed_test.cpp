@@ -34,7 +34,7 @@ std::vector<Line> parse_folded(const std::string &text) {
   return out;
 }
 
-std::string folded(const format::Capture &c, Moment at, const output::trace::SymbolizeFn &sym = fake_symbolizer()) {
+std::string folded(const format::Capture &c, Moment at, const output::SymbolizeFn &sym = fake_symbolizer()) {
   std::string out, error;
   EXPECT_TRUE(output::trace::collapsed_stacks(c, analysis::analyze(c), sym, at, &out, &error)) << error;
   return out;

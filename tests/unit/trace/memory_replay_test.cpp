@@ -22,8 +22,11 @@ uint64_t live_at(const MemoryReplay &r, uint16_t slot, uint32_t p) {
 }
 
 void expect_agrees(const format::Capture &c) {
-  analysis::Analysis a = analysis::analyze(c);
-  MemoryReplay r(c);
+  analysis::AnalysisOptions options;
+  options.record_lives = true;
+  analysis::Analysis a = analysis::analyze(c, options);
+  ASSERT_TRUE(a.lives);
+  MemoryReplay r(c, a);
   ASSERT_EQ(r.devices.size(), a.devices.size());
   for (size_t d = 0; d < r.devices.size(); ++d) {
     EXPECT_EQ(r.devices[d], a.devices[d].index);
@@ -70,7 +73,7 @@ TEST(MemoryReplay, AgreesOnEveryKindOfMemoryAndEveryWayOfReleasingIt) {
   b.op(format::Op::kContextReset, Kind::kUnknown, 1);
   expect_agrees(b.capture);
 
-  MemoryReplay r(b.capture);
+  MemoryReplay r(b.capture, analysis::analyze(b.capture));
   // The VMM allocation is charged to the site that mapped it.
   int mapped_sites = 0;
   for (const auto &l : r.lives) mapped_sites += l.stack_id == 7;
@@ -85,7 +88,7 @@ TEST(MemoryReplay, FollowsEffectiveTimeOrderNotFileOrder) {
   b.alloc(2 * kMiB, 2);
   std::swap(b.capture.memory[1], b.capture.memory[2]);  // a thread's buffer drained late
   expect_agrees(b.capture);
-  MemoryReplay r(b.capture);
+  MemoryReplay r(b.capture, analysis::analyze(b.capture));
   EXPECT_EQ(r.peak[0], 2 * kMiB);  // file order would say 3 MiB: both allocations live at once
   EXPECT_EQ(r.at(1).op, static_cast<uint8_t>(format::Op::kFree));
 }
@@ -94,7 +97,7 @@ TEST(MemoryReplay, AFreeNamesTheAllocationItReleased) {
   CaptureBuilder b;
   uint64_t p = b.alloc(kMiB, 42);
   b.free(p);
-  MemoryReplay r(b.capture);
+  MemoryReplay r(b.capture, analysis::analyze(b.capture));
   ASSERT_NE(r.life_of(1), output::trace::kNoEvent);
   EXPECT_EQ(r.lives[r.life_of(1)].stack_id, 42u);
   EXPECT_EQ(r.lives[r.life_of(1)].death, 1u);

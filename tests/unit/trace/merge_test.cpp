@@ -12,6 +12,7 @@ namespace {
 
 using nlohmann::json;
 using namespace output::trace;
+using output::ReadOptions;
 
 format::Capture ranked(int rank, uint32_t pid, uint64_t realtime_offset_ns) {
   format::Capture c = rich_capture();
@@ -37,7 +38,7 @@ json merge(const std::vector<std::string> &paths, std::vector<std::string> *warn
   MergeSummary s;
   std::vector<std::string> w;
   std::string error;
-  EXPECT_TRUE(merge_traces(paths, TraceOptions{}, &out, &s, &w, &error)) << error;
+  EXPECT_TRUE(merge_traces(paths, ReadOptions{}, TraceOptions{}, &out, &s, &w, &error)) << error;
   if (warnings) *warnings = w;
   if (summary) *summary = s;
   return parse(out.data);
@@ -123,7 +124,7 @@ TEST(Merge, ItsOwnOutputMergesAgain) {
   std::vector<std::string> w;
   std::string error;
   ASSERT_TRUE(merge_traces({write_trace(dir, "a.json", ranked(0, 1, 0)), write_trace(dir, "b.json", ranked(1, 2, 0))},
-                           TraceOptions{}, &first, &s, &w, &error));
+                           ReadOptions{}, TraceOptions{}, &first, &s, &w, &error));
   std::ofstream(dir + "/ab.json") << first.data;
   json again = merge({dir + "/ab.json", write_trace(dir, "c.json", ranked(2, 3, 2'000'000))});
   EXPECT_EQ(events(again, "M", "process_name").size(), 3u);
@@ -137,10 +138,10 @@ TEST(Merge, GarbageIsAOneLineError) {
   MergeSummary s;
   std::vector<std::string> w;
   std::string error;
-  EXPECT_FALSE(merge_traces({dir + "/bad.json"}, TraceOptions{}, &out, &s, &w, &error));
+  EXPECT_FALSE(merge_traces({dir + "/bad.json"}, ReadOptions{}, TraceOptions{}, &out, &s, &w, &error));
   EXPECT_NE(error.find("bad.json"), std::string::npos);
   EXPECT_EQ(error.find('\n'), std::string::npos);
-  EXPECT_FALSE(merge_traces({dir + "/missing.json"}, TraceOptions{}, &out, &s, &w, &error));
+  EXPECT_FALSE(merge_traces({dir + "/missing.json"}, ReadOptions{}, TraceOptions{}, &out, &s, &w, &error));
 }
 
 TEST(TraceReader, RepairsTheArrayFormLikeTheViewers) {

@@ -123,7 +123,7 @@ TEST(Decimation, KeepsEveryLocalMaximumAndTheLastValueWithoutAveraging) {
     ptrs.clear();
     b.advance(100'000);  // quiet gap between bursts
   }
-  output::trace::MemoryReplay replay(b.capture);
+  output::trace::MemoryReplay replay(b.capture, analysis::analyze(b.capture));
   auto c = output::trace::decimate(replay, 2, 10'000, 0);
   EXPECT_LT(c.points.size(), c.changes / 10);
   // Each burst's maximum survives exactly.
@@ -143,7 +143,7 @@ TEST(Decimation, KeepsEveryLocalMaximumAndTheLastValueWithoutAveraging) {
 
 TEST(Decimation, TheOverallCapWidensBuckets) {
   format::Capture c = looped(2000);
-  output::trace::MemoryReplay replay(c);
+  output::trace::MemoryReplay replay(c, analysis::analyze(c));
   auto d = output::trace::decimate(replay, 2, 1, 500);
   EXPECT_LE(d.points.size(), 500u);
   EXPECT_GT(d.bucket_ns, 2u);

@@ -16,6 +16,7 @@ namespace gpuleak::testing {
 
 using nlohmann::json;
 using namespace output::trace;
+using output::SymbolizeFn;
 
 SymbolizeFn fake_symbolizer(std::map<uint32_t, std::string> names) {
   return [names](uint32_t id) {

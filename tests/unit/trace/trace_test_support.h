@@ -20,14 +20,14 @@ namespace gpuleak::testing {
 
 // Frames for stack id N: one native frame "fn<N>" in "/src/file<N>.cpp" line N, unless `names`
 // gives that id's function name instead.
-output::trace::SymbolizeFn fake_symbolizer(std::map<uint32_t, std::string> names = {});
+output::SymbolizeFn fake_symbolizer(std::map<uint32_t, std::string> names = {});
 
 // The whole trace of a capture, JSON, as text.
 std::string json_trace(const format::Capture &capture, const output::trace::TraceOptions &options = {},
                        output::trace::TraceSummary *summary = nullptr,
-                       const output::trace::SymbolizeFn &symbolize = fake_symbolizer());
+                       const output::SymbolizeFn &symbolize = fake_symbolizer());
 std::string perfetto_trace(const format::Capture &capture, const output::trace::TraceOptions &options = {},
-                           const output::trace::SymbolizeFn &symbolize = fake_symbolizer());
+                           const output::SymbolizeFn &symbolize = fake_symbolizer());
 
 // Parses with nlohmann::json::parse (throws on invalid JSON, failing the test).
 nlohmann::json parse(const std::string &text);

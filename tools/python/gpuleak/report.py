@@ -44,8 +44,8 @@ class Frame:
 
 
 def _user_frame(stack):
-    """The frame to send a person to (as gpuleak check does): the innermost Python frame with a
-    file and line, else the innermost native one."""
+    """For reports written before headlines: the innermost Python frame with a file and line,
+    else the innermost native one. Newer reports say which frame to show (headline)."""
     for kind in ("python", None):
         for f in stack:
             if (kind is None or f.kind == kind) and f.location:
@@ -53,7 +53,11 @@ def _user_frame(stack):
     return None
 
 
-def _where(stack):
+def _where(stack, headline=None):
+    """The report's headline text ("train.py:41 in train_step (via ...)"), as the analysis chose
+    it; a report from before headlines: "function (file:line)" of _user_frame(stack)."""
+    if isinstance(headline, dict) and isinstance(headline.get("text"), str) and headline["text"]:
+        return headline["text"]
     f = _user_frame(stack)
     if f is not None:
         return "%s (%s)" % (f.function or "?", f.location)
@@ -130,12 +134,13 @@ class Leak:
     iterations_observed: Optional[int] = None
     live_by_iteration: List[int] = field(default_factory=list)
     stack: List[Frame] = field(default_factory=list)
+    headline: Optional[Dict[str, Any]] = None  # the frame to show (docs/report-format.md)
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def where(self):
-        """"function (file:line)" of the frame to look at."""
-        return _where(self.stack)
+        """Where to look: the headline's text (the user's own line, with the library code it called)."""
+        return _where(self.stack, self.headline)
 
 
 @dataclass
@@ -145,11 +150,12 @@ class LiveSite:
     live_bytes: int = 0
     live_count: int = 0
     stack: List[Frame] = field(default_factory=list)
+    headline: Optional[Dict[str, Any]] = None
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def where(self):
-        return _where(self.stack)
+        return _where(self.stack, self.headline)
 
 
 @dataclass
@@ -168,11 +174,12 @@ class OomEvent:
     stack: List[Frame] = field(default_factory=list)
     live_by_site: List[Dict[str, Any]] = field(default_factory=list)
     history: List[Dict[str, Any]] = field(default_factory=list)
+    headline: Optional[Dict[str, Any]] = None
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def where(self):
-        return _where(self.stack)
+        return _where(self.stack, self.headline)
 
 
 @dataclass

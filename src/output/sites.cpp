@@ -1,0 +1,196 @@
+#include "output/sites.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+
+#include "text/paths.h"
+
+namespace gpuleak::output {
+
+using text::basename_of;
+using text::hex;
+
+namespace {
+
+constexpr const char *kAutogradMarker = "[autograd backward]";
+
+// CPython itself: libpython, a statically linked `python3.x` executable, the standard library's
+// extension modules (lib-dynload: _ctypes, _asyncio...), or the eval loop found by name.
+bool is_interpreter_frame(const Frame &f) {
+  if (f.kind != Frame::Kind::kNative) return false;
+  std::string base = basename_of(f.module);
+  if (base.compare(0, 9, "libpython") == 0) return true;
+  if (base.compare(0, 6, "python") == 0 && base.find(".so") == std::string::npos) return true;
+  return f.module.find("/lib-dynload/") != std::string::npos || f.function.compare(0, 17, "_PyEval_EvalFrame") == 0;
+}
+
+// The C library's process start, outward of main(): it names the executable (`_start` has no
+// line, so it is shown by module) and says nothing about the program.
+bool is_process_start(const Frame &f) {
+  return f.function == "_start" || f.function.compare(0, 17, "__libc_start_main") == 0 ||
+         f.function == "__libc_start_call_main";
+}
+
+bool has_file(const Frame &f) { return !f.file.empty(); }
+bool is_python_source(const Frame &f) { return f.kind == Frame::Kind::kPython && has_file(f); }
+
+// "train.py:41 in train_step"; without a file "train_step (libfoo.so)"; without a symbol the
+// address.
+std::string where(const Frame &f) {
+  if (has_file(f)) {
+    std::string s = short_path(f.file);
+    if (f.line > 0) s += ":" + std::to_string(f.line);
+    return f.function.empty() ? s : s + " in " + f.function;
+  }
+  std::string name = f.function.empty() ? (f.address ? hex(f.address) : std::string("?")) : f.function;
+  return f.module.empty() ? name : name + " (" + basename_of(f.module) + ")";
+}
+
+// "Linear.forward, torch/nn/modules/linear.py:134"; "cublasLtMatmul, libcublasLt.so.12".
+std::string via_text(const Frame &f) {
+  std::string name = f.function.empty() ? (f.address ? hex(f.address) : std::string("?")) : f.function;
+  if (has_file(f)) {
+    std::string s = short_path(f.file);
+    if (f.line > 0) s += ":" + std::to_string(f.line);
+    return name + ", " + s;
+  }
+  return f.module.empty() ? name : name + ", " + basename_of(f.module);
+}
+
+std::string frame_key(const Frame &f) {
+  return std::string(f.kind == Frame::Kind::kNative ? "n" : "p") + '\x1f' + basename_of(f.module) + '\x1f' +
+         f.function + '\x1f' + f.file + '\x1f' + std::to_string(f.line);
+}
+
+// In a Python program the native frames before the interpreter are the framework's or ctypes'
+// (libffi), so they are the user's only when the user said so or they are in the program's folder.
+bool user_native_in_python(const Frame &f, const UserCode &user) {
+  if (f.kind != Frame::Kind::kNative || f.module.empty() || !is_user_native_frame(f, user)) return false;
+  auto under = [&](const std::string &root) {
+    return !root.empty() && f.module.compare(0, root.size(), root) == 0 && f.module.size() > root.size() &&
+           f.module[root.size()] == '/';
+  };
+  return under(user.program_dir) || std::any_of(user.roots.begin(), user.roots.end(), under);
+}
+
+}  // namespace
+
+SiteOptions site_options(const format::Capture &capture, std::vector<std::string> user_code_roots) {
+  SiteOptions o;
+  if (!capture.modules.empty()) o.executable = capture.modules.front().path;
+  o.user_code = user_code_for(capture, std::move(user_code_roots));
+  return o;
+}
+
+Stack site_frames(const Stack &native, const Stack &python) {
+  Stack s;
+  if (!python.empty()) {
+    s.assign(native.begin(), std::find_if(native.begin(), native.end(), is_interpreter_frame));
+    s.insert(s.end(), python.begin(), python.end());
+    return s;
+  }
+  s = native;
+  auto main_frame = std::find_if(s.begin(), s.end(), [](const Frame &f) { return f.function == "main"; });
+  if (main_frame != s.end()) s.erase(main_frame + 1, s.end());
+  while (!s.empty() && is_process_start(s.back())) s.pop_back();
+  auto worker = std::find_if(s.begin(), s.end(), [](const Frame &f) {
+    return f.kind == Frame::Kind::kNative &&
+           f.function.find("torch::autograd::Engine::thread_main") != std::string::npos;
+  });
+  if (worker != s.end()) {
+    Frame marker;
+    marker.kind = Frame::Kind::kPython;
+    marker.function = kAutogradMarker;
+    s.insert(worker + 1, std::move(marker));
+  }
+  return s;
+}
+
+std::string site_id(const Stack &frames, const std::string &executable) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  auto mix = [&h](const std::string &s) {
+    for (unsigned char c : s) {
+      h ^= c;
+      h *= 0x100000001b3ull;
+    }
+    h ^= 0x1f;  // field separator, so that ("ab","c") and ("a","bc") differ
+    h *= 0x100000001b3ull;
+  };
+  for (const Frame &f : frames) {
+    mix(f.kind == Frame::Kind::kNative ? "n" : "p");
+    mix(!executable.empty() && f.module == executable ? std::string() : basename_of(f.module));
+    mix(f.function);
+    mix(short_path(f.file));  // not where the checkout or the venv happens to live
+    mix(std::to_string(f.line));
+  }
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%016" PRIx64, h);
+  return buf;
+}
+
+Headline headline_of(const Stack &frames, const UserCode &user) {
+  Headline h;
+  if (frames.empty()) {
+    h.where = h.text = "an unknown site";
+    return h;
+  }
+  const bool python = std::any_of(frames.begin(), frames.end(), is_python_source);
+  auto is_user = [&](const Frame &f) {
+    if (python) return is_python_source(f) ? is_user_python_file(f.file, user) : user_native_in_python(f, user);
+    return is_user_native_frame(f, user);
+  };
+  auto pick = std::find_if(frames.begin(), frames.end(), is_user);
+  h.user = pick != frames.end();
+  if (!h.user) {  // nothing of the user's: the innermost Python line, else the program's caller of CUDA
+    pick = python ? std::find_if(frames.begin(), frames.end(), is_python_source)
+                  : std::find_if(frames.begin(), frames.end(), [](const Frame &f) {
+                      return f.kind == Frame::Kind::kNative && !is_cuda_or_gpuleak_module(f.module) &&
+                             (!f.function.empty() || has_file(f));
+                    });
+    if (pick == frames.end()) pick = frames.begin();
+  }
+  h.frame = *pick;
+  // What the user's line called: the innermost frame of the same kind, when it is another one.
+  auto innermost = pick->kind == Frame::Kind::kPython ? std::find_if(frames.begin(), frames.end(), is_python_source)
+                                                      : frames.begin();
+  if (innermost != frames.end() && innermost != pick) h.via = *innermost;
+  h.where = h.text = where(h.frame);
+  if (h.via) h.text += " (via " + via_text(*h.via) + ")";
+  h.key = frame_key(h.frame);
+  return h;
+}
+
+std::string frame_label(const Frame &f) {
+  std::string name = f.function.empty() ? (f.address ? hex(f.address) : std::string("?")) : f.function;
+  if (!f.file.empty()) {
+    name += " (" + basename_of(f.file);
+    if (f.line > 0) name += ":" + std::to_string(f.line);
+    return name + ")";
+  }
+  if (!f.module.empty()) return name + " (" + basename_of(f.module) + ")";
+  return name;
+}
+
+Sites::Sites(SymbolizeFn symbolize, SiteOptions options)
+    : symbolize_(std::move(symbolize)), options_(std::move(options)) {}
+
+const Stack &Sites::stack(uint32_t id) {
+  auto it = stacks_.find(id);
+  if (it == stacks_.end()) it = stacks_.emplace(id, id && symbolize_ ? symbolize_(id) : Stack{}).first;
+  return it->second;
+}
+
+const ResolvedSite &Sites::resolve(uint32_t stack_id, uint32_t py_stack_id) {
+  const uint64_t key = static_cast<uint64_t>(stack_id) << 32 | py_stack_id;
+  auto it = sites_.find(key);
+  if (it != sites_.end()) return it->second;
+  ResolvedSite r;
+  r.frames = site_frames(stack(stack_id), stack(py_stack_id));
+  r.id = site_id(r.frames, options_.executable);
+  r.headline = headline_of(r.frames, options_.user_code);
+  r.label = r.frames.empty() ? "unknown site" : frame_label(r.headline.frame);
+  return sites_.emplace(key, std::move(r)).first->second;
+}
+
+}  // namespace gpuleak::output
