@@ -2,11 +2,15 @@
 // run's page and beside the source line, and a Markdown step summary.
 #include <algorithm>
 
-#include "gate/escape.h"
 #include "gate/sizes.h"
 #include "gate/writers.h"
+#include "text/escape.h"
 
 namespace gpuleak::gate {
+
+using text::github_escape_data;
+using text::github_escape_property;
+using text::markdown_escape;
 
 namespace {
 

@@ -2,10 +2,12 @@
 // (GitLab's junit report, Jenkins, the GitHub test-reporter actions).
 #include <sstream>
 
-#include "gate/escape.h"
 #include "gate/writers.h"
+#include "text/escape.h"
 
 namespace gpuleak::gate {
+
+using text::xml_escape;
 
 std::string write_junit(const std::vector<ReportOutcome> &outcomes) {
   size_t failures = 0;

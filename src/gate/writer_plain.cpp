@@ -1,11 +1,13 @@
 // Plain-text verdict (writers.h): what a person reads in a terminal or a CI log.
 #include <algorithm>
 
-#include "gate/escape.h"
+#include "text/escape.h"
 
 #include "gate/writers.h"
 
 namespace gpuleak::gate {
+
+using text::printable;
 
 std::string finding_line(const Finding &f) {
   std::string s = std::string(kind_name(f.kind)) + ": " + f.message;

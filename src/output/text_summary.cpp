@@ -3,14 +3,18 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "text/escape.h"
+
 namespace gpuleak::output {
 
 namespace {
 
-// Report fields may be null (a frame without symbols): read them without throwing.
+// Report fields may be null (a frame without symbols): read them without throwing. Every string
+// of a report is the program's bytes (its name, symbols, paths, loop names): printable() makes
+// escape sequences in them inert before they reach a terminal (text/escape.h).
 std::string text(const nlohmann::json &j, const char *key) {
   auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+  return it != j.end() && it->is_string() ? gpuleak::text::printable(it->get<std::string>()) : std::string();
 }
 int64_t integer(const nlohmann::json &j, const char *key) {
   auto it = j.find(key);
@@ -47,6 +51,27 @@ std::string where(const nlohmann::json &stack) {
   return stack.empty() ? "an unknown site" : "an unsymbolized site";
 }
 
+// What the capture itself says about how much of the run the report can see: the same facts the
+// gate warns about (src/gate/evaluate.cpp), so a person reading the terminal is not told less.
+std::string capture_notes(const nlohmann::json &capture) {
+  std::string out;
+  auto events = capture.find("events");
+  if (events != capture.end() && events->is_number_unsigned() && events->get<uint64_t>() == 0)
+    out += "  note: the capture recorded no CUDA memory events: nothing was measured\n";
+  auto dropped = capture.find("events_dropped");
+  if (dropped != capture.end() && dropped->is_number_unsigned() && dropped->get<uint64_t>() > 0)
+    out += "  note: the capture dropped " + std::to_string(dropped->get<uint64_t>()) +
+           " events (buffers full or size cap): numbers may be low\n";
+  std::string disabled = text(capture, "tracking_disabled");
+  if (!disabled.empty()) out += "  note: tracking was turned off mid-run: " + disabled + "\n";
+  auto truncated = capture.find("truncated");
+  if (truncated != capture.end() && truncated->is_boolean() && truncated->get<bool>())
+    out +=
+        "  note: the capture is truncated (it ends mid-record: the process was killed while writing); the "
+        "report covers what reached the file\n";
+  return out;
+}
+
 }  // namespace
 
 std::string site_text(const nlohmann::json &stack) { return where(stack); }
@@ -75,7 +100,8 @@ std::string text_summary(const nlohmann::json &r, const std::string &report_path
   if (source.empty()) source = "none";
   size_t iterations = field(r, "iterations", none).size();
   out += "gpuleak: " + text(run, "program") + " (pid " + std::to_string(integer(run, "pid")) + "): verdict " + verdict;
-  out += source == "none" ? ", no iterations found" : ", " + std::to_string(iterations) + " iterations (" + source + ")";
+  out +=
+      source == "none" ? ", no iterations found" : ", " + std::to_string(iterations) + " iterations (" + source + ")";
   out += "\n";
   for (const auto &leak : field(r, "leaks", none)) {
     char line[512];
@@ -112,18 +138,20 @@ std::string text_summary(const nlohmann::json &r, const std::string &report_path
     for (const auto &site : field(r, "live_at_exit", none)) {
       if (shown++ == 3) break;
       out += "  live at exit: " + human_bytes(number(site, "live_bytes")) + " in " +
-             std::to_string(integer(site, "live_count")) + " allocations at " + where(field(site, "stack", none)) + "\n";
+             std::to_string(integer(site, "live_count")) + " allocations at " + where(field(site, "stack", none)) +
+             "\n";
     }
   }
   std::string note = text(run, "allocator_note");
   if (!note.empty()) out += "  note: " + note + "\n";
+  out += capture_notes(field(run, "capture", empty));
   const auto &oom = field(r, "oom", empty);
   if (oom.contains("events")) {
     out += "  out of memory: " + std::to_string(field(oom, "events", none).size()) +
            " failed allocation(s); see the report\n";
   }
   out += advice_summary(r);
-  if (!report_path.empty()) out += "  report: " + report_path + "\n";
+  if (!report_path.empty()) out += "  report: " + gpuleak::text::printable(report_path) + "\n";
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analysis/advice.h"
+#include "text/limits.h"
 
 namespace CLI {
 class App;
@@ -21,6 +22,14 @@ inline constexpr int kExitUsage = 2;
 struct UsageError {
   std::string message;
 };
+
+// The footer of every reading subcommand's --help: the input limits of docs/limits.md.
+inline std::string input_limits_help() {
+  return "Input limits: JSON nested up to " + std::to_string(text::kMaxJsonDepth) + " levels; reports up to " +
+         text::limit_text(text::kMaxReportBytes) + "; traces up to " + text::limit_text(text::kMaxTraceBytes) +
+         " after gunzip; " + std::to_string(text::kMaxDevices) +
+         " devices per capture. Past one: one line, exit 2 (docs/limits.md).\n";
+}
 
 // What main() runs once the command line parsed: set by the chosen subcommand's callback.
 using Action = std::function<int()>;
@@ -58,10 +67,10 @@ struct ReportOptions {
   bool json_to_stdout = false;      // --json: the same as format "json"
   std::string format;               // --format text|json|markdown ("" = write the report JSON, summary on stderr)
   bool quiet = false;
-  bool fail_on_leak = false;        // exit 1 when any report's verdict is leak (GPULEAK_EXITCODE)
-  std::string iteration_range;      // NVTX iteration pattern ("" = the default)
-  int warmup = -1;                  // warm-up iterations (-1 = the default rule)
-  std::string ranks_json;           // several processes: their comparison (gpuleak.ranks/1) here
+  bool fail_on_leak = false;    // exit 1 when any report's verdict is leak (GPULEAK_EXITCODE)
+  std::string iteration_range;  // NVTX iteration pattern ("" = the default)
+  int warmup = -1;              // warm-up iterations (-1 = the default rule)
+  std::string ranks_json;       // several processes: their comparison (gpuleak.ranks/1) here
 
   // Loop advice thresholds; negative: GPULEAK_ADVICE* from the environment, else the default.
   int advice = -1;

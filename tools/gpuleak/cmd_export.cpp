@@ -11,6 +11,7 @@
 #include "format/capture_reader.h"
 #include "output/symbolizer.h"
 #include "output/trace/collapsed_stacks.h"
+#include "text/escape.h"
 
 namespace gpuleak::cli {
 
@@ -36,7 +37,8 @@ int export_command(const ExportCommandOptions &o) {
   auto symbolize = [&](uint32_t id) { return output::trim_to_caller(symbolizer.symbolize(id)); };
   std::string text;
   if (!collapsed_stacks(capture, result, symbolize, at, &text, &error)) throw UsageError{error};
-  for (const std::string &p : symbolizer.problems()) std::fprintf(stderr, "gpuleak: warning: %s\n", p.c_str());
+  for (const std::string &p : symbolizer.problems())
+    std::fprintf(stderr, "gpuleak: warning: %s\n", text::printable(p).c_str());
   if (o.output.empty() || o.output == "-") {
     std::fwrite(text.data(), 1, text.size(), stdout);
     return std::fflush(stdout) == 0 ? 0 : kExitUsage;

@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "output/text_summary.h"
 #include "output/trace/trace_merge.h"
+#include "text/escape.h"
 
 namespace gpuleak::cli {
 
@@ -32,12 +33,12 @@ int merge_command(const MergeCommandOptions &o) {
   if (!merge_traces(o.inputs, TraceOptions{}, file.get(), &summary, &warnings, &error)) throw UsageError{error};
   if (!file->commit(&error)) throw UsageError{"merge: " + error};
   if (o.quiet) return 0;
-  for (const std::string &w : warnings) std::fprintf(stderr, "gpuleak: warning: %s\n", w.c_str());
+  for (const std::string &w : warnings) std::fprintf(stderr, "gpuleak: warning: %s\n", text::printable(w).c_str());
   std::fprintf(stderr, "gpuleak: merged %zu traces into %s (%s, %llu events)\n", summary.inputs, o.output.c_str(),
                output::human_bytes(static_cast<double>(file->bytes_on_disk())).c_str(),
                static_cast<unsigned long long>(summary.events));
   for (const std::string &l : summary.leaking)
-    std::fprintf(stderr, "gpuleak: %s while the others stay flat\n", l.c_str());
+    std::fprintf(stderr, "gpuleak: %s while the others stay flat\n", text::printable(l).c_str());
   return 0;
 }
 
@@ -47,6 +48,7 @@ void register_merge(CLI::App &app, Action *action) {
   auto o = std::make_shared<MergeCommandOptions>();
   auto *cmd =
       app.add_subcommand("merge", "Merge Chrome traces or captures into one trace, one process per input by rank");
+  cmd->footer(input_limits_help());
   cmd->add_option("inputs", o->inputs, "Traces (.trace.json, .json.gz) or captures (.gpuleak)")->required();
   cmd->add_option("-o,--output", o->output, "Merged trace path (a name ending in .gz is gzip-compressed)")->required();
   cmd->add_flag("--quiet", o->quiet, "No summary line on stderr");

@@ -19,6 +19,7 @@
 #include "output/report_markdown.h"
 #include "output/symbolizer.h"
 #include "output/text_summary.h"
+#include "text/escape.h"
 
 #ifndef GPULEAK_VERSION
 #define GPULEAK_VERSION "0.0.0"
@@ -108,7 +109,7 @@ int report_command(const ReportOptions &o) {
     apply_advice_options(o, &options.advice);
     analysis::Analysis result = analysis::analyze(capture, memory, options);
     if (memory.failed()) throw UsageError{input + ": " + memory.error()};
-    for (const std::string &w : result.warnings) std::fprintf(stderr, "gpuleak: %s\n", w.c_str());
+    for (const std::string &w : result.warnings) std::fprintf(stderr, "gpuleak: %s\n", text::printable(w).c_str());
     output::Symbolizer symbolizer(capture);
     auto symbolize = [&](uint32_t id) { return output::trim_to_caller(symbolizer.symbolize(id)); };
     output::ReportContext ctx;
@@ -152,6 +153,7 @@ int report_command(const ReportOptions &o) {
 void register_report(CLI::App &app, Action *action) {
   auto o = std::make_shared<ReportOptions>();
   auto *cmd = app.add_subcommand("report", "Analyze captures: write <stem>.report.json and print a summary");
+  cmd->footer(input_limits_help());
   cmd->add_option("captures", o->inputs,
                   "Capture files (.gpuleak); with several (or existing .report.json files), the processes are "
                   "compared and a rank that grows while the others stay flat is flagged")

@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "output/text_summary.h"
 #include "output/trace/trace_capture.h"
+#include "text/escape.h"
 
 namespace gpuleak::cli {
 
@@ -45,7 +46,7 @@ int trace_command(const TraceCommandOptions &o) {
   if (!file->commit(&error)) throw UsageError{"trace: " + error};
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (o.quiet) return 0;
-  for (const std::string &w : warnings) std::fprintf(stderr, "gpuleak: warning: %s\n", w.c_str());
+  for (const std::string &w : warnings) std::fprintf(stderr, "gpuleak: warning: %s\n", text::printable(w).c_str());
   std::string shown = summary.policy == "bounded"
                           ? ", " + std::to_string(summary.memory_events_shown) + " of " +
                                 std::to_string(summary.memory_events) + " allocation events (--full for all)"

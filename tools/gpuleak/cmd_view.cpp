@@ -21,7 +21,10 @@
 #include "output/report_json.h"
 #include "output/symbolizer.h"
 #include "output/view/html_document.h"
+#include "output/view/report_input.h"
 #include "output/view/view_data.h"
+#include "text/bounded_read.h"
+#include "text/limits.h"
 
 #ifndef GPULEAK_VERSION
 #define GPULEAK_VERSION "0.0.0"
@@ -79,35 +82,37 @@ std::string load_template(const std::string &explicit_path) {
   throw UsageError{"view: no viewer template found (tried " + tried + "); pass --template"};
 }
 
-// A report from `gpuleak report`: any gpuleak.report/1 document.
-nlohmann::json parse_report(const std::string &path, const std::string &text) {
-  nlohmann::json report = nlohmann::json::parse(text, nullptr, false);
-  if (report.is_discarded() || !report.is_object())
-    throw UsageError{"view: " + path + " is neither a gpuleak capture nor a JSON report"};
-  const auto schema = report.find("schema");
-  if (schema == report.end() || !schema->is_string() || schema->get<std::string>().rfind("gpuleak.report/", 0) != 0)
-    throw UsageError{"view: " + path + " is not a gpuleak report (no \"schema\": \"gpuleak.report/1\")"};
-  if (*schema != output::kReportSchema)
-    throw UsageError{"view: " + path + " has schema " + schema->get<std::string>() + "; this gpuleak reads " +
-                     output::kReportSchema};
-  return report;
+// A capture is streamed from its file (it may be gigabytes; only the decoded records are kept);
+// a report, or a capture given through a pipe, is read whole, up to the report limit.
+bool load_capture(const std::string &path, format::Capture *capture) {
+  std::string error;
+  if (format::is_capture_file(path)) {
+    if (!format::read_capture_file(path, capture, &error)) throw UsageError{"view: " + error};
+    return true;
+  }
+  return false;
 }
 
 int view_command(const ViewCommandOptions &o) {
-  std::string bytes;
-  if (!read_all(o.input, &bytes)) throw UsageError{"view: cannot read " + o.input + ": " + std::strerror(errno)};
   const std::string html_template = load_template(o.template_path);
 
   nlohmann::json report, view;  // view stays null for a report: the page shows what it has
-  const bool is_capture =
-      bytes.size() >= sizeof format::kMagic && std::memcmp(bytes.data(), format::kMagic, sizeof format::kMagic) == 0;
+  format::Capture capture;
+  bool is_capture = load_capture(o.input, &capture);
+  if (!is_capture) {
+    std::string bytes, error;
+    if (text::read_bounded(o.input, text::kMaxReportBytes, "a report", &bytes, &error) != text::ReadResult::kOk)
+      throw UsageError{"view: " + error};
+    is_capture =
+        bytes.size() >= sizeof format::kMagic && std::memcmp(bytes.data(), format::kMagic, sizeof format::kMagic) == 0;
+    if (is_capture) {
+      if (!format::parse_capture(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size(), &capture, &error))
+        throw UsageError{"view: " + o.input + ": " + error};
+    } else {
+      if (!output::view::parse_report_text(bytes, &report, &error)) throw UsageError{"view: " + o.input + " " + error};
+    }
+  }
   if (is_capture) {
-    format::Capture capture;
-    std::string error;
-    if (!format::parse_capture(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size(), &capture, &error))
-      throw UsageError{"view: " + o.input + ": " + error};
-    bytes.clear();
-    bytes.shrink_to_fit();
     analysis::AnalysisOptions analysis_options;  // GPULEAK_ADVICE*: the same advice as `gpuleak report`
     apply_advice_options(ReportOptions{}, &analysis_options.advice);
     analysis::Analysis result = analysis::analyze(capture, analysis_options);
@@ -120,8 +125,6 @@ int view_command(const ViewCommandOptions &o) {
     output::view::ViewOptions options;
     options.max_timeline_points = o.max_points;
     view = output::view::make_view_data(capture, result, symbolize, options);
-  } else {
-    report = parse_report(o.input, bytes);
   }
 
   std::string html;
@@ -144,6 +147,7 @@ int view_command(const ViewCommandOptions &o) {
 void register_view(CLI::App &app, Action *action) {
   auto o = std::make_shared<ViewCommandOptions>();
   auto *cmd = app.add_subcommand("view", "Write a self-contained HTML report from a capture or a report");
+  cmd->footer(input_limits_help());
   cmd->add_option("input", o->input, "A capture (.gpuleak: everything) or a report (.report.json)")->required();
   cmd->add_option("-o,--output", o->output, "HTML path (default: next to the input, <stem>.html)");
   cmd->add_option("--template", o->template_path, "Viewer template (default: <bin>/../share/gpuleak/viewer.html)");

@@ -30,7 +30,4 @@ std::string default_trace_path(const std::string &capture_path, TraceFormat form
 bool trace_capture_file(const std::string &path, TraceFormat format, const TraceOptions &options, ByteStream *out,
                         TraceSummary *summary, std::vector<std::string> *warnings, std::string *error);
 
-// True when the bytes start with the capture magic ("GPULEAK\0").
-bool looks_like_capture(const std::string &bytes);
-
 }  // namespace gpuleak::output::trace
