@@ -170,6 +170,8 @@ void Advisor::finish(Analysis *out) {
   // replay: plain functions, called here.
   advise_fragmentation(out->ooms, &found);
 
+  drop_unactionable(&found);
+
   std::stable_sort(found.begin(), found.end(), [](const Advice &a, const Advice &b) {
     if (a.kind != b.kind) return a.kind < b.kind;
     return rank_of(a) > rank_of(b);
@@ -179,6 +181,43 @@ void Advisor::finish(Analysis *out) {
     kept_of_kind = i > 0 && found[i].kind == found[i - 1].kind ? kept_of_kind + 1 : 0;
     if (kept_of_kind < options_.advice.max_per_kind) out->advice.push_back(std::move(found[i]));
   }
+}
+
+void Advisor::drop_unactionable(std::vector<Advice> *found) const {
+  const AdviceOptions &o = options_.advice;
+  // The median post-warm-up iteration, the yardstick of a time saving.
+  std::vector<uint64_t> wall;
+  for (uint32_t j = loop_.w; j < loop_.n; ++j)
+    wall.push_back(loop_.end_ns[j] > loop_.start_ns[j] ? loop_.end_ns[j] - loop_.start_ns[j] : 0);
+  double iteration_ns = 0;
+  if (!wall.empty()) {
+    std::nth_element(wall.begin(), wall.begin() + wall.size() / 2, wall.end());
+    iteration_ns = static_cast<double>(wall[wall.size() / 2]);
+  }
+  const UserCode user(capture_);
+  auto keep = [&](const Advice &a) {
+    switch (a.kind) {  // the device's state (nearly full, a failure): always said
+      case AdviceKind::kPeakComposition:
+      case AdviceKind::kFragmentation:
+        return true;
+      default:
+        break;
+    }
+    if (o.require_user_frame && a.has_site && user.site(a.site) == UserCode::Answer::kFramework) return false;
+    for (const AdviceNumber &s : a.saving) {
+      if (s.name == "time_ns_per_iteration" && iteration_ns > 0 && s.value < o.min_saving_share * iteration_ns)
+        return false;
+      if (s.name == "peak_bytes") {
+        int slot = -1;
+        for (size_t d = 0; d < loop_.devices.size(); ++d)
+          if (loop_.devices[d] == a.device) slot = static_cast<int>(d);
+        const double peak = slot < 0 ? 0.0 : static_cast<double>(peaks_.peak(static_cast<uint16_t>(slot)).bytes);
+        if (peak > 0 && s.value < o.min_saving_share * peak) return false;
+      }
+    }
+    return true;
+  };
+  found->erase(std::remove_if(found->begin(), found->end(), [&](const Advice &a) { return !keep(a); }), found->end());
 }
 
 }  // namespace detail

@@ -40,11 +40,18 @@ struct AdviceOptions {
   // iterations of the primary loop (which must number at least min_post_warmup_iterations).
   double min_iteration_share = 0.8;
 
+  // Worth acting on: a finding about the loop (churn, cache thrash, late release, serialization)
+  // is kept only when its saving is at least this share of the median post-warm-up iteration's
+  // time (time savings) or of the device's steady-state peak (byte savings).
+  double min_saving_share = 0.02;
+  // ... and only when it names the user's code: a finding whose call site has frames, every one
+  // of them in a framework, CUDA or the interpreter (PyTorch's allocator, CuPy, JAX), is dropped.
+  bool require_user_frame = true;
+
   // Churn: allocations born and freed inside the same iteration, sizes within this ratio
-  // (largest / smallest). Stream-ordered (async) ones only count when they cost at least
-  // churn_min_async_ns per iteration: they are the cheap fix already.
+  // (largest / smallest). Stream-ordered (async) ones never count: a stream-ordered pool's reuse
+  // is by design, and it is the cheap fix already.
   double churn_max_size_ratio = 4.0;
-  uint64_t churn_min_async_ns = 20'000;
 
   // Cache thrash: a burst of consecutive frees inside one iteration (same free call site when
   // frees carry stacks, no allocation on the device in between) of at least thrash_min_blocks blocks releasing at least

@@ -180,10 +180,25 @@ class PeakComposition : public Rule, public Observer {
                   "(two chunks would lower the peak by about " +
                   bytes_text(transient / 2) + ").";
     } else {
+      // The sentence follows the table beside it: the largest site's share is said as a number,
+      // and a site that holds most of the peak is named as the one to shrink (it once said "no
+      // single site dominating" above a table where one site held 98 %).
+      const AdviceSite &top = sites.front();
+      const double top_share =
+          all.bytes ? std::min(1.0, static_cast<double>(top.bytes) / static_cast<double>(all.bytes)) : 0.0;
+      a.evidence.push_back({"largest_site_share", top_share});
       a.message = where + bytes_text(static_cast<double>(all.before_loop_bytes)) + " dates from before the loop, " +
                   bytes_text(static_cast<double>(all.earlier_iterations_bytes)) + " from earlier iterations and " +
-                  bytes_text(static_cast<double>(all.this_iteration_bytes)) +
-                  " from that iteration, no single site dominating: shrink what the largest sites keep.";
+                  bytes_text(static_cast<double>(all.this_iteration_bytes)) + " from that iteration. ";
+      if (top_share >= 0.5) {  // most of the peak is one site's: that site is the advice
+        const uint64_t kept = top.before_loop_bytes + top.earlier_iterations_bytes;
+        a.message += "This site holds " + share_text(top_share) + " of it (" +
+                     bytes_text(static_cast<double>(top.bytes)) + ", " + bytes_text(static_cast<double>(kept)) +
+                     " of that kept from before the iteration): " + "shrink what it keeps, or free it sooner.";
+      } else {
+        a.message += "The largest site holds " + share_text(top_share) + " of it (" +
+                     bytes_text(static_cast<double>(top.bytes)) + "): shrink what the largest sites keep.";
+      }
     }
     if (sites.size() > o.peak_top_sites) sites.resize(o.peak_top_sites);
     a.sites = std::move(sites);

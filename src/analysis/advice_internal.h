@@ -148,6 +148,9 @@ class Advisor {
   void finish(Analysis *out);
 
  private:
+  // Drops what the user cannot act on: findings at framework internals only, and savings below
+  // AdviceOptions::min_saving_share of the iteration's time or of the peak.
+  void drop_unactionable(std::vector<Advice> *found) const;
   const format::Capture &capture_;
   const Timeline &timeline_;
   const SiteTable &sites_;

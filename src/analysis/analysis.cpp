@@ -27,6 +27,8 @@ const char *iteration_source_name(IterationSource s) {
       return "none";
     case IterationSource::kAuto:
       return "auto";
+    case IterationSource::kPythonLoop:
+      return "python_loop";
     case IterationSource::kNvtx:
       return "nvtx";
     case IterationSource::kApi:
@@ -41,7 +43,8 @@ namespace {
 using format::Capture;
 
 // Iterations the program marked, strongest source first: C API marks, then NVTX ranges. Empty
-// when there are none (then the allocation sequence's period is looked for, after pass 0).
+// when there are none (then the Python loop, else the allocation sequence's period is looked for,
+// after pass 0).
 std::vector<Span> marked_iterations(const Capture &capture, uint64_t end_ns, const AnalysisOptions &o, Analysis *out) {
   std::vector<Span> spans = spans_from_markers(capture, end_ns);
   if (!spans.empty()) {
@@ -105,9 +108,17 @@ bool loaded_pytorch_cuda(const Capture &capture) {
 }
 
 // Informational: what the allocator environment and the allocation pattern suggest.
-std::string allocator_mode(const Capture &capture, const Timeline &timeline, const Ledger &ledger) {
+std::string allocator_mode(const Capture &capture, const Frameworks &frameworks, const Timeline &timeline,
+                           const Ledger &ledger) {
   std::string env = capture.run ? capture.run->allocator_env : std::string();
   if (contains(env, "backend:cudaMallocAsync")) return "per-tensor (cudaMallocAsync)";
+  // The other frameworks' per-object modes (gpuleak run --jax / --cupy); their pools: hiding_pool.
+  if (frameworks.jax && allocator_setting(capture, "XLA_PYTHON_CLIENT_ALLOCATOR") == "platform")
+    return "per-buffer (JAX's platform allocator)";
+  if (frameworks.cupy && allocator_setting(capture, "GPULEAK_CUPY") == "per-array")
+    return "per-array (CuPy without its memory pool)";
+  if (frameworks.cupy && allocator_setting(capture, "GPULEAK_CUPY") == "async")
+    return "per-array (CuPy's stream-ordered pool, cudaMallocAsync)";
   if (contains(env, "expandable_segments:True") || contains(env, "expandable_segments:true"))
     return "segments (expandable, cuMemCreate/cuMemMap)";
   const uint64_t device = timeline.device_allocs, async = timeline.async_allocs, vmm = timeline.vmm_allocs,
@@ -195,7 +206,15 @@ Analysis analyze(const format::Capture &capture, const format::MemorySource &mem
   std::vector<uint32_t> oom_positions;
   SiteTable sites;
   const Timeline timeline = make_timeline(capture, memory, &spans, ooms.times(), &oom_positions, spans.empty(), &sites);
-  if (spans.empty()) {
+  // No marks: the user's Python loop when the frames show one, else the period. Neither when a
+  // framework's pool hides the objects: its allocations follow the pool's growth, not the loop.
+  const Frameworks frameworks = detect_frameworks(capture);
+  const HidingPool pool = hiding_pool(capture, frameworks);
+  if (spans.empty() && pool.mode.empty()) {
+    spans = spans_from_python_loop(capture, timeline, sites, options.min_auto_repetitions, options.min_auto_coverage);
+    if (!spans.empty()) out.iteration_source = IterationSource::kPythonLoop;
+  }
+  if (spans.empty() && pool.mode.empty()) {
     spans = spans_from_period(timeline, sites, options.min_auto_repetitions, options.min_auto_coverage);
     if (!spans.empty()) out.iteration_source = IterationSource::kAuto;
   }
@@ -228,7 +247,8 @@ Analysis analyze(const format::Capture &capture, const format::MemorySource &mem
 
   out.accounting = ledger.accounting;
   out.duration_ns = since_start(timeline.end_ns, capture.header.monotonic_ns);
-  out.allocator_mode = allocator_mode(capture, timeline, ledger);
+  out.allocator_mode = pool.mode.empty() ? allocator_mode(capture, frameworks, timeline, ledger) : pool.mode;
+  out.allocator_note = pool.note;
   if (out.allocator_mode.compare(0, 8, "segments") == 0)
     out.allocator_note =
         "gpuleak saw a caching allocator's segments, not tensors: a leak smaller than the cached segments (a "

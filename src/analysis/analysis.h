@@ -35,12 +35,13 @@ namespace gpuleak::analysis {
 
 // Ordered by severity: the overall verdict is the maximum over devices.
 enum class Verdict : uint8_t { kClean = 0, kInconclusive = 1, kGrowth = 2, kLeak = 3 };
-// Ordered by strength: api (gpuleak_iteration_* marks), nvtx (named ranges), auto (period found
-// in the allocation sequence), none.
-enum class IterationSource : uint8_t { kNone = 0, kAuto = 1, kNvtx = 2, kApi = 3 };
+// Ordered by strength: api (gpuleak_iteration_* marks), nvtx (named ranges), python_loop (the
+// passes of a loop in the user's Python code, read from the allocations' Python frames), auto
+// (period found in the allocation sequence), none.
+enum class IterationSource : uint8_t { kNone = 0, kAuto = 1, kPythonLoop = 2, kNvtx = 3, kApi = 4 };
 
 const char *verdict_name(Verdict v);                   // "clean", "inconclusive", "growth", "leak"
-const char *iteration_source_name(IterationSource s);  // "none", "auto", "nvtx", "api"
+const char *iteration_source_name(IterationSource s);  // "none", "auto", "python_loop", "nvtx", "api"
 
 // Every threshold the verdicts use. The defaults are the documented ones (docs/report-format.md
 // "Verdict rules"); front-ends expose a few of them as options.
@@ -52,9 +53,10 @@ struct AnalysisOptions {
   int warmup_iterations = -1;
   // Iterations after warm-up needed before leak, growth or clean can be said (else inconclusive).
   int min_post_warmup_iterations = 3;
-  // Automatic period detection: repetitions of the allocation pattern needed to trust it.
+  // Unmarked loops (the Python loop, then the allocation sequence's period): repetitions needed.
   int min_auto_repetitions = 4;
-  // ... and the iterations found must span at least this share of all allocations.
+  // ... and the iterations found must span at least this share of all allocations (a Python loop:
+  // of the allocations with Python frames).
   double min_auto_coverage = 0.5;
 
   // A fitted rate below this many bytes per iteration is no growth at all.

@@ -127,9 +127,24 @@ std::vector<Span> spans_from_markers(const format::Capture &capture, uint64_t ca
 std::vector<Span> spans_from_nvtx(const format::Capture &capture, const std::regex &pattern, uint64_t capture_end_ns);
 // The loop with the most iterations (ties: the one that started first).
 std::string primary_loop(const std::vector<Span> &spans);
+// Allocation indices (ascending, into the allocation sequence) -> their event positions; and event
+// positions (ascending, each < timeline.size) -> their times. One replay each.
+std::vector<uint32_t> positions_of(const Timeline &timeline, const std::vector<uint32_t> &allocs);
+std::vector<uint64_t> times_at(const Timeline &timeline, const std::vector<uint32_t> &positions);
+// Spans from iteration starts given as allocation indices (ascending): each runs to the next
+// start; the last one gets the median length in events of the others, and never reaches `tail`
+// (an allocation index known to be past the loop, kNone: none) or the capture's end. Times set.
+std::vector<Span> spans_from_starts(const Timeline &timeline, const std::string &loop,
+                                    const std::vector<uint32_t> &starts, uint32_t tail);
 // Spans come back with begin/end set, loop "auto"; empty when no period repeats often enough.
 std::vector<Span> spans_from_period(const Timeline &timeline, const SiteTable &sites, int min_repetitions,
                                     double min_coverage);
+// Iterations from the Python frames of the allocations (python_loop_detection.cpp): the passes of
+// the loop in the outermost user-code frame most allocations go through. Loop named after that
+// frame; empty when no such loop repeats min_repetitions times over min_coverage of the
+// allocations that carry Python frames.
+std::vector<Span> spans_from_python_loop(const format::Capture &capture, const Timeline &timeline,
+                                         const SiteTable &sites, int min_repetitions, double min_coverage);
 
 // One live allocation, as long as it lives.
 struct Life {
@@ -178,6 +193,49 @@ class Observer {
   // After the last event: what is still live.
   virtual void finish(const LiveSet &live) { (void)live; }
 };
+
+// frameworks.cpp: whose code a frame is. Not the user's: Python files of the standard library,
+// site-packages/dist-packages and the frameworks' package folders (torch/, jax/, cupy/, ...), or
+// <frozen ...>; native modules of CUDA, the interpreter, the C/C++ runtime, the frameworks, or any
+// under site-packages.
+bool library_python_file(const std::string &file);
+bool library_native_module(const std::string &path);
+
+// Answers, per call site, whether any of its frames is the user's own code.
+class UserCode {
+ public:
+  explicit UserCode(const format::Capture &capture);
+  enum class Answer : uint8_t { kUser, kFramework, kUnknown };  // kUnknown: the site has no frames
+  Answer site(const Site &site) const;
+  bool python_file(uint32_t file_id) const;
+  bool native_address(uint64_t pc) const;  // false outside every known module
+
+ private:
+  struct Segment {
+    uint64_t lo, hi;
+    bool library;
+  };
+  const format::Capture &capture_;
+  std::vector<Segment> segments_;  // every module's PT_LOAD ranges, by start
+  mutable std::unordered_map<uint32_t, bool> files_;
+};
+
+// The ML frameworks with pools of their own the program ran (loaded modules, Python files);
+// PyTorch's caching allocator is told by libc10_cuda.so and its settings (analysis.cpp).
+struct Frameworks {
+  bool jax = false, cupy = false;
+};
+Frameworks detect_frameworks(const format::Capture &capture);
+// NAME's value in the recorder's allocator settings ("" when it was not set).
+std::string allocator_setting(const format::Capture &capture, const char *name);
+// A framework pool that hands gpuleak its own blocks instead of the program's objects (CuPy's
+// memory pool, JAX's BFC allocator): then allocation patterns are the pool's, not the loop's, and
+// no loop is looked for without marks. Empty mode: none.
+struct HidingPool {
+  std::string mode;  // allocator_mode
+  std::string note;  // allocator_note
+};
+HidingPool hiding_pool(const format::Capture &capture, const Frameworks &frameworks);
 
 inline bool is_free(const format::MemoryRecord &r) { return r.op == static_cast<uint8_t>(format::Op::kFree); }
 

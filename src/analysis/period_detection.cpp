@@ -79,8 +79,6 @@ Stretch longest_periodic(const std::vector<uint32_t> &seq, uint32_t p) {
 
 }  // namespace
 
-namespace {
-
 // The event positions of allocations (indices into the allocation sequence, ascending).
 std::vector<uint32_t> positions_of(const Timeline &timeline, const std::vector<uint32_t> &allocs) {
   std::vector<uint32_t> out(allocs.size(), timeline.size);
@@ -103,8 +101,6 @@ std::vector<uint64_t> times_at(const Timeline &timeline, const std::vector<uint3
   });
   return out;
 }
-
-}  // namespace
 
 std::vector<Span> spans_from_period(const Timeline &timeline, const SiteTable &sites, int min_repetitions,
                                     double min_coverage) {
@@ -174,25 +170,35 @@ std::vector<Span> spans_from_period(const Timeline &timeline, const SiteTable &s
   if (static_cast<double>(std::min<uint64_t>(n, uint64_t{cuts.back()} + p) - cuts.front()) < min_coverage * n)
     return {};
 
-  // Each iteration runs to the next one's first allocation. The last one has no successor: it
-  // gets the median length in events of the others, and never more than one period.
-  std::vector<uint32_t> wanted = cuts;
-  const bool beyond = cuts.back() + p < n;  // the allocation one period after the last cut
-  if (beyond) wanted.push_back(cuts.back() + p);
+  // Each iteration runs to the next one's first allocation; the last one never beyond the
+  // allocation one period after its start.
+  return spans_from_starts(timeline, "auto", cuts, cuts.back() + p < n ? cuts.back() + p : kNone);
+}
+
+std::vector<Span> spans_from_starts(const Timeline &timeline, const std::string &loop,
+                                    const std::vector<uint32_t> &starts, uint32_t tail) {
+  if (starts.empty()) return {};
+  // The last one has no successor: it gets the median length in events of the others.
+  std::vector<uint32_t> wanted = starts;
+  const bool bounded = tail != kNone && tail > starts.back();
+  if (bounded) wanted.push_back(tail);
   const std::vector<uint32_t> at = positions_of(timeline, wanted);
   std::vector<Span> spans;
   std::vector<uint32_t> lengths;
-  for (size_t j = 0; j < cuts.size(); ++j) {
+  for (size_t j = 0; j < starts.size(); ++j) {
     Span s;
-    s.loop = "auto";
+    s.loop = loop;
     s.begin = at[j];
-    if (j + 1 < cuts.size()) {
+    if (j + 1 < starts.size()) {
       s.end = at[j + 1];
       lengths.push_back(s.end - s.begin);
     } else {
-      std::nth_element(lengths.begin(), lengths.begin() + lengths.size() / 2, lengths.end());
-      uint64_t e = static_cast<uint64_t>(s.begin) + lengths[lengths.size() / 2];
-      if (beyond) e = std::min<uint64_t>(e, at[j + 1]);
+      uint64_t e = timeline.size;
+      if (!lengths.empty()) {
+        std::nth_element(lengths.begin(), lengths.begin() + lengths.size() / 2, lengths.end());
+        e = static_cast<uint64_t>(s.begin) + lengths[lengths.size() / 2];
+      }
+      if (bounded) e = std::min<uint64_t>(e, at[j + 1]);
       s.end = static_cast<uint32_t>(std::min<uint64_t>(e, timeline.size));
     }
     spans.push_back(std::move(s));

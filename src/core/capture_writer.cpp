@@ -1,6 +1,8 @@
 // The writer side of the recorder: opens the capture, drains every thread's buffer into it from
 // gpuleak's own thread, and closes it at exit. Hooks never do I/O; only an out-of-memory record
-// is flushed synchronously (writer_flush_now), because the process may die right after it.
+// and the process's first allocation are flushed synchronously (writer_flush_now), because the
+// process may die right after them. The signal-safe ends (exit, exec, fatal signals) are in
+// capture_writer_signal.cpp.
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
@@ -15,6 +17,7 @@
 #include "core/clock.h"
 #include "core/recorder_state.h"
 #include "core/run_facts.h"
+#include "core/signal_safe.h"
 
 #ifndef GPULEAK_VERSION
 #define GPULEAK_VERSION "0.0.0"
@@ -53,18 +56,6 @@ inline ThreadBuffer *thread_buffer(State *s) {
   return new_thread_buffer(s);
 }
 
-bool write_all(int fd, const void *data, size_t n) {
-  auto *p = static_cast<const uint8_t *>(data);
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
-
 void append(std::string *out, format::RecordType type, const void *payload, size_t n, const void *tail = nullptr,
             size_t tail_n = 0) {
   format::RecordHeader h{static_cast<uint32_t>(n + tail_n), static_cast<uint16_t>(type), 0};
@@ -97,16 +88,6 @@ std::string run_info_record(const RunFacts &f, const StackCapture &stacks, const
   return out;
 }
 
-// Claims the right to drain (the writer thread, an OOM flush or a signal handler).
-bool claim(State *s, int spins) {
-  for (int i = 0; i < spins; ++i) {
-    bool expected = false;
-    if (s->draining.compare_exchange_weak(expected, true, std::memory_order_acquire)) return true;
-    sched_yield();
-  }
-  return false;
-}
-
 // Drops whole records past the size cap, counting the memory records among them.
 size_t cap_batch(State *s, std::string *batch) {
   uint64_t cap = s->config.max_capture_bytes;
@@ -125,25 +106,47 @@ size_t cap_batch(State *s, std::string *batch) {
   return keep;
 }
 
+// Whether the capture's descriptor still refers to the file we created: the program may have
+// closed it and opened its own file under the same number, or dup2'ed over it. Checked once per
+// flush by whoever holds the drain claim, never per record. When it is not ours any more, it is
+// forgotten (not closed: the number is the program's now) and tracking stops.
+bool still_own_fd(State *s) {
+  if (s->fd < 0) return false;
+  if (still_same_file(s->fd, s->fd_id)) return true;
+  s->fd = -1;
+  s->fd_lost.store(true, std::memory_order_release);
+  return false;
+}
+
+void say_fd_lost(State *s) {
+  if (s->fd_lost.load(std::memory_order_acquire))
+    recorder_disable("the program closed or replaced the capture file's descriptor (" + s->path + ")");
+}
+
 void drain(State *s) {
-  if (!claim(s, 1 << 20)) return;
+  if (s->halted.load(std::memory_order_acquire) || !claim(s, 1 << 20)) return;
   std::string &batch = s->batch;
   batch.clear();
   s->modules.append_changes(&batch);
   for (ThreadBuffer *b = s->buffers.first(); b; b = b->next)
     buffer_drain(b, [&](const uint8_t *p, size_t n) { batch.append(reinterpret_cast<const char *>(p), n); });
   size_t n = cap_batch(s, &batch);
-  bool ok = s->fd < 0 || n == 0 || write_all(s->fd, batch.data(), n);
-  if (ok) s->bytes_written += n;
+  bool owned = n == 0 || still_own_fd(s);
+  bool ok = !owned || n == 0 || write_all(s->fd, batch.data(), n);
+  if (ok && owned) s->bytes_written += n;
+  s->buffers.reap();  // under the claim: a signal-time flush walks the buffer list without locks
   s->draining.store(false, std::memory_order_release);
+  if (!owned) say_fd_lost(s);
   if (!ok) recorder_disable(std::string("writing ") + s->path + " failed: " + std::strerror(errno));
 }
 
 bool write_direct(State *s, const std::string &bytes) {
-  if (bytes.empty() || s->fd < 0 || !claim(s, 1 << 20)) return false;
-  bool ok = write_all(s->fd, bytes.data(), bytes.size());
+  if (bytes.empty() || s->fd < 0 || s->halted.load(std::memory_order_acquire) || !claim(s, 1 << 20)) return false;
+  bool owned = still_own_fd(s);
+  bool ok = owned && write_all(s->fd, bytes.data(), bytes.size());
   if (ok) s->bytes_written += bytes.size();
   s->draining.store(false, std::memory_order_release);
+  if (!owned) say_fd_lost(s);
   return ok;
 }
 
@@ -194,8 +197,12 @@ void *writer_main(void *arg) {
     }
     s->drain_requested.store(false, std::memory_order_release);
     capture_clock_calibrate();
+    // _exit or exec owns the file now; after a failed exec it is ours again (writer_resume_after_exec).
+    if (s->halted.load(std::memory_order_acquire)) {
+      if (stop) return nullptr;
+      continue;
+    }
     drain(s);
-    s->buffers.reap();
     usage_sampler_start(s);
     if (monotonic_ns() - last_stats > 1000000000ull) {
       format::StatsRecord st = make_stats(s, false);
@@ -268,9 +275,9 @@ bool append_memory_record(State *s, const format::MemoryRecord &r, Counted count
   return ok;
 }
 
-format::StatsRecord make_stats(State *s, bool final_record) {
+format::StatsRecord make_stats(State *s, bool final_record, bool claimed) {
   format::StatsRecord st{};
-  st.events = counter_totals(s).events;
+  st.events = claimed ? s->buffers.totals_claimed().events : counter_totals(s).events;
   st.events_dropped = s->dropped.load();
   st.stacks = s->stack_ids.count();
   st.uncaptured = s->uncaptured.load();
@@ -298,13 +305,19 @@ bool writer_start(State *s, std::string *error) {
   h.pid = static_cast<uint32_t>(getpid());
   std::string head(reinterpret_cast<const char *>(&h), sizeof h);
   head += run_info_record(facts, s->stacks, s->config);
+  // The module map goes out with the header, before any record can refer to it: a process that
+  // dies a moment later still has its call sites symbolized. Objects loaded later follow in the
+  // writer's next flush, ahead of the records in it.
+  s->modules.append_changes(&head);
   if (!write_all(fd, head.data(), head.size())) {
     *error = "writing " + s->path + " failed: " + std::strerror(errno);
     close(fd);
     return false;
   }
+  s->fd_id = file_id(fd);
   s->fd = fd;
   s->bytes_written = head.size();
+  s->report.prepare(s->config, s->path);  // built now: at exit nothing may be allocated
   // The writer must never receive the program's signals.
   sigset_t all, old;
   sigfillset(&all);
@@ -353,13 +366,6 @@ void writer_stop(State *s) {
     close(s->fd);
     s->fd = -1;
   }
-}
-
-void writer_flush_from_signal(State *s) {
-  if (s->fd < 0 || !claim(s, 10000)) return;
-  for (ThreadBuffer *b = s->buffers.first(); b; b = b->next)
-    buffer_drain(b, [&](const uint8_t *p, size_t n) { write_all(s->fd, p, n); });
-  s->draining.store(false, std::memory_order_release);
 }
 
 }  // namespace gpuleak::core

@@ -8,6 +8,7 @@
 
 #include "core/clock.h"
 #include "core/recorder_state.h"
+#include "core/signal_safe.h"
 #include "core/stack_memo.h"
 
 namespace gpuleak::core {
@@ -49,19 +50,20 @@ uint32_t gettid_cached() {
 }
 
 // Starts the capture at the first allocation that succeeded (or failed for lack of memory): a
-// process that only touches CUDA to find it unusable leaves no file behind.
-bool ensure_running(State *s, int32_t result) {
+// process that only touches CUDA to find it unusable leaves no file behind. *started: this call
+// started it.
+bool ensure_running(State *s, int32_t result, bool *started) {
   Phase p = phase(s);
   if (p == Phase::kRunning) return true;
   if (p != Phase::kIdle || (result != 0 && result != kOutOfMemory)) return false;
-  std::call_once(s->started, [s] {
+  std::call_once(s->started, [s, started] {
     std::string error;
     if (!writer_start(s, &error)) {
       recorder_disable(error);
       return;
     }
     int expected = static_cast<int>(Phase::kIdle);
-    s->phase.compare_exchange_strong(expected, static_cast<int>(Phase::kRunning));
+    *started = s->phase.compare_exchange_strong(expected, static_cast<int>(Phase::kRunning));
   });
   return phase(s) == Phase::kRunning;
 }
@@ -168,12 +170,13 @@ void recorder_init(const Config &config, uintptr_t own_begin, uintptr_t own_end)
   g_state->pid = getpid();
   if (!config.enabled) {
     g_state->phase.store(static_cast<int>(Phase::kDisabled));
+    if (!config.error.empty()) recorder_disable_quietly(config.error);
     return;
   }
   // A bad GPULEAK_PY_* value is a bad setting like any other: tracking off, one line.
   std::string py_error = python_stacks_configure();
   if (!py_error.empty()) {
-    recorder_disable(py_error);
+    recorder_disable_quietly(py_error);
     return;
   }
   g_state->stacks.init(own_begin, own_end);
@@ -189,9 +192,10 @@ uint16_t runtime_label_swap(uint16_t api) {
   return old;
 }
 
-void record_alloc(const CallFacts &f, Space space) {
-  State *s = g_state;
-  if (!ensure_running(s, f.result)) return;
+namespace {
+
+// The allocation record and the live-table entry, once the capture runs.
+inline __attribute__((always_inline)) void alloc_body(State *s, const CallFacts &f, Space space) {
   format::MemoryRecord r = make_record(f, false);
   r.device = resolve_device(s, f.device);
   // The calling thread's own Python frames, read without the GIL (python_stack.h); 0 when none.
@@ -212,6 +216,24 @@ void record_alloc(const CallFacts &f, Space space) {
   }
   append_memory_record(s, r, f.result == 0 && f.op == format::Op::kAlloc ? Counted::kAllocation : Counted::kNone);
   if (f.result == kOutOfMemory) write_oom(s, r);
+}
+
+// Before the capture runs: start it, record, and write this first record to the file at once
+// (once per process), so that a program killed a moment after its first allocation still leaves
+// that allocation and its call site behind. Kept off the hot path.
+__attribute__((noinline)) void record_first_alloc(State *s, const CallFacts &f, Space space) {
+  bool started = false;
+  if (!ensure_running(s, f.result, &started)) return;
+  alloc_body(s, f, space);
+  if (started && f.result != kOutOfMemory) writer_flush_now(s);  // (an OOM record flushed already)
+}
+
+}  // namespace
+
+void record_alloc(const CallFacts &f, Space space) {
+  State *s = g_state;
+  if (__builtin_expect(phase(s) != Phase::kRunning, 0)) return record_first_alloc(s, f, space);
+  alloc_body(s, f, space);
 }
 
 PendingFree begin_free(Space space, uint64_t address) {
@@ -300,13 +322,33 @@ void record_marker(format::MarkerOp op, const char *label) {
 
 bool recorder_active() { return g_state && buffering(g_state); }
 
+namespace {
+// A bad setting's line, said at the first CUDA use (recorder_note_cuda_use). Never freed.
+std::atomic<std::string *> g_pending_line{nullptr};
+}  // namespace
+
+void recorder_disable_quietly(const std::string &why) {
+  if (g_state) g_state->phase.store(static_cast<int>(Phase::kDisabled));
+  std::string *line = new std::string(why);
+  std::string *none = nullptr;
+  if (!g_pending_line.compare_exchange_strong(none, line)) delete line;  // the first one is said
+}
+
+void recorder_note_cuda_use() {
+  if (!g_pending_line.load(std::memory_order_relaxed)) return;
+  if (std::string *line = g_pending_line.exchange(nullptr))
+    if (stderr_is_safe())
+      std::fprintf(stderr, "gpuleak: %s; tracking is off, the program continues unprofiled\n", line->c_str());
+}
+
 void recorder_disable(const std::string &why) {
   State *s = g_state;
   if (!s) return;
   int prev = s->phase.exchange(static_cast<int>(Phase::kDisabled));
   if (prev == static_cast<int>(Phase::kDisabled)) return;
-  std::fprintf(stderr, "gpuleak: %s; tracking is off, the program continues unprofiled\n", why.c_str());
-  if (prev == static_cast<int>(Phase::kRunning) && s->fd >= 0) {
+  if (stderr_is_safe())
+    std::fprintf(stderr, "gpuleak: %s; tracking is off, the program continues unprofiled\n", why.c_str());
+  if (prev == static_cast<int>(Phase::kRunning) && s->fd >= 0 && still_same_file(s->fd, s->fd_id)) {
     format::RecordHeader h{static_cast<uint32_t>(why.size()), static_cast<uint16_t>(format::RecordType::kDisabled), 0};
     if (write(s->fd, &h, sizeof h) == sizeof h) (void)!write(s->fd, why.data(), why.size());
   }

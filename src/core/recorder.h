@@ -99,12 +99,28 @@ bool recorder_active();
 // `gpuleak report` on it. Returns the exit status the process should end with instead of its
 // own when GPULEAK_EXITCODE is set and the report found a leak, else -1. Safe to call twice.
 int recorder_shutdown(const char *why);
+// The same for _exit and _Exit, which a signal handler may call while the interrupted thread holds
+// malloc's lock: async-signal-safe (flush with write(2), final Stats, close, summary, prepared
+// report). Returns what recorder_shutdown does.
+int recorder_exit_now();
 // From a fatal signal handler: drain what is buffered with write(2) only, no locks, no malloc.
 void recorder_flush_from_signal();
+// Around exec (async-signal-safe, exec may be called from a handler or a vfork child): flush what
+// is buffered and hold the writer off, so that the new image replaces a complete capture. When
+// exec fails, recorder_after_failed_exec lets the capture go on. True when a flush was made.
+bool recorder_before_exec();
+void recorder_after_failed_exec();
 // In the child after fork(): forget the parent's capture; start afresh if the child uses CUDA.
 void recorder_after_fork_child();
-// Tracking off for good, with one stderr line (internal failure, bad setting).
+// Tracking off for good, with one stderr line (internal failure) where stderr is still safe to
+// write to (signal_safe.h).
 void recorder_disable(const std::string &why);
+// A bad setting: tracking off, and the line is kept until recorder_note_cuda_use(), so that the
+// processes under the preload that never touch CUDA (/bin/true, ls) print nothing.
+void recorder_disable_quietly(const std::string &why);
+// The program reached CUDA through us (a lookup or call of a driver entry point): say a kept
+// bad-setting line, once.
+void recorder_note_cuda_use();
 
 // CUPTI cross-check (shim/cupti_bridge.cpp): is this thread inside one of our hooks, and a call
 // CUPTI saw that no hook did. cupti_state: format::StatsRecord::cupti_state.

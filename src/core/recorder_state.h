@@ -17,6 +17,8 @@
 #include "core/nvml_usage.h"
 #include "core/python_stack.h"
 #include "core/recorder.h"
+#include "core/report_spawn.h"
+#include "core/signal_safe.h"
 #include "core/stack_capture.h"
 #include "core/thread_buffer.h"
 
@@ -48,8 +50,12 @@ struct State {
   std::atomic<bool> drain_requested{false};  // a producer asked; cleared by the writer before it drains
   bool stop_requested = false;
   std::atomic<bool> draining{false};  // one drainer at a time: the writer or a signal handler
+  std::atomic<bool> halted{false};    // _exit or exec owns the capture now: the writer stops
   int fd = -1;
+  FileId fd_id;                      // what `fd` was when we opened it (still_own_fd)
+  std::atomic<bool> fd_lost{false};  // the program closed or replaced it: tracking stops
   std::string path;
+  ReportCommand report;  // the at-exit `gpuleak report`, prepared at capture start
   uint64_t bytes_written = 0;
   std::string batch;  // the drainer's scratch, reused (only the holder of `draining` touches it)
 
@@ -84,11 +90,25 @@ void writer_wake(State *s);
 void request_drain(State *s);     // wakes the writer unless already asked since its last drain
 void writer_flush_now(State *s);  // drain synchronously on the calling thread (OOM)
 void writer_stop(State *s);
+// write(2) until done or failed (EINTR retried). Async-signal-safe.
+bool write_all(int fd, const void *data, size_t n);
+// Claims the right to drain (the writer thread, an OOM flush, exec, exit or a signal handler):
+// false after `spins` tries. Release with `s->draining.store(false)`. Async-signal-safe.
+bool claim(State *s, int spins);
+
+// capture_writer_signal.cpp. Async-signal-safe: flush what the thread buffers hold, keeping the drain claim.
 void writer_flush_from_signal(State *s);
+// _exit and _Exit: flush, write the final Stats record, close, and read the event counters; false
+// when the writer held the file too long to wait for (nothing written, no counters).
+bool writer_finish_from_signal(State *s, BufferCounters *totals);
+// exec: flush and hold the writer off; if exec fails, writer_resume_after_exec lets it go on.
+bool writer_flush_before_exec(State *s);
+void writer_resume_after_exec(State *s);
 // Appends one record to the calling thread's buffer, waiting briefly for the writer when full.
 bool append_record(State *s, format::RecordType type, const void *payload, size_t n, const void *tail = nullptr,
                    size_t tail_n = 0);
-format::StatsRecord make_stats(State *s, bool final_record);
+// `claimed`: the caller holds the drain claim (no lock is taken: async-signal-safe).
+format::StatsRecord make_stats(State *s, bool final_record, bool claimed = false);
 // The id of `text` (at most 4096 bytes kept), writing its StringRecord the first time; 0 for "".
 uint32_t intern_string(State *s, const char *text, size_t length);
 

@@ -1,6 +1,7 @@
 #include "core/run_facts.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cerrno>
@@ -86,17 +87,57 @@ RunFacts read_run_facts() {
   }
   if (const char *conf = std::getenv("PYTORCH_CUDA_ALLOC_CONF")) f.allocator_env = conf;
   // PyTorch's other switch: with it, every tensor is its own cudaMalloc (no caching allocator).
-  const char *no_caching = std::getenv("PYTORCH_NO_CUDA_MEMORY_CACHING");
-  if (no_caching && no_caching[0])
-    f.allocator_env += std::string(f.allocator_env.empty() ? "" : ";") + "PYTORCH_NO_CUDA_MEMORY_CACHING=" + no_caching;
+  // Then, as NAME=value, the other frameworks' switches: JAX's allocator and preallocation, and
+  // the CuPy mode `gpuleak run --cupy` set up (the report names the pool that hides objects).
+  for (const char *name : {"PYTORCH_NO_CUDA_MEMORY_CACHING", "XLA_PYTHON_CLIENT_ALLOCATOR",
+                           "XLA_PYTHON_CLIENT_PREALLOCATE", "GPULEAK_CUPY"}) {
+    const char *value = std::getenv(name);
+    if (value && value[0]) f.allocator_env += std::string(f.allocator_env.empty() ? "" : ";") + name + "=" + value;
+  }
   return f;
 }
 
-int create_capture_file(const std::string &dir, const std::string &stem, std::string *path, std::string *error) {
-  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    *error = "cannot create " + dir + ": " + std::strerror(errno);
-    return -1;
+bool make_directories(const std::string &dir, std::string *error) {
+  // Each level in turn, like mkdir -p; a level that exists must be a directory (or a symlink to
+  // one: the user may point GPULEAK_OUT anywhere).
+  for (size_t end = dir.find('/', 1);; end = dir.find('/', end + 1)) {
+    std::string level = dir.substr(0, end);
+    if (!level.empty() && mkdir(level.c_str(), 0755) != 0 && errno != EEXIST) {
+      *error = "cannot create " + level + ": " + std::strerror(errno);
+      return false;
+    }
+    if (end == std::string::npos) break;
   }
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    *error = "cannot create " + dir + ": " + std::strerror(S_ISDIR(st.st_mode) ? errno : ENOTDIR);
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+// The capture's descriptor, moved far from the low numbers that programs close and reuse
+// (closing 3..N, or dup2 onto "their" number): the lowest free one from just under the soft
+// RLIMIT_NOFILE (at most ~1000, so that the descriptor table need not grow). Where that fails,
+// the descriptor stays where it is: the writer's ownership check still guards it.
+int move_high(int fd) {
+  rlimit lim{};
+  rlim_t soft = getrlimit(RLIMIT_NOFILE, &lim) == 0 ? lim.rlim_cur : 1024;
+  if (soft == RLIM_INFINITY || soft > 1024) soft = 1024;
+  int target = soft > 64 ? static_cast<int>(soft) - 24 : static_cast<int>(soft) / 2;
+  if (fd >= target) return fd;
+  int high = fcntl(fd, F_DUPFD_CLOEXEC, target);
+  if (high < 0) return fd;
+  close(fd);
+  return high;
+}
+
+}  // namespace
+
+int create_capture_file(const std::string &dir, const std::string &stem, std::string *path, std::string *error) {
+  if (!make_directories(dir, error)) return -1;
   std::string safe = sanitize(stem);
   for (int attempt = 0; attempt < 1000; ++attempt) {
     std::string name = safe + (attempt ? "." + std::to_string(attempt) : "") + ".gpuleak";
@@ -104,7 +145,7 @@ int create_capture_file(const std::string &dir, const std::string &stem, std::st
     int fd = open(full.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd >= 0) {
       *path = full;
-      return fd;
+      return move_high(fd);
     }
     if (errno != EEXIST) {
       *error = "cannot create " + full + ": " + std::strerror(errno);

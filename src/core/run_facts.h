@@ -21,8 +21,12 @@ RunFacts read_run_facts();
 std::string program_name(const std::string &exe, const std::vector<std::string> &argv);
 
 // Creates `<dir>/<stem>.gpuleak` without following symlinks or replacing anything: when the name is
-// taken, ".1", ".2", ... are appended to the stem. Creates `dir` (one level, 0755) when missing.
-// Returns the open descriptor and sets *path, or -1 with *error set.
+// taken, ".1", ".2", ... are appended to the stem. Creates `dir` and its parents (0755) when
+// missing. Returns the open descriptor (close-on-exec, moved to a high number) and sets *path, or
+// -1 with *error set.
+// mkdir -p: false with *error set when a level cannot be made or the result is not a directory.
+bool make_directories(const std::string &dir, std::string *error);
+
 int create_capture_file(const std::string &dir, const std::string &stem, std::string *path, std::string *error);
 
 }  // namespace gpuleak::core

@@ -1,114 +1,98 @@
-// The end of a capture: drain, close, and one short summary on stderr.
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
+// The end of a capture: drain, close, one short summary on stderr, and the at-exit report.
+// Two ways in: recorder_shutdown at an ordinary exit (on_exit), and recorder_exit_now from _exit
+// and _Exit, which may run in a signal handler that interrupted malloc: that path and
+// everything after the file is closed are async-signal-safe (signal_safe.h, docs/safety.md).
 #include <unistd.h>
 
-#include <cerrno>
-#include <cinttypes>
-#include <cstdio>
 #include <cstring>
-#include <string>
-#include <vector>
 
 #include "core/recorder_state.h"
+#include "core/signal_safe.h"
 
 namespace gpuleak::core {
 
 namespace {
 
-std::string human_bytes(uint64_t b) {
-  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(b);
-  int u = 0;
-  while (v >= 1024 && u < 4) v /= 1024, ++u;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", v, units[u]);
-  return buf;
+// Idle or running -> stopped; true when a capture was running (there is a file to finish).
+bool stop(State *s) {
+  // A vfork child (posix_spawn) shares our memory but is not us; a fork child has its own State.
+  if (!s || s->pid != getpid()) return false;
+  int running = static_cast<int>(Phase::kRunning);
+  if (s->phase.compare_exchange_strong(running, static_cast<int>(Phase::kStopped))) return true;
+  int idle = static_cast<int>(Phase::kIdle);
+  s->phase.compare_exchange_strong(idle, static_cast<int>(Phase::kStopped));
+  return false;  // nothing was captured: no file, no output
 }
 
-extern "C" char **environ;
-
-// Under plain LD_PRELOAD, analysis runs in the installed CLI, never in this process (DESIGN.md):
-// `gpuleak report CAPTURE`, bounded in time, without our preload in its environment.
-// Returns the CLI's exit status (1: a leak was found, asked for with --fail-on-leak), or -1.
-int spawn_report(const State *s) {
-  const Config &c = s->config;
-  if (c.under_run || c.report_timeout_s == 0) return -1;
-  if (c.cli_path.empty() || access(c.cli_path.c_str(), X_OK) != 0) {
-    std::fprintf(stderr, "gpuleak: analyze it with: gpuleak report %s\n", s->path.c_str());
-    return -1;
+// After the capture file is closed. Async-signal-safe. `totals` null: the counters could not be
+// read (no summary line). Returns GPULEAK_EXITCODE when the at-exit report found a leak and it
+// was asked for, else -1.
+int finish(State *s, const BufferCounters *totals) {
+  if (uint64_t missed = s->uncaptured.load()) {  // always said: it means a capture path is missing
+    const char *first = s->first_uncaptured.load();
+    Line()
+        .text("gpuleak: CUPTI saw ")
+        .num(missed)
+        .text(" allocation calls that no hook saw (first: ")
+        .text(first ? first : "?")
+        .text(")")
+        .emit();
   }
-  std::vector<std::string> env_strings;
-  for (char **e = environ; e && *e; ++e)
-    if (std::strncmp(*e, "LD_PRELOAD=", 11) != 0) env_strings.emplace_back(*e);
-  std::vector<char *> envp;
-  for (auto &e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = {c.cli_path, "report"};
-  if (c.quiet) args.push_back("--quiet");
-  if (c.exit_code) args.push_back("--fail-on-leak");
-  args.push_back(s->path);
-  std::vector<char *> argv;
-  for (auto &a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid;
-  if (posix_spawn(&pid, c.cli_path.c_str(), nullptr, nullptr, argv.data(), envp.data()) != 0) return -1;
-  for (unsigned waited_ms = 0;; waited_ms += 10) {
-    int status;
-    pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    if (r < 0 && errno != EINTR) return -1;
-    if (waited_ms >= c.report_timeout_s * 1000u) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      std::fprintf(stderr, "gpuleak: analysis took over %us; run: gpuleak report %s\n", c.report_timeout_s,
-                   s->path.c_str());
-      return -1;
-    }
-    usleep(10000);
+  // Under `gpuleak run` the command prints the analyzed summary instead of this one.
+  if (s->config.under_run || s->summary_printed.exchange(true)) return -1;
+  if (!s->config.quiet && totals) {
+    const LiveTable &t = s->live;
+    Line line;
+    // Plurals as format::count_of says them, without its std::string: this path is signal-safe.
+    auto noun = [](uint64_t n, const char *one, const char *many) { return n == 1 ? one : many; };
+    line.text("gpuleak: ").num(totals->allocations).text(noun(totals->allocations, " allocation, ", " allocations, "));
+    line.num(totals->frees).text(noun(totals->frees, " free; ", " frees; "));
+    line.text("live at exit: ").num(t.live_count()).text(noun(t.live_count(), " allocation, ", " allocations, "));
+    line.bytes(t.total_device_live());
+    line.text(" on device (peak ").bytes(t.total_device_peak()).text(")");
+    if (uint64_t dropped = s->dropped.load()) line.text("; events dropped: ").num(dropped);
+    line.text("; capture: ").text(s->path.c_str()).emit();
   }
+  int report = s->report.run(s->config.report_timeout_s);
+  return report == 1 && s->config.exit_code ? static_cast<int>(s->config.exit_code) : -1;
 }
 
 }  // namespace
 
 int recorder_shutdown(const char *why) {
   State *s = state();
-  // A vfork child (posix_spawn) shares our memory but is not us; a fork child has its own State.
-  if (!s || s->pid != getpid()) return -1;
-  int running = static_cast<int>(Phase::kRunning);
-  if (!s->phase.compare_exchange_strong(running, static_cast<int>(Phase::kStopped))) {
-    int idle = static_cast<int>(Phase::kIdle);
-    s->phase.compare_exchange_strong(idle, static_cast<int>(Phase::kStopped));
-    return -1;  // nothing was captured: no file, no output
-  }
-  // NVML (dlopen, nvmlInit) only on the ordinary exit path: _exit may be called from a signal
-  // handler that interrupted the loader or malloc.
+  if (!stop(s)) return -1;
+  // NVML (dlopen, nvmlInit) only here, on the ordinary exit path.
   if (std::strcmp(why, "exit") == 0) record_device_usage(s);
   writer_stop(s);
-  // Under `gpuleak run` the command prints the analyzed summary instead of this one.
-  if (uint64_t missed = s->uncaptured.load())  // always said: it means a capture path is missing
-    std::fprintf(stderr, "gpuleak: CUPTI saw %" PRIu64 " allocation calls that no hook saw (first: %s)\n", missed,
-                 s->first_uncaptured.load() ? s->first_uncaptured.load() : "?");
-  if (s->config.under_run || s->summary_printed.exchange(true)) return -1;
-  if (!s->config.quiet) {
-    const LiveTable &t = s->live;
-    BufferCounters totals = counter_totals(s);
-    std::fprintf(stderr,
-                 "gpuleak: %" PRIu64 " allocations, %" PRIu64 " frees; live at exit: %" PRIu64
-                 " allocations, %s on device (peak %s)%s%s; capture: %s\n",
-                 totals.allocations, totals.frees, t.live_count(), human_bytes(t.total_device_live()).c_str(),
-                 human_bytes(t.total_device_peak()).c_str(), s->dropped.load() ? "; events dropped: " : "",
-                 s->dropped.load() ? std::to_string(s->dropped.load()).c_str() : "", s->path.c_str());
-  }
-  int report = spawn_report(s);
-  return report == 1 && s->config.exit_code ? static_cast<int>(s->config.exit_code) : -1;
+  BufferCounters totals = counter_totals(s);
+  return finish(s, &totals);
+}
+
+int recorder_exit_now() {
+  State *s = state();
+  if (!stop(s)) return -1;
+  // No writer_stop: joining a thread, NVML and the module map all take locks the interrupted
+  // thread may hold. The buffers go out as they are, with the final Stats record.
+  BufferCounters totals;
+  bool finished = writer_finish_from_signal(s, &totals);
+  return finish(s, finished ? &totals : nullptr);
 }
 
 void recorder_flush_from_signal() {
   State *s = state();
   if (!s || s->pid != getpid() || s->phase.load() != static_cast<int>(Phase::kRunning)) return;
   writer_flush_from_signal(s);
+}
+
+bool recorder_before_exec() {
+  State *s = state();
+  if (!s || s->pid != getpid() || s->phase.load() != static_cast<int>(Phase::kRunning)) return false;
+  return writer_flush_before_exec(s);
+}
+
+void recorder_after_failed_exec() {
+  if (State *s = state()) writer_resume_after_exec(s);
 }
 
 }  // namespace gpuleak::core

@@ -68,6 +68,10 @@ void BufferRegistry::reap() {
 
 BufferCounters BufferRegistry::totals() const {
   std::lock_guard<std::mutex> lock(g_registry_lock);
+  return totals_claimed();
+}
+
+BufferCounters BufferRegistry::totals_claimed() const {
   BufferCounters t = reaped_;
   for (ThreadBuffer *b = head_.load(std::memory_order_acquire); b; b = b->next) {
     t.events += b->events.load(std::memory_order_relaxed);

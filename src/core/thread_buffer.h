@@ -88,6 +88,9 @@ class BufferRegistry {
   void reap();
   // Every buffer's counters, including those of buffers already reaped. Any thread.
   BufferCounters totals() const;
+  // The same without the lock, for the holder of the drain claim (reap runs only under it);
+  // async-signal-safe.
+  BufferCounters totals_claimed() const;
 
  private:
   std::atomic<ThreadBuffer *> head_{nullptr};

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "format/words.h"
 #include "gate/sizes.h"
 
 namespace gpuleak::gate {
@@ -52,9 +53,9 @@ void evaluate_leaks(ReportOutcome *out, const Budgets &budgets, Suppressions &su
     f.message = leak.stack.describe() + " leaks " + rate(leak.bytes_per_iteration) + " on device " +
                 std::to_string(leak.device) + " (budget " + rate(static_cast<double>(budget)) +
                 (rule ? " from " + rule->match.text() : "") + "; " + format_size(static_cast<double>(leak.live_bytes)) +
-                " live in " + std::to_string(leak.live_count) + " allocations at the last iteration, since iteration " +
-                std::to_string(leak.first_iteration) + (is_new ? "; new since the baseline" : "") + ") [site " +
-                leak.site_id + "]";
+                " live in " + format::count_of(leak.live_count, "allocation") +
+                " at the last iteration, since iteration " + std::to_string(leak.first_iteration) +
+                (is_new ? "; new since the baseline" : "") + ") [site " + leak.site_id + "]";
     if (const Suppression *s = supp.match(leak.stack, leak.site_id)) {
       f.status = Status::kSuppressed;
       f.note = s->text() + " (" + s->origin + "): " + s->reason;
@@ -108,9 +109,15 @@ void evaluate_devices(ReportOutcome *out, const Budgets &budgets) {
       Finding f;
       f.kind = Kind::kOomHorizon;
       f.device = d.index;
-      f.message = dev + " is forecast to run out of memory in " +
-                  describe_horizon(d.forecast->iterations_left, d.forecast->seconds_left) + " (minimum horizon " +
-                  std::to_string(*budgets.min_oom_horizon) + " iterations)";
+      // A device that already failed an allocation is not forecast: the out-of-memory finding
+      // says where it failed.
+      const bool ran_out =
+          std::any_of(r.ooms.begin(), r.ooms.end(), [&](const OomEvent &e) { return e.device == d.index; });
+      f.message =
+          dev + ": " +
+          (ran_out ? std::string("ran out of memory in this run")
+                   : format::forecast_phrase(d.forecast->iterations_left, d.forecast->seconds_left) + " at this rate") +
+          " (minimum horizon " + format::count_of(*budgets.min_oom_horizon, "iteration") + ")";
       f.status = d.forecast->iterations_left < *budgets.min_oom_horizon ? Status::kFail : Status::kPass;
       out->findings.push_back(std::move(f));
     }
@@ -130,6 +137,13 @@ void evaluate_ooms(ReportOutcome *out, Suppressions &supp) {
                 format_size(static_cast<double>(e.live_bytes)) + " live (free " +
                 format_size(static_cast<double>(e.free_bytes)) + " of " +
                 format_size(static_cast<double>(e.total_bytes)) + ")";
+    // What held the memory, the largest sites first: what a person frees to make room.
+    for (size_t i = 0; i < e.live_by_site.size() && i < 3; ++i) {
+      const OomSite &site = e.live_by_site[i];
+      f.message += (i ? ", " : "; live by site: ") + format_size(static_cast<double>(site.bytes)) + " in " +
+                   format::count_of(site.count, "allocation") + " at " + site.stack.describe();
+    }
+    if (e.live_by_site.size() > 3) f.message += ", and " + format::count_of(e.live_by_site.size() - 3, "more site");
     if (const Suppression *s = supp.match(e.stack, e.site_id)) {
       f.status = Status::kSuppressed;
       f.note = s->text() + " (" + s->origin + "): " + s->reason;
@@ -286,28 +300,14 @@ uint64_t steady_state_live(const Report &report, int device) {
   return v[v.size() / 2];
 }
 
-std::string describe_horizon(uint64_t iterations, double seconds) {
-  std::string s = std::to_string(iterations) + (iterations == 1 ? " iteration" : " iterations");
-  if (seconds <= 0) return s;
-  char buf[48];
-  if (seconds < 1)
-    std::snprintf(buf, sizeof buf, " (under a second)");
-  else if (seconds < 120)
-    std::snprintf(buf, sizeof buf, " (about %.0f s)", seconds);
-  else if (seconds < 7200)
-    std::snprintf(buf, sizeof buf, " (about %.0f min)", seconds / 60);
-  else
-    std::snprintf(buf, sizeof buf, " (about %.1f h)", seconds / 3600);
-  return s + buf;
-}
-
 ReportOutcome evaluate(Report report, const Budgets &budgets, Suppressions &suppressions, const Report *baseline) {
   ReportOutcome out;
   out.report = std::move(report);
   if (baseline) out.baseline_path = baseline->path;
+  // An out-of-memory first: when a run failed, that is what its reader needs before any leak.
+  evaluate_ooms(&out, suppressions);
   evaluate_leaks(&out, budgets, suppressions, baseline);
   evaluate_devices(&out, budgets);
-  evaluate_ooms(&out, suppressions);
   if (baseline) evaluate_baseline(&out, budgets, *baseline);
   evaluate_run(&out, budgets);
   // Failures first, then warnings, suppressed, ignored, passes: the screenful that matters on top.

@@ -61,7 +61,5 @@ double slope(const std::vector<uint64_t> &ys);
 // A device's steady-state live bytes: the median of its live bytes at the ends of the
 // post-warm-up primary iterations, else its live bytes at exit.
 uint64_t steady_state_live(const Report &report, int device);
-// "120 iterations (about 5 min)".
-std::string describe_horizon(uint64_t iterations, double seconds);
 
 }  // namespace gpuleak::gate

@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "analysis/rank_outliers.h"
+#include "format/words.h"
 #include "gate/sizes.h"
 #include "text/escape.h"
 
@@ -74,6 +75,13 @@ nlohmann::json comparison_json(const RankComparison &c) {
 }
 
 namespace {
+// Terminal columns of UTF-8 text: one per code point (printable() leaves no control bytes).
+size_t display_width(const std::string &s) {
+  size_t n = 0;
+  for (unsigned char ch : s) n += (ch & 0xC0) != 0x80;
+  return n;
+}
+
 std::string who(const RankRow &r) {
   if (r.rank) return "rank " + std::to_string(*r.rank);
   return r.program + (r.pid ? " (pid " + std::to_string(*r.pid) + ")" : "");
@@ -81,19 +89,30 @@ std::string who(const RankRow &r) {
 }  // namespace
 
 std::string comparison_text(const RankComparison &c) {
-  std::string out = "gpuleak: " + std::to_string(c.rows.size()) + " processes compared\n";
-  char line[512];
-  std::snprintf(line, sizeof line, "  %-22s %-12s %14s %12s %12s %6s\n", "process", "verdict", "growth/iter", "peak",
-                "at exit", "iters");
-  out += line;
-  for (const RankRow &r : c.rows) {
-    // Names come from the profiled program: printed through the gate's terminal-safe escaping.
-    std::snprintf(line, sizeof line, "%s %-22.22s %-12.12s %14s %12s %12s %6zu\n", r.outlier ? " !" : "  ",
-                  printable(who(r)).c_str(), printable(r.verdict).c_str(),
-                  format_size(r.growth_bytes_per_iteration).c_str(),
-                  format_size(static_cast<double>(r.peak_live_bytes)).c_str(),
-                  format_size(static_cast<double>(r.live_at_exit_bytes)).c_str(), r.iterations);
-    out += line;
+  std::string out = "gpuleak: " + format::count_of(c.rows.size(), "process", "processes") + " compared\n";
+  // Every column as wide as its widest cell: names are never cut ("prog_leaky_static (pid") and
+  // the header stands over its column. Names come from the profiled program: printed through
+  // the gate's terminal-safe escaping.
+  struct Cells {
+    std::string mark, name, verdict, growth, peak, at_exit, iterations;
+  };
+  std::vector<Cells> table = {{"  ", "process", "verdict", "growth/iter", "peak", "at exit", "iters"}};
+  for (const RankRow &r : c.rows)
+    table.push_back({r.outlier ? " !" : "  ", printable(who(r)), printable(r.verdict),
+                     format_size(r.growth_bytes_per_iteration), format_size(static_cast<double>(r.peak_live_bytes)),
+                     format_size(static_cast<double>(r.live_at_exit_bytes)), std::to_string(r.iterations)});
+  size_t w[6] = {0, 0, 0, 0, 0, 0};
+  for (const Cells &row : table) {
+    const std::string *cells[6] = {&row.name, &row.verdict, &row.growth, &row.peak, &row.at_exit, &row.iterations};
+    for (size_t i = 0; i < 6; ++i) w[i] = std::max(w[i], display_width(*cells[i]));
+  }
+  auto left = [](const std::string &s, size_t width) { return s + std::string(width - display_width(s), ' '); };
+  auto right = [](const std::string &s, size_t width) { return std::string(width - display_width(s), ' ') + s; };
+  for (const Cells &row : table) {
+    std::string line = row.mark + " " + left(row.name, w[0]) + "  " + left(row.verdict, w[1]) + "  " +
+                       right(row.growth, w[2]) + "  " + right(row.peak, w[3]) + "  " + right(row.at_exit, w[4]) + "  " +
+                       right(row.iterations, w[5]);
+    out += line + "\n";
   }
   size_t flagged = 0;
   for (const RankRow &r : c.rows)

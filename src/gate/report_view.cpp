@@ -296,6 +296,12 @@ Report parse_report(const nlohmann::json &doc, const std::string &path) {
       ev.api = r.string_or(e, "api", w);
       ev.site_id = r.string_or(e, "site_id", w);
       ev.stack = r.stack(e, w);
+      auto live = r.objects(e, "live_by_site", w + ".");
+      for (size_t j = 0; j < live.size(); ++j) {
+        std::string ws = w + ".live_by_site[" + std::to_string(j) + "]";
+        ev.live_by_site.push_back(
+            {r.size_or_zero(*live[j], "bytes", ws), r.size_or_zero(*live[j], "count", ws), r.stack(*live[j], ws)});
+      }
       rep.ooms.push_back(std::move(ev));
     }
   }

@@ -86,6 +86,12 @@ struct Leak {
   Stack stack;
 };
 
+// What held the memory when an allocation failed, one call site (oom.events[].live_by_site[]).
+struct OomSite {
+  uint64_t bytes = 0, count = 0;
+  Stack stack;
+};
+
 struct OomEvent {
   int device = 0;
   uint64_t requested_bytes = 0;
@@ -95,6 +101,7 @@ struct OomEvent {
   std::string api;
   std::string site_id;
   Stack stack;
+  std::vector<OomSite> live_by_site;  // largest first, as the report lists them
 };
 
 struct Report {

@@ -10,6 +10,10 @@
 
 namespace gpuleak::gate {
 
+const char *const kSizeUnits =
+    "units: B; KiB, MiB, GiB, TiB (or K, M, G, T) are 1024-based; KB, MB, GB, TB are 1000-based; "
+    "e.g. 512KiB, \"1 MiB\", 2GB, unlimited";
+
 namespace {
 
 std::string lower_trimmed(const std::string &text) {
@@ -40,12 +44,23 @@ bool split_number(const std::string &s, double *value, std::string *rest) {
 }  // namespace
 
 uint64_t parse_size(const std::string &text, const std::string &what) {
-  const std::string bad = what + ": bad size \"" + text + "\" (examples: 100, 512KiB, \"1 MiB\", 2GB, unlimited)";
+  const std::string bad = what + ": bad size \"" + text + "\" (" + kSizeUnits + ")";
   std::string s = lower_trimmed(text);
   if (s == "unlimited") return kUnlimited;
   double value = 0;
   std::string unit;
   if (!split_number(s, &value, &unit)) throw GateError(bad);
+  // Units are read in any case but one: a prefix followed by a lowercase b ("1Mb", "8 Gib") is a
+  // bit count in networking, and reading it as bytes would be off by eight. Said, not guessed.
+  std::string raw_unit;
+  split_number(text.substr(text.find_first_not_of(" \t")), &value, &raw_unit);
+  raw_unit = raw_unit.substr(0, raw_unit.find_last_not_of(" \t") + 1);
+  if (raw_unit.size() >= 2 && raw_unit.back() == 'b') {
+    std::string bytes(1, static_cast<char>(std::toupper(static_cast<unsigned char>(raw_unit[0]))));
+    bytes += raw_unit.size() == 3 ? "iB" : "B";
+    throw GateError(what + ": bad size \"" + text + "\": a lowercase b is bits; for bytes write " + bytes + " (" +
+                    kSizeUnits + ")");
+  }
   static const struct {
     const char *name;
     double factor;

@@ -2,6 +2,7 @@
 // run's page and beside the source line, and a Markdown step summary.
 #include <algorithm>
 
+#include "format/words.h"
 #include "gate/sizes.h"
 #include "gate/writers.h"
 #include "text/escape.h"
@@ -64,9 +65,9 @@ std::string write_markdown(const std::vector<ReportOutcome> &outcomes) {
   for (const ReportOutcome &o : outcomes) failed += o.failed() ? 1 : 0;
   std::string md = "## gpuleak check: ";
   md += failed ? std::string(icon(Status::kFail)) + " " + std::to_string(failed) + " of " +
-                     std::to_string(outcomes.size()) + " reports failed\n\n"
-               : std::string(icon(Status::kPass)) + " " + std::to_string(outcomes.size()) +
-                     (outcomes.size() == 1 ? " report" : " reports") + " within budget\n\n";
+                     format::count_of(outcomes.size(), "report") + " failed\n\n"
+               : std::string(icon(Status::kPass)) + " " + format::count_of(outcomes.size(), "report") +
+                     " within budget\n\n";
   md += "| report | verdict | result | peak | failures | warnings | suppressed |\n";
   md += "|---|---|---|---|---|---|---|\n";
   for (const ReportOutcome &o : outcomes) {
@@ -79,14 +80,14 @@ std::string write_markdown(const std::vector<ReportOutcome> &outcomes) {
   }
   for (const ReportOutcome &o : outcomes) {
     bool any = false;
-    for (const Finding &f : o.findings) any = any || f.status != Status::kPass;
+    for (const Finding &f : o.findings) any = any || listed(f);
     if (!any) continue;
     md += "\n### " + markdown_escape(o.report.display_name()) + "\n\n";
     md += "Report: " + markdown_escape(o.report.path) + "\n\n";
     for (const Finding &f : o.findings) {
-      if (f.status == Status::kPass) continue;
+      if (!listed(f)) continue;
       md += std::string("- ") + icon(f.status) + " **" + markdown_escape(kind_name(f.kind)) + "** (" +
-            status_name(f.status) + "): " + markdown_escape(f.message);
+            listed_status(f) + "): " + markdown_escape(f.message);
       if (!f.note.empty()) md += " &mdash; " + markdown_escape(f.note);
       md += "\n";
     }

@@ -1,5 +1,6 @@
 // JUnit XML (writers.h): one testcase per report, for CI systems that collect test results
 // (GitLab's junit report, Jenkins, the GitHub test-reporter actions).
+#include <map>
 #include <sstream>
 
 #include "gate/writers.h"
@@ -8,6 +9,47 @@
 namespace gpuleak::gate {
 
 using text::xml_escape;
+
+namespace {
+
+std::string program_and_rank(const Report &r) {
+  return r.program + (r.rank ? " (rank " + std::to_string(*r.rank) + ")" : "");
+}
+
+// The report file's name without its folder and without the component that is the pid
+// ("out/train.4242.report.json" -> "train.report.json"): captures are named <program>.<pid>.
+std::string file_name_without_pid(const Report &r) {
+  std::string name = r.path.substr(r.path.find_last_of('/') + 1);
+  if (!r.pid) return name;
+  const std::string pid = "." + std::to_string(*r.pid);
+  for (size_t at = name.find(pid); at != std::string::npos; at = name.find(pid, at + 1)) {
+    size_t end = at + pid.size();
+    if (end == name.size() || name[end] == '.') return name.erase(at, pid.size());
+  }
+  return name;
+}
+
+}  // namespace
+
+std::vector<std::string> junit_test_names(const std::vector<ReportOutcome> &outcomes) {
+  std::vector<std::string> base, named;
+  for (const ReportOutcome &o : outcomes) base.push_back(program_and_rank(o.report));
+  std::map<std::string, size_t> count_base, count_named, nth;
+  for (const std::string &b : base) ++count_base[b];
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    named.push_back(count_base[base[i]] > 1 ? base[i] + " [" + file_name_without_pid(outcomes[i].report) + "]"
+                                            : base[i]);
+    ++count_named[named.back()];
+  }
+  // A shared name takes the file's name when that tells the reports apart, else its position
+  // among the reports of that name (two runs of one program: "#1", "#2").
+  std::vector<std::string> names;
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    const size_t k = ++nth[base[i]];
+    names.push_back(count_named[named[i]] == 1 ? named[i] : base[i] + " #" + std::to_string(k));
+  }
+  return names;
+}
 
 std::string write_junit(const std::vector<ReportOutcome> &outcomes) {
   size_t failures = 0;
@@ -18,17 +60,19 @@ std::string write_junit(const std::vector<ReportOutcome> &outcomes) {
   x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   x << "<testsuites name=\"gpuleak check\"" << counts << ">\n";
   x << "  <testsuite name=\"gpuleak check\"" << counts << " skipped=\"0\">\n";
-  for (const ReportOutcome &o : outcomes) {
-    x << "    <testcase classname=\"gpuleak.check\" name=\"" << xml_escape(o.report.display_name(), true)
-      << "\" file=\"" << xml_escape(o.report.path, true) << "\">\n";
+  const std::vector<std::string> names = junit_test_names(outcomes);
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    const ReportOutcome &o = outcomes[i];
+    x << "    <testcase classname=\"gpuleak.check\" name=\"" << xml_escape(names[i], true) << "\" file=\""
+      << xml_escape(o.report.path, true) << "\">\n";
     std::string fail_text, other_text;
     const Finding *first = nullptr;
     for (const Finding &f : o.findings) {
-      std::string line = std::string(status_name(f.status)) + " " + finding_line(f) + "\n";
+      std::string line = std::string(listed_status(f)) + " " + finding_line(f) + "\n";
       if (f.status == Status::kFail) {
         if (!first) first = &f;
         fail_text += line;
-      } else if (f.status != Status::kPass) {
+      } else if (listed(f)) {
         other_text += line;
       }
     }
@@ -36,7 +80,9 @@ std::string write_junit(const std::vector<ReportOutcome> &outcomes) {
       x << "      <failure type=\"" << xml_escape(kind_name(first->kind), true) << "\" message=\""
         << xml_escape(finding_line(*first), true) << "\">" << xml_escape(fail_text) << "</failure>\n";
     }
-    std::string out = "report " + o.report.path + ": verdict " + o.report.verdict + "\n" + other_text;
+    // The pid stays in the output text, where it helps and does not split the test's history.
+    std::string out = "report " + o.report.path + " (" + o.report.display_name() + "): verdict " + o.report.verdict +
+                      "\n" + other_text;
     x << "      <system-out>" << xml_escape(out) << "</system-out>\n";
     x << "    </testcase>\n";
   }

@@ -1,6 +1,7 @@
 // Plain-text verdict (writers.h): what a person reads in a terminal or a CI log.
 #include <algorithm>
 
+#include "format/words.h"
 #include "text/escape.h"
 
 #include "gate/writers.h"
@@ -8,6 +9,12 @@
 namespace gpuleak::gate {
 
 using text::printable;
+
+bool listed(const Finding &f) { return f.status != Status::kPass || f.kind == Kind::kLeak || f.kind == Kind::kGrowth; }
+
+const char *listed_status(const Finding &f) {
+  return f.status == Status::kPass ? "within budget" : status_name(f.status);
+}
 
 std::string finding_line(const Finding &f) {
   std::string s = std::string(kind_name(f.kind)) + ": " + f.message;
@@ -30,13 +37,13 @@ std::string write_plain(const std::vector<ReportOutcome> &outcomes, const Suppre
            "\n";
     size_t shown = 0, hidden = 0;
     for (const Finding &f : o.findings) {
-      if (f.status == Status::kPass) continue;
+      if (!listed(f)) continue;
       if (shown == options.max_findings_per_report) {
         ++hidden;
         continue;
       }
       ++shown;
-      out += "  " + std::string(status_name(f.status)) + " " + printable(finding_line(f)) + "\n";
+      out += "  " + std::string(listed_status(f)) + " " + printable(finding_line(f)) + "\n";
     }
     if (hidden) out += "  ... and " + std::to_string(hidden) + " more (write them all with --junit FILE)\n";
   }
@@ -46,9 +53,9 @@ std::string write_plain(const std::vector<ReportOutcome> &outcomes, const Suppre
     const Suppression &s = suppressions.rules()[i];
     out += printable("note: suppression " + s.text() + " (" + s.origin + ") matched nothing") + "\n";
   }
-  auto count = [](size_t n, const char *what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "s"); };
-  out += "gpuleak check: " + std::to_string(failed) + " of " + count(outcomes.size(), "report") + " failed (" +
-         count(failures, "failure") + ", " + count(warnings, "warning") + ", " + std::to_string(suppressed) +
+  using format::count_of;
+  out += "gpuleak check: " + std::to_string(failed) + " of " + count_of(outcomes.size(), "report") + " failed (" +
+         count_of(failures, "failure") + ", " + count_of(warnings, "warning") + ", " + std::to_string(suppressed) +
          " suppressed)\n";
   return out;
 }

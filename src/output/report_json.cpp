@@ -26,6 +26,32 @@ std::string hex(uint64_t v) {
 
 json text_or_null(const std::string &s) { return s.empty() ? json(nullptr) : json(s); }
 
+// The run record's allocator settings: PYTORCH_CUDA_ALLOC_CONF as it was, then ";NAME=value" for
+// each other switch that was set (run_facts.cpp). Each becomes its own key.
+json allocator_env_json(const std::string &recorded) {
+  json env = json::object();
+  std::string conf;
+  size_t from = 0;
+  while (from <= recorded.size()) {
+    size_t semi = recorded.find(';', from);
+    std::string part = recorded.substr(from, semi == std::string::npos ? std::string::npos : semi - from);
+    bool named = false;
+    for (const char *name : {"PYTORCH_NO_CUDA_MEMORY_CACHING", "XLA_PYTHON_CLIENT_ALLOCATOR",
+                             "XLA_PYTHON_CLIENT_PREALLOCATE", "GPULEAK_CUPY"}) {
+      const size_t n = std::char_traits<char>::length(name);
+      if (part.size() > n && part.compare(0, n, name) == 0 && part[n] == '=') {
+        env[name] = part.substr(n + 1);
+        named = true;
+      }
+    }
+    if (!named && !part.empty()) conf += (conf.empty() ? "" : ";") + part;
+    if (semi == std::string::npos) break;
+    from = semi + 1;
+  }
+  if (!conf.empty()) env["PYTORCH_CUDA_ALLOC_CONF"] = conf;
+  return env;
+}
+
 std::string basename_of(const std::string &path) {
   size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
@@ -137,7 +163,7 @@ json run_json(const format::Capture &c, const analysis::Analysis &a, const Repor
   run["gpuleak_version"] = text_or_null(version);
   run["cuda_driver_version"] = info && info->fixed.driver_version ? json(info->fixed.driver_version) : json(nullptr);
   json env = json::object();
-  if (info && !info->allocator_env.empty()) env["PYTORCH_CUDA_ALLOC_CONF"] = info->allocator_env;
+  if (info && !info->allocator_env.empty()) env = allocator_env_json(info->allocator_env);
   run["allocator_env"] = std::move(env);
   run["allocator_mode"] = a.allocator_mode;
   run["allocator_note"] = text_or_null(a.allocator_note);

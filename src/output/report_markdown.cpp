@@ -1,12 +1,14 @@
 // Markdown rendering of a report (report_markdown.h). Sections: the verdict line, leaks (site,
 // file:line, rate, live at the last iteration, first iteration, forecast of its device,
-// confidence), devices (with NVML's view when read), out-of-memory events, notes.
+// confidence), devices (with NVML's view when read), out-of-memory events (first, when the run
+// had any), advice, notes.
 #include "output/report_markdown.h"
 
 #include <cinttypes>
 #include <cstdio>
 #include <vector>
 
+#include "format/words.h"
 #include "output/text_summary.h"
 #include "text/escape.h"
 
@@ -99,13 +101,15 @@ const json *device_of(const json &report, const json &index) {
   return nullptr;
 }
 
-std::string forecast_text(const json *device) {
+// The device's forecast in the words every writer uses (format/words.h), or "ran out of memory"
+// when this run failed an allocation on it: a forecast is for what has not happened yet.
+std::string forecast_text(const json &report, const json *device) {
   if (!device) return "-";
+  for (const json &e : array(member(report, "oom"), "events"))
+    if (member(e, "device") == member(*device, "index")) return "ran out of memory";
   const json &f = member(*device, "forecast");
-  if (!f.is_object()) return "-";
-  std::string s = "~" + integer(f, "iterations_left") + " iterations";
-  if (has_number(f, "seconds_left")) s += " (~" + fixed(number(f, "seconds_left"), "%.0f") + " s)";
-  return s;
+  if (!f.is_object() || !has_number(f, "iterations_left")) return "-";
+  return format::forecast_phrase(member(f, "iterations_left").get<uint64_t>(), number(f, "seconds_left"));
 }
 
 void heading(std::string &out, const json &r) {
@@ -121,8 +125,9 @@ void heading(std::string &out, const json &r) {
     out += ", no iterations found";
   } else {
     std::string loop = text(analysis, "primary_loop");
-    out += ", " + integer(analysis, "primary_iterations") + " iterations of loop \"" + md(loop) + "\" (" + md(source) +
-           "; " + integer(analysis, "warmup_iterations") + " warm-up)";
+    out += ", " + integer(analysis, "primary_iterations") +
+           (integer(analysis, "primary_iterations") == "1" ? " iteration" : " iterations") + " of loop \"" + md(loop) +
+           "\" (" + md(source) + "; " + integer(analysis, "warmup_iterations") + " warm-up)";
   }
   std::string mode = text(run, "allocator_mode");
   if (!mode.empty()) out += "; allocator: " + md(mode);
@@ -137,7 +142,7 @@ void leaks(std::string &out, const json &r) {
     return;
   }
   out +=
-      "| site | where | device | rate | live at the last iteration | first iteration | out of memory in | confidence "
+      "| site | where | device | rate | live at the last iteration | first iteration | forecast | confidence "
       "|\n";
   out += "|---|---|---|---|---|---|---|---|\n";
   for (const json &l : list) {
@@ -145,7 +150,7 @@ void leaks(std::string &out, const json &r) {
     if (member(l, "live_at_exit_count") == json(0) && member(l, "live_count") != json(0)) live += " (released at exit)";
     out += "| " + site(text(l, "site_id")) + " | " + location(member(l, "stack")) + " | " + integer(l, "device") +
            " | " + bytes(l, "bytes_per_iteration") + "/iteration | " + live + " | " + integer(l, "first_iteration") +
-           " | " + forecast_text(device_of(r, member(l, "device"))) + " | " +
+           " | " + forecast_text(r, device_of(r, member(l, "device"))) + " | " +
            (has_number(l, "confidence") ? fixed(number(l, "confidence"), "%.2f") : "?") + " |\n";
   }
   out += "\n";
@@ -155,13 +160,14 @@ void devices(std::string &out, const json &r) {
   const json &list = array(r, "devices");
   if (list.empty()) return;
   out += "## Devices\n\n";
-  out += "| device | name | verdict | peak | live at exit | NVML process usage | untracked | out of memory in |\n";
+  out += "| device | name | verdict | peak | live at exit | NVML process usage | untracked | forecast |\n";
   out += "|---|---|---|---|---|---|---|---|\n";
   for (const json &d : list) {
     out += "| " + integer(d, "index") + " | " + md(text(d, "name")) + " | " + md(text(d, "verdict")) + " | " +
            bytes(d, "peak_live_bytes") + " | " + bytes(d, "live_at_exit_bytes") + " | " +
            (has_number(d, "nvml_used_bytes") ? bytes(d, "nvml_used_bytes") : "-") + " | " +
-           (has_number(d, "untracked_bytes") ? bytes(d, "untracked_bytes") : "-") + " | " + forecast_text(&d) + " |\n";
+           (has_number(d, "untracked_bytes") ? bytes(d, "untracked_bytes") : "-") + " | " + forecast_text(r, &d) +
+           " |\n";
   }
   out += "\n";
 }
@@ -229,9 +235,13 @@ void notes(std::string &out, const json &r) {
 std::string report_markdown(const json &report) {
   std::string out;
   heading(out, report);
+  // A run that ran out of memory leads with the failure (what was asked, what was live by site);
+  // leaks and devices explain it after.
+  const bool failed = !array(member(report, "oom"), "events").empty();
+  if (failed) ooms(out, report);
   leaks(out, report);
   devices(out, report);
-  ooms(out, report);
+  if (!failed) ooms(out, report);
   advice(out, report);
   notes(out, report);
   return out;

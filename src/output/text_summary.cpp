@@ -3,6 +3,7 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "format/words.h"
 #include "text/escape.h"
 
 namespace gpuleak::output {
@@ -49,6 +50,45 @@ std::string where(const nlohmann::json &stack) {
     return s;
   }
   return stack.empty() ? "an unknown site" : "an unsymbolized site";
+}
+
+using format::count_of;
+
+// Whether the run failed an allocation on `device` (report oom.events[]).
+bool ran_out_on(const nlohmann::json &events, int64_t device) {
+  for (const auto &e : events)
+    if (e.is_object() && integer(e, "device") == device) return true;
+  return false;
+}
+
+// The out-of-memory, first: where the newest failure was, how much it asked for, what was live
+// then by call site. A run that failed an allocation is about that failure before any leak.
+std::string oom_lead(const nlohmann::json &events) {
+  const auto &e = events.front();
+  const bool recovered = e.contains("recovered") && e["recovered"].is_boolean() && e["recovered"].get<bool>();
+  std::string api = text(e, "api");
+  std::string out = "out of memory on device " + std::to_string(integer(e, "device")) +
+                    (recovered ? " (the program recovered)" : "") + ": " + (api.empty() ? "an allocation" : api) +
+                    " of " + human_bytes(number(e, "requested_bytes")) + " failed at " +
+                    where(e.contains("stack") ? e["stack"] : nlohmann::json()) + " with " +
+                    human_bytes(number(e, "live_bytes")) + " live (free " + human_bytes(number(e, "free_bytes")) +
+                    " of " + human_bytes(number(e, "total_bytes")) + ")\n";
+  auto live = e.find("live_by_site");
+  if (live != e.end() && live->is_array()) {
+    size_t shown = 0;
+    for (const auto &site : *live) {
+      if (shown++ == 5) {
+        out += "  live at the failure: " + count_of(live->size() - 5, "more call site") + " (see the report)\n";
+        break;
+      }
+      out += "  live at the failure: " + human_bytes(number(site, "bytes")) + " in " +
+             count_of(static_cast<uint64_t>(integer(site, "count")), "allocation") + " at " +
+             where(site.contains("stack") ? site["stack"] : nlohmann::json()) + "\n";
+    }
+  }
+  if (events.size() > 1)
+    out += "  " + count_of(events.size() - 1, "earlier out-of-memory failure") + " in the report\n";
+  return out;
 }
 
 // What the capture itself says about how much of the run the report can see: the same facts the
@@ -99,9 +139,11 @@ std::string text_summary(const nlohmann::json &r, const std::string &report_path
   std::string source = text(r, "iteration_source");
   if (source.empty()) source = "none";
   size_t iterations = field(r, "iterations", none).size();
-  out += "gpuleak: " + text(run, "program") + " (pid " + std::to_string(integer(run, "pid")) + "): verdict " + verdict;
-  out +=
-      source == "none" ? ", no iterations found" : ", " + std::to_string(iterations) + " iterations (" + source + ")";
+  const auto &ooms = field(field(r, "oom", empty), "events", none);
+  out += "gpuleak: " + text(run, "program") + " (pid " + std::to_string(integer(run, "pid")) + "): ";
+  if (!ooms.empty()) out += oom_lead(ooms) + "  ";
+  out += "verdict " + verdict;
+  out += source == "none" ? ", no iterations found" : ", " + count_of(iterations, "iteration") + " (" + source + ")";
   out += "\n";
   for (const auto &leak : field(r, "leaks", none)) {
     char line[512];
@@ -111,8 +153,9 @@ std::string text_summary(const nlohmann::json &r, const std::string &report_path
     auto at_exit = leak.find("live_at_exit_count");
     bool released = at_exit != leak.end() && at_exit->is_number() && at_exit->get<int64_t>() == 0;
     std::string live = integer(leak, "live_count") > 0
-                           ? std::to_string(integer(leak, "live_count")) + " allocations live at the last iteration (" +
-                                 human_bytes(number(leak, "live_bytes")) + ")" + (released ? ", released at exit" : "")
+                           ? count_of(static_cast<uint64_t>(integer(leak, "live_count")), "allocation") +
+                                 " live at the last iteration (" + human_bytes(number(leak, "live_bytes")) + ")" +
+                                 (released ? ", released at exit" : "")
                            : std::string("released only at exit");
     std::snprintf(line, sizeof line,
                   "  leak: %s per iteration at %s, %s, first seen at iteration %" PRId64 ", confidence %.2f\n",
@@ -129,8 +172,13 @@ std::string text_summary(const nlohmann::json &r, const std::string &report_path
       out += "; NVML: process uses " + human_bytes(nvml->get<double>()) + ", " + human_bytes(untracked->get<double>()) +
              " not tracked (CUDA context, other allocators)";
     const auto &forecast = field(d, "forecast", empty);
-    if (forecast.contains("iterations_left"))
-      out += "; out of memory in ~" + std::to_string(integer(forecast, "iterations_left")) + " iterations at this rate";
+    if (ran_out_on(ooms, integer(d, "index")))
+      out += "; ran out of memory";
+    else if (forecast.contains("iterations_left"))
+      out += "; " +
+             format::forecast_phrase(static_cast<uint64_t>(integer(forecast, "iterations_left")),
+                                     number(forecast, "seconds_left")) +
+             " at this rate";
     out += "\n";
   }
   if (verdict == "inconclusive") {
@@ -138,18 +186,13 @@ std::string text_summary(const nlohmann::json &r, const std::string &report_path
     for (const auto &site : field(r, "live_at_exit", none)) {
       if (shown++ == 3) break;
       out += "  live at exit: " + human_bytes(number(site, "live_bytes")) + " in " +
-             std::to_string(integer(site, "live_count")) + " allocations at " + where(field(site, "stack", none)) +
-             "\n";
+             count_of(static_cast<uint64_t>(integer(site, "live_count")), "allocation") + " at " +
+             where(field(site, "stack", none)) + "\n";
     }
   }
   std::string note = text(run, "allocator_note");
   if (!note.empty()) out += "  note: " + note + "\n";
   out += capture_notes(field(run, "capture", empty));
-  const auto &oom = field(r, "oom", empty);
-  if (oom.contains("events")) {
-    out += "  out of memory: " + std::to_string(field(oom, "events", none).size()) +
-           " failed allocation(s); see the report\n";
-  }
   out += advice_summary(r);
   if (!report_path.empty()) out += "  report: " + gpuleak::text::printable(report_path) + "\n";
   return out;

@@ -17,6 +17,7 @@
 #include "core/config.h"
 #include "core/module_map.h"
 #include "core/recorder.h"
+#include "core/signal_safe.h"
 #include "shim/driver_probe.h"
 
 namespace gpuleak::shim {
@@ -88,9 +89,10 @@ __attribute__((constructor)) void gpuleak_preload_init() {
   core::Config config = core::read_config();
   if (config.cli_path.empty()) config.cli_path = default_cli_path();
   g_own_range = core::ModuleMap::range_of(reinterpret_cast<void *>(&gpuleak_preload_init));
+  core::remember_stderr();  // what descriptor 2 is now decides where our lines may go later
+  resolve_exec_functions();
+  // A bad setting is said at the first CUDA use (recorder_note_cuda_use), not here.
   core::recorder_init(config, g_own_range.first, g_own_range.second);
-  if (!config.error.empty())
-    std::fprintf(stderr, "gpuleak: %s; tracking is off, the program continues unprofiled\n", config.error.c_str());
   if (!config.enabled) return;
   core::recorder_set_probe(driver_probe());
   claim_nvtx_injection();
@@ -108,14 +110,16 @@ bool wrapping_enabled() { return g_wrapping; }
 
 }  // namespace gpuleak::shim
 
-// _exit and _Exit skip atexit handlers: flush here, then leave exactly as the program asked.
+// _exit and _Exit skip atexit handlers: flush here, then leave exactly as the program asked. A
+// signal handler may call them while the interrupted thread holds malloc's lock, so this path is
+// async-signal-safe end to end (recorder_exit_now).
 extern "C" __attribute__((visibility("default"), noreturn)) void _exit(int status) {
-  int code = gpuleak::core::recorder_shutdown("_exit");
+  int code = gpuleak::core::recorder_exit_now();
   syscall(SYS_exit_group, code >= 0 && status == 0 ? code : status);
   __builtin_unreachable();
 }
 extern "C" __attribute__((visibility("default"), noreturn)) void _Exit(int status) {
-  int code = gpuleak::core::recorder_shutdown("_Exit");
+  int code = gpuleak::core::recorder_exit_now();
   syscall(SYS_exit_group, code >= 0 && status == 0 ? code : status);
   __builtin_unreachable();
 }

@@ -10,5 +10,7 @@ namespace gpuleak::shim {
 std::pair<uintptr_t, uintptr_t> own_text_range();
 // False when tracking is off for this process: then every lookup returns the real function.
 bool wrapping_enabled();
+// exec_hooks.cpp: find the real exec functions (at load time, so that exec stays signal-safe).
+void resolve_exec_functions();
 
 }  // namespace gpuleak::shim

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "core/recorder.h"
 #include "shim/preload.h"
 #include "shim/slots.h"
 
@@ -57,7 +58,11 @@ bool is_own_export(const void *fn) {
   return p >= lo && p < hi;
 }
 
+// A driver or runtime entry point ("cuInit", "cudaMalloc"), not libc's "cuserid".
+bool is_cuda_name(const char *name) { return (name[2] >= 'A' && name[2] <= 'Z') || std::strncmp(name, "cuda", 4) == 0; }
+
 void *wrap_exported_symbol(const char *name, void *fn) {
+  if (is_cuda_name(name)) core::recorder_note_cuda_use();
   if (!wrapping_enabled()) return fn;
   // dlsym(RTLD_DEFAULT, "cuMemAlloc_v2") finds our export first; without libcuda behind it, the
   // honest answer is the one the program would get without us: not found.
@@ -68,6 +73,7 @@ void *wrap_exported_symbol(const char *name, void *fn) {
 }
 
 void *wrap_proc_address(const char *symbol, void *fn, int version, cuuint64_t flags) {
+  core::recorder_note_cuda_use();
   if (!wrapping_enabled() || is_own_export(fn)) return fn;
   const RowInfo *row = find_proc_row(symbol, version, (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0);
   return row ? bind(*row, fn) : fn;

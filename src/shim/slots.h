@@ -11,6 +11,7 @@
 #include <mutex>
 #include <utility>
 
+#include "core/recorder.h"
 #include "format/capture_format.h"
 #include "shim/cuda_headers.h"
 #include "shim/hook_table.h"
@@ -53,6 +54,7 @@ struct Slots<Row, CUresult (*)(A...)> {
     static std::atomic<void *> next{nullptr};
     void *fn = next.load(std::memory_order_acquire);
     if (!fn) {
+      core::recorder_note_cuda_use();  // the first call of this export: say a bad setting now
       fn = next_symbol(Row::export_name);
       next.store(fn, std::memory_order_release);
     }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# browser.viewer: CLI GPULEAK_SO PROGRAM FAKE_CUDA_DIR OUT_DIR
+# browser.viewer: CLI GPULEAK_SO PROGRAM FAKE_CUDA_DIR OUT_DIR [OOM_PROGRAM]
 # Exit 77 (skipped) when Chromium or the viewer's node_modules are missing.
 set -euo pipefail
-cli=$1 shim=$2 program=$3 fake_cuda=$4 out=$5
+cli=$1 shim=$2 program=$3 fake_cuda=$4 out=$5 oom_program=${6:-}
 here=$(cd "$(dirname "$0")" && pwd)
 viewer="$here/../../viewer"
 chromium=${GPULEAK_CHROMIUM:-/usr/bin/chromium}
@@ -25,4 +25,13 @@ capture=$(ls "$out"/capture/*.gpuleak | head -n 1)
 # The same page from the report alone must load too.
 "$cli" report "$capture" -o "$out/report.json" --quiet
 "$cli" view "$out/report.json" -o "$out/from-report.html" --quiet
-exec node "$here/viewer_test.mjs" "$out/report.html" "$out/from-report.html" "$out/screenshot.png"
+# A run that runs out of memory (prog_oom: fills a 64 MiB fake device, fails once, recovers).
+oom_html=
+if [[ -n "$oom_program" ]]; then
+  mkdir -p "$out/oom"
+  LD_LIBRARY_PATH="$fake_cuda" LD_PRELOAD="$shim" GPULEAK_OUT="$out/oom" GPULEAK_REPORT_TIMEOUT=0 \
+    GPULEAK_QUIET=1 "$oom_program" >/dev/null
+  "$cli" view "$(ls "$out"/oom/*.gpuleak | head -n 1)" -o "$out/oom.html" --quiet
+  oom_html="$out/oom.html"
+fi
+exec node "$here/viewer_test.mjs" "$out/report.html" "$out/from-report.html" "$out/screenshot.png" $oom_html

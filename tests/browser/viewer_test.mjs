@@ -1,7 +1,9 @@
 // Opens gpuleak's HTML report in headless Chromium from file://, with every non-file request
 // refused, and checks what a user sees: the verdict in words, the leak table's rows, the stack on
-// Enter, a zoomable timeline, the flame graph, and no console errors. Saves a screenshot.
-// Usage: node viewer_test.mjs REPORT_HTML FROM_REPORT_HTML SCREENSHOT_PNG
+// Enter, a zoomable timeline, the flame graph, and no console errors. Saves a screenshot. Then a
+// run that ran out of memory: the page leads with the failure, and every label drawn on the
+// timeline's canvas (device memory, OOM #1, peak) lies inside the plot, none cut at an edge.
+// Usage: node viewer_test.mjs REPORT_HTML FROM_REPORT_HTML SCREENSHOT_PNG OOM_HTML
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -12,7 +14,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const require = createRequire(join(here, '../../viewer/package.json'));
 const { chromium } = require('playwright-core');
 
-const [reportHtml, fromReportHtml, screenshot] = process.argv.slice(2);
+const [reportHtml, fromReportHtml, screenshot, oomHtml] = process.argv.slice(2);
 const failures = [];
 const check = (ok, what) => {
   console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`);
@@ -29,8 +31,29 @@ const browser = await chromium.launchPersistentContext(profile, {
     '--disable-component-update', '--disable-sync'],
 });
 
+// Every fillText on a timeline canvas, as drawn: the text's box from the context's own textAlign
+// and measureText, and the plot area (uPlot's .u-over, in canvas pixels) it must stay inside.
+function recordCanvasText() {
+  window.__labels = [];
+  const fill = CanvasRenderingContext2D.prototype.fillText;
+  CanvasRenderingContext2D.prototype.fillText = function (text, x, y, ...rest) {
+    const over = this.canvas.parentElement?.querySelector(':scope > .u-over');
+    if (over) {
+      const dpr = window.devicePixelRatio || 1;
+      const w = this.measureText(text).width;
+      const align = this.textAlign === 'start' ? 'left' : this.textAlign === 'end' ? 'right' : this.textAlign;
+      const x0 = align === 'right' ? x - w : align === 'center' ? x - w / 2 : x;
+      const px = (v) => parseFloat(v) * dpr;
+      window.__labels.push({ text: String(text), x0, x1: x0 + w, plotLeft: px(over.style.left), plotRight:
+        px(over.style.left) + px(over.style.width) });
+    }
+    return fill.call(this, text, x, y, ...rest);
+  };
+}
+
 async function open(file) {
   const page = await browser.newPage();
+  await page.addInitScript(recordCanvasText);
   const errors = [];
   const outside = [];
   page.on('pageerror', (e) => errors.push(String(e)));
@@ -110,6 +133,47 @@ try {
   check(/Leak found/.test(v2), 'from a report alone: the same verdict');
   check((await r.page.locator('#leak-table tr.site-row').count()) >= 1, 'from a report alone: the leak table');
   check(r.errors.length === 0, `from a report alone: no console errors${r.errors.length ? `: ${r.errors.join(' | ')}` : ''}`);
+
+  if (oomHtml) {
+    const o = await open(oomHtml);
+    const lead = (await o.page.textContent('#verdict')) ?? '';
+    check(/Out of memory/.test(lead) && /failed on GPU 0/.test(lead), `an OOM run leads with the failure (${lead.slice(0, 120)})`);
+    check(/Live then, by call site/.test(lead), 'the lead says what was live by call site');
+    check(!/already past its memory|~0 iterations/.test(lead), 'no forecast for a device that ran out');
+    const order = await o.page.evaluate(() => [...document.querySelectorAll('section[id]')].map((x) => x.id));
+    check(order.indexOf('oom') >= 0 && order.indexOf('oom') < order.indexOf('leaks'),
+      `the out-of-memory section comes before the leaks (${order.join(', ')})`);
+    await o.page.evaluate(() => window.scrollTo(0, document.querySelector('#memory').offsetTop));
+    // Then zoomed so that the failure stands at the plot's right edge: its label must turn left.
+    const edge = await o.page.evaluate(async () => {
+      const u = window.__gpuleak.plots[0];
+      const t = window.__gpuleak.model.report.oom.events[0].t_ns;
+      const span = u.scales.x.max - u.scales.x.min;
+      window.__labels.splice(0);
+      u.setScale('x', { min: u.scales.x.min, max: t + span * 0.002 });
+      await new Promise((r) => setTimeout(r, 100));
+      return window.__labels.filter((l) => /^OOM #/.test(l.text));
+    });
+    check(edge.length > 0 && edge.every((l) => l.x1 <= l.plotRight + 0.5),
+      `"OOM #1" at the right edge still fits (${edge.map((l) => `${l.x0.toFixed(1)}..${l.x1.toFixed(1)} within ..${l.plotRight}`).join(', ')})`);
+    await o.page.evaluate(async () => {
+      window.__labels.splice(0);
+      document.querySelector('#memory .chart-controls button:nth-child(5)').click();
+      await new Promise((r) => setTimeout(r, 100));
+    });
+    const labels = await o.page.evaluate(() => window.__labels.filter((l) => /^(device memory|OOM #|peak )/.test(l.text)));
+    const names = (re) => labels.filter((l) => re.test(l.text));
+    check(names(/^device memory/).length > 0, 'the timeline labels the device memory line');
+    check(names(/^OOM #1$/).length > 0, 'the timeline labels OOM #1');
+    for (const l of labels) {
+      check(l.x0 >= l.plotLeft - 0.5 && l.x1 <= l.plotRight + 0.5,
+        `"${l.text}" fits the plot (${l.x0.toFixed(1)}..${l.x1.toFixed(1)} within ${l.plotLeft}..${l.plotRight})`);
+    }
+    check(o.errors.length === 0, `OOM run: no console errors${o.errors.length ? `: ${o.errors.join(' | ')}` : ''}`);
+    await o.page.screenshot({ path: screenshot.replace(/\.png$/, '-oom.png'), fullPage: false });
+    await o.page.evaluate(() => window.scrollTo(0, 0));
+    await o.page.screenshot({ path: screenshot.replace(/\.png$/, '-oom-top.png'), fullPage: false });
+  }
 } finally {
   await browser.close();
   rmSync(profile, { recursive: true, force: true });

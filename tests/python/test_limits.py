@@ -25,16 +25,21 @@ def site(live, function="keep_batch"):
 
 
 @pytest.mark.parametrize("text,expected", [
-    ("100", 100), ("512KiB", 512 * 1024), ("1 MiB", MiB), ("2GB", 2 * 10 ** 9), ("1.5 gib", 3 * 2 ** 29),
+    ("100", 100), ("512KiB", 512 * 1024), ("1 MiB", MiB), ("2GB", 2 * 10 ** 9), ("1.5 giB", 3 * 2 ** 29),
     ("4K", 4096), (0, 0), (123, 123)])
 def test_sizes(text, expected):
     assert limits.parse_size(text) == expected
 
 
-@pytest.mark.parametrize("bad", ["", "MiB", "-1", "1 MiBs", "lots", -5, True, "1e3"])
+@pytest.mark.parametrize("bad", ["", "MiB", "-1", "1 MiBs", "lots", -5, True, "1e3", "1Mb", "1.5 gib"])
 def test_bad_sizes(bad):
     with pytest.raises(ValueError):
         limits.parse_size(bad, "gpu_limit_peak")
+
+
+def test_bits_are_refused_with_the_bytes_spelling():
+    with pytest.raises(ValueError, match="a lowercase b is bits; for bytes write MB"):
+        limits.parse_size("1Mb", "gpu_limit_peak")
 
 
 def test_format_and_slope():

@@ -111,12 +111,16 @@ class ScopedEnv {
  public:
   ScopedEnv(const char *name, const char *value) : name_(name) {
     if (const char *old = std::getenv(name)) old_ = old;
-    if (value != nullptr) setenv(name, value, 1);
-    else unsetenv(name);
+    if (value != nullptr)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
   }
   ~ScopedEnv() {
-    if (old_) setenv(name_.c_str(), old_->c_str(), 1);
-    else unsetenv(name_.c_str());
+    if (old_)
+      setenv(name_.c_str(), old_->c_str(), 1);
+    else
+      unsetenv(name_.c_str());
   }
 
  private:
@@ -132,8 +136,9 @@ class DoctorTest : public ::testing::Test {
     dir_ = pattern;
   }
   void TearDown() override {
-    nftw(dir_.c_str(), [](const char *path, const struct stat *, int, struct FTW *) { return remove(path); }, 16,
-         FTW_DEPTH | FTW_PHYS);
+    nftw(
+        dir_.c_str(), [](const char *path, const struct stat *, int, struct FTW *) { return remove(path); }, 16,
+        FTW_DEPTH | FTW_PHYS);
   }
 
   std::string write(const std::string &name, const std::string &content, mode_t mode) {
@@ -200,7 +205,11 @@ TEST_F(DoctorTest, ShimThatIsNotALibraryIsAnError) {
       {dir_ + "/missing.so", "no such file"},
       {dir_, "is a directory"},
       {fifo, "not a regular file"},
-      {write("garbage.so", "\x7f" "ELX garbage", 0644), "not an ELF file"},
+      {write("garbage.so",
+             "\x7f"
+             "ELX garbage",
+             0644),
+       "not an ELF file"},
       {write("short.so", read("/bin/true").substr(0, 40), 0644), "broken ELF file"},
       {"/bin/true", "not an ELF shared object (a program)"},  // a PIE: ET_DYN like a library, but DF_1_PIE
       {GPULEAK_DOCTOR_FULLY_STATIC, "not an ELF shared object (a program)"},  // ET_EXEC
@@ -218,8 +227,9 @@ TEST_F(DoctorTest, ShimThatIsNotALibraryIsAnError) {
 TEST(DoctorDriver, MissingDriverIsInfo) {
   DoctorCheck check = check_driver("libgpuleak-doctor-no-such-driver.so.1");
   EXPECT_EQ(check.level, Level::kInfo);
-  EXPECT_EQ(check.detail,
-            "no CUDA driver here (libgpuleak-doctor-no-such-driver.so.1 not found): programs will run, nothing to capture");
+  EXPECT_EQ(
+      check.detail,
+      "no CUDA driver here (libgpuleak-doctor-no-such-driver.so.1 not found): programs will run, nothing to capture");
 }
 
 TEST(DoctorDriver, ReportsVersionAndDevices) {
@@ -242,7 +252,8 @@ TEST(DoctorDriver, ToolkitStubIsNotADriver) {
   if (access(stub, R_OK) != 0) GTEST_SKIP() << stub << " not installed";
   DoctorCheck check = check_driver(stub);
   EXPECT_EQ(check.level, Level::kWarn) << check.detail;
-  EXPECT_NE(check.detail.find("(34): this is the toolkit's stub library, not a driver"), std::string::npos) << check.detail;
+  EXPECT_NE(check.detail.find("(34): this is the toolkit's stub library, not a driver"), std::string::npos)
+      << check.detail;
 }
 
 TEST_F(DoctorTest, Cupti) {
@@ -271,7 +282,7 @@ TEST(DoctorCommand, TrueHasNoCudaLinked) {
 TEST(DoctorCommand, ResolvesThroughPath) {
   ScopedEnv path("PATH", "/nonexistent-dir::/bin");
   auto checks = check_command({"true"});
-  EXPECT_TRUE(find_check(checks, "ok    command: /bin/true (ELF")) ;
+  EXPECT_TRUE(find_check(checks, "ok    command: /bin/true (ELF"));
 }
 
 TEST_F(DoctorTest, SetuidCopyIsWarned) {
@@ -290,7 +301,8 @@ TEST_F(DoctorTest, GarbageExecutableIsAClearErrorAndStatus2) {
   std::string path = write("garbage", std::string("\x01\x02\0\xff garbage", 12), 0755);
   auto [status, text] = run({"", {path}});
   EXPECT_EQ(status, 2);
-  EXPECT_NE(text.find("error command: " + path + ": neither an ELF program nor a #! script"), std::string::npos) << text;
+  EXPECT_NE(text.find("error command: " + path + ": neither an ELF program nor a #! script"), std::string::npos)
+      << text;
 }
 
 TEST_F(DoctorTest, TextWithoutShebangIsAWarningOnly) {
@@ -334,7 +346,8 @@ TEST_F(DoctorTest, BadInterpretersAreErrors) {
   std::string missing = write("missing.sh", "#!/nonexistent/interp -x\n", 0755);
   auto [status, text] = run({"", {missing}});
   EXPECT_EQ(status, 2);
-  EXPECT_NE(text.find("its #! interpreter /nonexistent/interp: no such file (bad interpreter)"), std::string::npos) << text;
+  EXPECT_NE(text.find("its #! interpreter /nonexistent/interp: no such file (bad interpreter)"), std::string::npos)
+      << text;
   // A CRLF script: the kernel looks for "/bin/sh\r", and the doctor shows the \r.
   auto crlf = check_command({write("crlf.sh", "#!/bin/sh\r\necho hi\r\n", 0755)});
   EXPECT_TRUE(find_check(crlf, "/bin/sh\\x0d: no such file"));
@@ -358,7 +371,11 @@ TEST_F(DoctorTest, EnvScriptFindsPythonAndItsTorch) {
 
   auto checks = check_command({script, "--steps", "3"});
   EXPECT_TRUE(find_check(checks, script + " is a script for /usr/bin/env python3: checking python3 (" + python + ")"));
-  auto py = find_check(checks, "Python interpreter: native stacks; PyTorch allocator modes: see README");
+  // Issue #17: the doctor said "native stacks" for every interpreter, against docs/python.md.
+  auto py = find_check(checks,
+                       "Python interpreter of unknown version (the doctor does not run it): CPython 3.10-3.13 get "
+                       "Python frames beside native stacks, other versions native stacks only (docs/python.md); "
+                       "PyTorch allocator modes: see README");
   ASSERT_TRUE(py);
   EXPECT_NE(py->detail.find("torch not found beside this interpreter"), std::string::npos) << py->detail;
 
@@ -366,10 +383,16 @@ TEST_F(DoctorTest, EnvScriptFindsPythonAndItsTorch) {
                         "/venv/lib/python3.11/site-packages/torch"})
     ASSERT_EQ(mkdir((dir_ + d).c_str(), 0755), 0);
   write("venv/lib/python3.11/site-packages/torch/__init__.py", "", 0644);
-  py = find_check(check_command({script}), "Python interpreter");
+  py = find_check(check_command({script}),
+                  "Python 3.11 interpreter: Python frames (file:line) beside native stacks (docs/python.md)");
   ASSERT_TRUE(py);
   EXPECT_NE(py->detail.find("torch found in " + dir_ + "/venv/lib/python3.11/site-packages/torch"), std::string::npos)
       << py->detail;
+
+  // The interpreter's own name wins over its library folder.
+  copy("/bin/true", "venv/bin/python3.14", 0755);
+  EXPECT_TRUE(find_check(check_command({write("n.py", "#!/usr/bin/env python3.14\n", 0755)}),
+                         "Python 3.14 interpreter: native stacks only (Python frames need CPython 3.10-3.13"));
 
   // Without -S, env looks for a program named "python3 -u", which does not exist.
   auto unsplit = check_command({write("u.py", "#!/usr/bin/env python3 -u\n", 0755)});
@@ -403,7 +426,8 @@ TEST_F(DoctorTest, CommandsThatCannotStartReturn2) {
 
 TEST(DoctorCommand, StaticCudaRuntime) {
   auto checks = check_command({GPULEAK_DOCTOR_STATIC_CUDART});
-  auto line = find_check(checks, "static CUDA runtime (nvcc default): captured through the dlsym + cuGetProcAddress path");
+  auto line =
+      find_check(checks, "static CUDA runtime (nvcc default): captured through the dlsym + cuGetProcAddress path");
   ASSERT_TRUE(line);
   EXPECT_EQ(line->level, Level::kOk);
   EXPECT_EQ(all_lines(checks).find("no CUDA linked directly"), std::string::npos);
@@ -428,7 +452,8 @@ TEST(DoctorCommand, FullyStaticProgramIsWarned) {
 
 TEST(DoctorCommand, SharedRuntimeAndDriverApi) {
   auto shared = check_command({GPULEAK_DOCTOR_SHARED_CUDART_PROGRAM});
-  auto runtime = find_check(shared, "shared CUDA runtime (libcudart.so.13): captured through cuGetProcAddress wrappers");
+  auto runtime =
+      find_check(shared, "shared CUDA runtime (libcudart.so.13): captured through cuGetProcAddress wrappers");
   ASSERT_TRUE(runtime);
   EXPECT_EQ(runtime->level, Level::kOk);
   auto driver = find_check(check_command({GPULEAK_DOCTOR_DRIVER_API_PROGRAM}),
@@ -446,7 +471,7 @@ TEST(DoctorEnvironment, PrintsPreloadAndGpuleakVariablesEscaped) {
 }
 
 TEST(DoctorEnvironment, CleanEnvironmentIsOk) {
-  std::vector<std::pair<std::string, std::string>> saved;
+  std::vector<std::pair<std::string, std::string> > saved;
   for (char **e = environ; *e != nullptr; ++e) {
     std::string kv = *e;
     if (kv.rfind("GPULEAK_", 0) == 0 || kv.rfind("LD_PRELOAD=", 0) == 0)

@@ -255,6 +255,24 @@ TEST(ReportJson, SiteIdIgnoresAddressesAndModuleDirectories) {
   EXPECT_NE(site_id(ab), site_id(a_bc));
 }
 
+// The recorder keeps PYTORCH_CUDA_ALLOC_CONF as it was, then ";NAME=value" for the other
+// frameworks' switches (run_facts.cpp): each gets its own key.
+TEST(ReportJson, AllocatorEnvHasOneKeyPerSetting) {
+  CaptureBuilder b = leaking_run();
+  b.capture.run->allocator_env =
+      "expandable_segments:True;PYTORCH_NO_CUDA_MEMORY_CACHING=1;XLA_PYTHON_CLIENT_ALLOCATOR=platform;"
+      "XLA_PYTHON_CLIENT_PREALLOCATE=false;GPULEAK_CUPY=per-array";
+  json r = make_report(b.capture, analysis::analyze(b.capture), fake_symbolize, {});
+  EXPECT_EQ(r["run"]["allocator_env"], json({{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"},
+                                             {"PYTORCH_NO_CUDA_MEMORY_CACHING", "1"},
+                                             {"XLA_PYTHON_CLIENT_ALLOCATOR", "platform"},
+                                             {"XLA_PYTHON_CLIENT_PREALLOCATE", "false"},
+                                             {"GPULEAK_CUPY", "per-array"}}));
+  b.capture.run->allocator_env = "XLA_PYTHON_CLIENT_ALLOCATOR=platform";
+  r = make_report(b.capture, analysis::analyze(b.capture), fake_symbolize, {});
+  EXPECT_EQ(r["run"]["allocator_env"], json({{"XLA_PYTHON_CLIENT_ALLOCATOR", "platform"}}));
+}
+
 TEST(ReportJson, HostileStringsStayValidJson) {
   const std::string hostile =
       std::string("q\"b\\s\x01\x1f\n</script><script>alert(1)</script>") + "\xff\xfe" + "\xc3\x28";

@@ -107,15 +107,33 @@ TEST(ReportMarkdown, SectionsAndNumbers) {
   EXPECT_NE(md.find("**Verdict: leak**, 30 iterations of loop \"keep\\_batch\" (api; 3 warm-up)"), std::string::npos)
       << md;
   EXPECT_NE(md.find("| `95dbc60ebc9dfe82` | keep\\_batch (train.py:42) | 0 | 1.0 MiB/iteration | 30.0 MiB in 30 "
-                    "(released at exit) | 2 | ~4100 iterations (~1025 s) | 0.93 |"),
+                    "(released at exit) | 2 | ran out of memory | 0.93 |"),
             std::string::npos)
       << md;
+  // Issue #17: the run ran out of memory, so the failure leads, before the leak.
+  EXPECT_LT(md.find("## Out of memory"), md.find("## Leaks")) << md;
+  EXPECT_LT(md.find("Live at the newest failure, by call site"), md.find("## Leaks")) << md;
   EXPECT_NE(md.find("## Devices"), std::string::npos);
   EXPECT_NE(md.find("| 600.0 MiB | 500.0 MiB |"), std::string::npos) << md;
   EXPECT_NE(md.find("## Out of memory"), std::string::npos);
   EXPECT_NE(md.find("| 2.500 s | 0 | 1.0 GiB | 1.0 MiB / 80.0 GiB | 79.0 GiB | **no** | keep\\_batch (train.py:42) |"),
             std::string::npos)
       << md;
+  expect_tables_well_formed(md);
+}
+
+// Without an out-of-memory the device is forecast, in the words the terminal and the gate use.
+TEST(ReportMarkdown, ForecastInTheSharedWords) {
+  json r = report_with("keep_batch", "/home/u/train.py");
+  r["oom"] = nullptr;
+  std::string md = report_markdown(r);
+  EXPECT_NE(md.find("| 2 | out of memory in ~4100 iterations (~17 min) | 0.93 |"), std::string::npos) << md;
+  EXPECT_LT(md.find("## Leaks"), md.find("## Out of memory")) << md;
+  EXPECT_NE(md.find("No allocation failed."), std::string::npos) << md;
+  r["devices"][0]["forecast"]["iterations_left"] = 0;
+  md = report_markdown(r);
+  EXPECT_NE(md.find("| out of memory within the next iteration |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("~0 iterations"), std::string::npos) << md;
   expect_tables_well_formed(md);
 }
 

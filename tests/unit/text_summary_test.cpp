@@ -19,7 +19,8 @@ TEST(TextSummary, NamesTheLeakingFunctionAndItsLine) {
             "gpuleak: train (pid 7): verdict leak, 3 iterations (nvtx)\n"
             "  leak: 1.0 MiB per iteration at cache_activation (train.cu:88), 3 allocations live at the last "
             "iteration (3.0 MiB), first seen at iteration 1, confidence 0.90\n"
-            "  device 0: peak 4.0 MiB, live at exit 3.0 MiB, leak; out of memory in ~4100 iterations at this rate\n"
+            "  device 0: peak 4.0 MiB, live at exit 3.0 MiB, leak; out of memory in ~4100 iterations (~2 s) at this "
+            "rate\n"
             "  report: out/train.7.report.json\n");
 }
 
@@ -114,6 +115,38 @@ TEST(TextSummary, HumanBytes) {
   EXPECT_EQ(human_bytes(512), "512 B");
   EXPECT_EQ(human_bytes(1536), "1.5 KiB");
   EXPECT_EQ(human_bytes(3.0 * (1ull << 30)), "3.0 GiB");
+}
+
+// Issue #17: a run that ran out of memory led with its leak and put the failure last. The
+// failure comes first: where, how much was asked, what was live by site; no forecast for it.
+TEST(TextSummary, OutOfMemoryLeads) {
+  auto r = nlohmann::json::parse(R"({"run": {"program": "train", "pid": 7}, "verdict": "leak",
+    "iteration_source": "api", "iterations": [{}],
+    "leaks": [{"bytes_per_iteration": 1048576, "live_count": 1, "live_bytes": 1048576, "first_iteration": 0,
+               "confidence": 0.9, "stack": [{"kind": "native", "function": "cache_activation", "file": "a.cu", "line": 3}]}],
+    "devices": [{"index": 0, "peak_live_bytes": 67108864, "live_at_exit_bytes": 67108864, "verdict": "leak",
+                 "forecast": {"iterations_left": 0, "seconds_left": 0}}],
+    "oom": {"events": [{"device": 0, "api": "cudaMalloc", "requested_bytes": 4194304, "free_bytes": 0,
+      "total_bytes": 67108864, "live_bytes": 67108864, "recovered": false,
+      "stack": [{"kind": "native", "function": "load_batch", "file": "/src/data.cpp", "line": 7}],
+      "live_by_site": [
+        {"bytes": 50331648, "count": 48, "stack": [{"kind": "native", "function": "cache_activation", "file": "a.cu", "line": 3}]},
+        {"bytes": 16777216, "count": 1, "stack": [{"kind": "native", "function": "load_weights", "file": "b.cu", "line": 9}]}]}]}})");
+  std::string s = text_summary(r, "");
+  EXPECT_EQ(s,
+            "gpuleak: train (pid 7): out of memory on device 0: cudaMalloc of 4.0 MiB failed at load_batch "
+            "(data.cpp:7) with 64.0 MiB live (free 0 B of 64.0 MiB)\n"
+            "  live at the failure: 48.0 MiB in 48 allocations at cache_activation (a.cu:3)\n"
+            "  live at the failure: 16.0 MiB in 1 allocation at load_weights (b.cu:9)\n"
+            "  verdict leak, 1 iteration (api)\n"
+            "  leak: 1.0 MiB per iteration at cache_activation (a.cu:3), 1 allocation live at the last iteration "
+            "(1.0 MiB), first seen at iteration 0, confidence 0.90\n"
+            "  device 0: peak 64.0 MiB, live at exit 64.0 MiB, leak; ran out of memory\n");
+  // Without the failure: the forecast, with less than an iteration left said as such.
+  r["oom"] = nullptr;
+  s = text_summary(r, "");
+  EXPECT_NE(s.find("leak; out of memory within the next iteration at this rate\n"), std::string::npos) << s;
+  EXPECT_EQ(s.find("~0 iterations"), std::string::npos) << s;
 }
 
 }  // namespace

@@ -36,6 +36,10 @@ void add_advice_flags(CLI::App *cmd, ReportOptions *o) {
                   "Share of the post-warm-up iterations a pattern must show in (default 0.8; "
                   "GPULEAK_ADVICE_MIN_ITERATION_SHARE)")
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--advice-min-saving-share", o->advice_min_saving_share,
+                  "Least saving of a loop finding, as a share of the median iteration's time or of the peak "
+                  "(default 0.02; GPULEAK_ADVICE_MIN_SAVING_SHARE)")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--advice-late-max-lag", o->advice_late_max_lag,
                   "Late release: most iterations an allocation may outlive its own (default 1; "
                   "GPULEAK_ADVICE_LATE_MAX_LAG)")
@@ -62,6 +66,8 @@ void apply_advice_options(const ReportOptions &o, analysis::AdviceOptions *out) 
   out->enabled = pick(o.advice, "GPULEAK_ADVICE", 0, 1, 1) != 0;
   out->min_iteration_share =
       pick(o.advice_min_iteration_share, "GPULEAK_ADVICE_MIN_ITERATION_SHARE", 0, 1, out->min_iteration_share);
+  out->min_saving_share =
+      pick(o.advice_min_saving_share, "GPULEAK_ADVICE_MIN_SAVING_SHARE", 0, 1, out->min_saving_share);
   out->late_max_lag =
       static_cast<uint32_t>(pick(o.advice_late_max_lag, "GPULEAK_ADVICE_LATE_MAX_LAG", 0, 1000, out->late_max_lag));
   out->serialization_min_share = pick(o.advice_serialization_min_share, "GPULEAK_ADVICE_SERIALIZATION_MIN_SHARE", 0, 1,

@@ -56,7 +56,11 @@ struct RunOptions {
   bool cupti = false;
   bool quiet = false;
   bool no_report = false;
+  int error_exitcode = -1;        // --error-exitcode: status on a leak when the program exited 0 (-1: GPULEAK_EXITCODE)
   std::string torch = "default";  // PyTorch allocator mode for the program (--torch)
+  std::string jax = "default";    // JAX allocator mode (--jax)
+  std::string cupy = "default";   // CuPy allocator mode (--cupy)
+  std::string loop;               // --loop FILE:LINE or a function name: marked with no code change
   std::vector<std::string> command;
 };
 int run_command(const RunOptions &options);
@@ -75,6 +79,7 @@ struct ReportOptions {
   // Loop advice thresholds; negative: GPULEAK_ADVICE* from the environment, else the default.
   int advice = -1;
   double advice_min_iteration_share = -1;
+  double advice_min_saving_share = -1;
   int advice_late_max_lag = -1;
   double advice_serialization_min_share = -1;
   double advice_reserve_min_mb = -1;

@@ -132,17 +132,19 @@ void register_check(CLI::App &app, Action *action) {
   cmd->add_option("--config", o->config, "JSON file of budgets, baseline, suppressions (docs/ci.md)");
   cmd->add_option("--max-leak-per-iteration", o->max_leak, "Budget for each leaking site, e.g. \"1 MiB\" (default 0)");
   cmd->add_option("--max-growth", o->max_growth, "Budget per iteration for a device whose verdict is growth");
-  cmd->add_option("--max-peak", o->max_peak, "Peak live memory per device: SIZE, or DEVICE=SIZE (repeatable)");
+  cmd->add_option("--max-peak", o->max_peak,
+                  "Peak live memory per device: SIZE, or DEVICE=SIZE (repeat the flag for several)");
   cmd->add_option("--min-oom-horizon", o->min_oom_horizon,
                   "Fail when a device is forecast to run out sooner (iterations)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--warmup", o->warmup, "Ignore leaks first seen before iteration N that stopped growing")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--fail-on-inconclusive", o->fail_on_inconclusive, "An inconclusive run fails instead of warning");
-  cmd->add_option("--baseline", o->baselines, "Baseline report: fail on regressions and new leaking sites");
+  cmd->add_option("--baseline", o->baselines,
+                  "Baseline report: fail on regressions and new leaking sites (repeat the flag for several)");
   cmd->add_option("--tolerance", o->tolerance, "Allowed regression of peak and steady-state live memory (default 5%)");
   cmd->add_option("--suppressions", o->suppressions,
-                  "Suppressions file (leak:/file:/module:/site: rules with # reason)");
+                  "Suppressions file (leak:/file:/module:/site: rules with # reason; repeat the flag for several)");
   cmd->add_option("--junit", o->junit, "Write JUnit XML here (one testcase per report)");
   cmd->add_option("--format", o->format, "auto (github when GITHUB_ACTIONS=true), plain, github or markdown")
       ->capture_default_str();

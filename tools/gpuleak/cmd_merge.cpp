@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli.h"
+#include "format/words.h"
 #include "output/text_summary.h"
 #include "output/trace/trace_merge.h"
 #include "text/escape.h"
@@ -34,9 +35,9 @@ int merge_command(const MergeCommandOptions &o) {
   if (!file->commit(&error)) throw UsageError{"merge: " + error};
   if (o.quiet) return 0;
   for (const std::string &w : warnings) std::fprintf(stderr, "gpuleak: warning: %s\n", text::printable(w).c_str());
-  std::fprintf(stderr, "gpuleak: merged %zu traces into %s (%s, %llu events)\n", summary.inputs, o.output.c_str(),
-               output::human_bytes(static_cast<double>(file->bytes_on_disk())).c_str(),
-               static_cast<unsigned long long>(summary.events));
+  std::fprintf(stderr, "gpuleak: merged %s into %s (%s, %s)\n", format::count_of(summary.inputs, "trace").c_str(),
+               o.output.c_str(), output::human_bytes(static_cast<double>(file->bytes_on_disk())).c_str(),
+               format::count_of(summary.events, "event").c_str());
   for (const std::string &l : summary.leaking)
     std::fprintf(stderr, "gpuleak: %s while the others stay flat\n", text::printable(l).c_str());
   return 0;

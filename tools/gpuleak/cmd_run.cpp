@@ -7,7 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -36,13 +38,109 @@ std::set<std::string> captures_in(const std::string &dir) {
 std::string absolute(const std::string &path) {
   if (!path.empty() && path[0] == '/') return path;
   char cwd[PATH_MAX];
-  if (!getcwd(cwd, sizeof cwd)) throw UsageError{std::string("cannot read the current directory: ") + std::strerror(errno)};
+  if (!getcwd(cwd, sizeof cwd))
+    throw UsageError{std::string("cannot read the current directory: ") + std::strerror(errno)};
   return std::string(cwd) + "/" + path;
+}
+
+// mkdir -p: every missing level of `dir` (an existing level may be a symlink to a directory).
+void make_directories(const std::string &dir) {
+  for (size_t end = dir.find('/', 1);; end = dir.find('/', end + 1)) {
+    std::string level = dir.substr(0, end);
+    if (mkdir(level.c_str(), 0755) != 0 && errno != EEXIST)
+      throw UsageError{"cannot create " + level + ": " + std::strerror(errno)};
+    if (end == std::string::npos) break;
+  }
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw UsageError{"cannot create " + dir + ": " + std::strerror(S_ISDIR(st.st_mode) ? errno : ENOTDIR)};
+}
+
+// The status that a leak turns a successful run into: --error-exitcode, else GPULEAK_EXITCODE
+// (what plain LD_PRELOAD runs use), else 0 (off).
+int leak_exit_code(const RunOptions &o) {
+  if (o.error_exitcode >= 0) {
+    if (o.no_report && o.error_exitcode > 0)
+      throw UsageError{"run: --error-exitcode needs the report (drop --no-report)"};
+    return o.error_exitcode;
+  }
+  const char *env = std::getenv("GPULEAK_EXITCODE");
+  if (!env || !*env) return 0;
+  char *end = nullptr;
+  errno = 0;
+  long v = std::strtol(env, &end, 10);
+  if (errno || *end || v < 0 || v > 255 || !std::isdigit(static_cast<unsigned char>(env[0])))
+    throw UsageError{std::string("bad value GPULEAK_EXITCODE=\"") + env + "\" (an exit status, 0-255)"};
+  return static_cast<int>(v);
 }
 
 pid_t g_child = 0;
 void forward(int sig) {
   if (g_child > 0) kill(g_child, sig);
+}
+
+bool is_file(const std::string &path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// The folder holding the gpuleak Python package, whose _startup/sitecustomize.py installs the
+// --loop and --cupy hooks: $GPULEAK_PYTHONDIR, else the installed copy next to this executable
+// (<prefix>/lib/gpuleak/python), else the source tree this executable was built from.
+std::string python_dir() {
+  std::vector<std::string> candidates;
+  if (const char *env = std::getenv("GPULEAK_PYTHONDIR"); env && *env) candidates.push_back(env);
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    std::string dir(exe, static_cast<size_t>(n));
+    dir = dir.substr(0, dir.find_last_of('/'));
+    candidates.push_back(dir + "/../" GPULEAK_INSTALL_PYTHONDIR);
+  }
+  candidates.push_back(GPULEAK_SOURCE_PYTHONDIR);
+  for (const std::string &c : candidates)
+    if (is_file(c + "/gpuleak/_startup/sitecustomize.py") && is_file(c + "/gpuleak/_hooks.py")) return c;
+  throw UsageError{"cannot find gpuleak's Python package (gpuleak/_startup) for --loop/--cupy; set GPULEAK_PYTHONDIR"};
+}
+
+// --loop: FILE:LINE (the file must exist and have that line) or a Python function name.
+void check_loop(const std::string &spec) {
+  const size_t colon = spec.rfind(':');
+  const std::string tail = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  if (!tail.empty() && tail.find_first_not_of("0123456789") == std::string::npos) {
+    const std::string file = spec.substr(0, colon);
+    const long line = tail.size() > 9 ? 0 : std::atol(tail.c_str());
+    if (file.empty() || line < 1) throw UsageError{"run: --loop " + spec + ": expected FILE:LINE with LINE >= 1"};
+    FILE *f = std::fopen(file.c_str(), "r");
+    if (!f) throw UsageError{"run: --loop " + spec + ": cannot read " + file + ": " + std::strerror(errno)};
+    long lines = 0;
+    for (int c; (c = std::fgetc(f)) != EOF;) lines += c == '\n';
+    std::fclose(f);
+    if (line > lines + 1)
+      throw UsageError{"run: --loop " + spec + ": " + file + " has " + std::to_string(lines) + " lines"};
+    return;
+  }
+  // A function: its qualified name (Trainer.step, outer.<locals>.inner) or plain name.
+  size_t from = 0;
+  bool ok = !spec.empty();
+  while (ok && from <= spec.size()) {
+    size_t dot = spec.find('.', from);
+    std::string part = spec.substr(from, dot == std::string::npos ? std::string::npos : dot - from);
+    bool ident =
+        !part.empty() && !std::isdigit(static_cast<unsigned char>(part[0])) &&
+        part.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == std::string::npos;
+    ok = ident || part == "<locals>";
+    if (dot == std::string::npos) break;
+    from = dot + 1;
+  }
+  if (!ok) throw UsageError{"run: --loop " + spec + ": expected FILE:LINE or a Python function name"};
+}
+
+// Puts `dir` first on the variable's path list.
+void prepend_path(const char *name, const std::string &dir) {
+  std::string value = dir;
+  if (const char *old = std::getenv(name); old && *old) value += std::string(":") + old;
+  setenv(name, value.c_str(), 1);
 }
 
 }  // namespace
@@ -63,10 +161,14 @@ std::string find_shim() {
 
 int run_command(const RunOptions &o) {
   if (o.command.empty()) throw UsageError{"run: no command given (gpuleak run [options] -- CMD ARGS...)"};
+  if (!o.loop.empty()) check_loop(o.loop);
   std::string shim = absolute(find_shim());
+  int leak_exit = leak_exit_code(o);
+  // The Python start-up hooks, found before anything is changed (a missing package is a usage error).
+  const bool hooks = !o.loop.empty() || o.cupy != "default";
+  const std::string python = hooks ? absolute(python_dir()) : std::string();
   std::string out = absolute(o.out_dir);
-  if (mkdir(out.c_str(), 0755) != 0 && errno != EEXIST)
-    throw UsageError{"cannot create " + out + ": " + std::strerror(errno)};
+  make_directories(out);
   std::set<std::string> before = captures_in(out);
 
   std::string preload = shim;
@@ -85,6 +187,20 @@ int run_command(const RunOptions &o) {
   } else if (o.torch == "no-caching") {
     setenv("PYTORCH_NO_CUDA_MEMORY_CACHING", "1", 1);
   }
+  // JAX: its BFC allocator preallocates a region and hands out buffers inside it; the platform
+  // allocator makes every buffer its own cudaMalloc/cudaFree (jax.dev "GPU memory allocation").
+  if (o.jax == "per-buffer") {
+    setenv("XLA_PYTHON_CLIENT_ALLOCATOR", "platform", 1);
+    setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "false", 1);
+  }
+  // CuPy has no variable for its pool: the start-up hook sets the allocator when cupy is imported.
+  // --loop: the same hook marks the passes of a line (or the calls of a function).
+  if (hooks) {
+    prepend_path("PYTHONPATH", python);
+    prepend_path("PYTHONPATH", python + "/gpuleak/_startup");
+  }
+  if (o.cupy != "default") setenv("GPULEAK_CUPY", o.cupy.c_str(), 1);
+  if (!o.loop.empty()) setenv("GPULEAK_PY_LOOP", o.loop.c_str(), 1);
 
   std::vector<char *> argv;
   for (const std::string &a : o.command) argv.push_back(const_cast<char *>(a.c_str()));
@@ -109,14 +225,17 @@ int run_command(const RunOptions &o) {
   for (const std::string &path : after)
     if (!before.count(path)) report.inputs.push_back(path);
   report.quiet = o.quiet;
+  report.fail_on_leak = leak_exit > 0;
+  bool leak = false;
   if (!o.no_report && !report.inputs.empty()) {
     try {
-      report_command(report);
+      leak = report_command(report) == 1;
     } catch (const UsageError &e) {
       std::fprintf(stderr, "gpuleak: %s\n", e.message.c_str());
     }
   }
-  return code;
+  // Like GPULEAK_EXITCODE under plain LD_PRELOAD: a program that failed on its own keeps its status.
+  return leak && code == 0 ? leak_exit : code;
 }
 
 void register_run(CLI::App &app, Action *action) {
@@ -131,7 +250,22 @@ void register_run(CLI::App &app, Action *action) {
                   "PyTorch allocator: per-tensor (backend:cudaMallocAsync), no-caching "
                   "(PYTORCH_NO_CUDA_MEMORY_CACHING=1) or default")
       ->check(CLI::IsMember({"default", "per-tensor", "no-caching"}));
+  cmd->add_option("--jax", o->jax,
+                  "JAX allocator: per-buffer (XLA_PYTHON_CLIENT_ALLOCATOR=platform, "
+                  "XLA_PYTHON_CLIENT_PREALLOCATE=false) or default")
+      ->check(CLI::IsMember({"default", "per-buffer"}));
+  cmd->add_option("--cupy", o->cupy,
+                  "CuPy allocator, set at start-up: per-array (no pool: cupy.cuda.set_allocator(None)), async "
+                  "(stream-ordered pool, cudaMallocAsync) or default")
+      ->check(CLI::IsMember({"default", "per-array", "async"}));
+  cmd->add_option("--loop", o->loop,
+                  "Python: mark each pass of FILE:LINE (a loop head or any line), or each call of a function "
+                  "NAME, as one iteration, with no code change");
   cmd->add_flag("--no-report", o->no_report, "Only capture; analyze later with gpuleak report");
+  cmd->add_option("--error-exitcode", o->error_exitcode,
+                  "Exit with N when the report finds a leak and the program itself exited 0 (default: "
+                  "GPULEAK_EXITCODE, else off)")
+      ->check(CLI::Range(0, 255));
   cmd->add_option("command", o->command, "The program and its arguments (after --)")->required();
   cmd->callback([o, action] { *action = [o] { return run_command(*o); }; });
 }

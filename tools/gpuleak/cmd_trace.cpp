@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "cli.h"
+#include "format/words.h"
 #include "output/text_summary.h"
 #include "output/trace/trace_capture.h"
 #include "text/escape.h"
@@ -49,7 +50,7 @@ int trace_command(const TraceCommandOptions &o) {
   for (const std::string &w : warnings) std::fprintf(stderr, "gpuleak: warning: %s\n", text::printable(w).c_str());
   std::string shown = summary.policy == "bounded"
                           ? ", " + std::to_string(summary.memory_events_shown) + " of " +
-                                std::to_string(summary.memory_events) + " allocation events (--full for all)"
+                                format::count_of(summary.memory_events, "allocation event") + " (--full for all)"
                           : "";
   if (summary.gpu_activities)
     shown += ", " + std::to_string(summary.gpu_activities_shown) + " of " + std::to_string(summary.gpu_activities) +

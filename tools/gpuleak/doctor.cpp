@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -65,12 +66,18 @@ std::string mode_octal(mode_t mode) {
 
 const char *machine_name(unsigned machine) {
   switch (machine) {
-    case EM_X86_64: return "x86-64";
-    case EM_386: return "i386";
-    case EM_AARCH64: return "aarch64";
-    case EM_ARM: return "arm";
-    case EM_PPC64: return "ppc64";
-    default: return "an unknown machine";
+    case EM_X86_64:
+      return "x86-64";
+    case EM_386:
+      return "i386";
+    case EM_AARCH64:
+      return "aarch64";
+    case EM_ARM:
+      return "arm";
+    case EM_PPC64:
+      return "ppc64";
+    default:
+      return "an unknown machine";
   }
 }
 
@@ -105,7 +112,9 @@ std::string read_head(int fd) {
   return head;
 }
 
-bool is_elf(const std::string &head) { return head.size() >= SELFMAG && std::memcmp(head.data(), ELFMAG, SELFMAG) == 0; }
+bool is_elf(const std::string &head) {
+  return head.size() >= SELFMAG && std::memcmp(head.data(), ELFMAG, SELFMAG) == 0;
+}
 
 // What the doctor needs to know about one ELF file.
 struct ElfFacts {
@@ -226,9 +235,12 @@ ElfFacts read_elf(int fd) {
 
 // Mirrors src/shim/gpuleak.map; the doctor test checks the built shim against it.
 bool allowed_export(const std::string &name) {
+  // The exec family: flushed before the image is replaced (src/shim/exec_hooks.cpp).
+  static const std::set<std::string> exec_family = {"execve", "execv",  "execvp",  "execvpe", "execl",
+                                                    "execlp", "execle", "fexecve", "execveat"};
   return name == "dlsym" || name == "_exit" || name == "_Exit" || name == "InitializeInjection" ||
-         name == "InitializeInjectionNvtx2" ||
-         starts_with(name, "cu") || starts_with(name, "gpuleak_api_");
+         name == "InitializeInjectionNvtx2" || exec_family.count(name) || starts_with(name, "cu") ||
+         starts_with(name, "gpuleak_api_");
 }
 
 std::string list_names(const std::vector<std::string> &names, size_t max_shown) {
@@ -257,8 +269,10 @@ bool resolve_like_execvp(const std::string &name, std::string *path, std::string
   }
   if (name.find('/') != std::string::npos) {
     std::string problem = exec_problem(name);
-    if (problem.empty()) *path = name;
-    else *error = escape_untrusted(name) + ": " + problem;
+    if (problem.empty())
+      *path = name;
+    else
+      *error = escape_untrusted(name) + ": " + problem;
     return problem.empty();
   }
   std::string search;
@@ -323,13 +337,49 @@ std::string env_program(const std::string &argument) {
   }
   for (size_t i = 0; i < words.size(); ++i) {
     const std::string &w = words[i];
-    if (w == "-u" || w == "--unset" || w == "-C" || w == "--chdir") ++i;  // options with an argument
-    else if (!starts_with(w, "-") && w.find('=') == std::string::npos) return w;
+    if (w == "-u" || w == "--unset" || w == "-C" || w == "--chdir")
+      ++i;  // options with an argument
+    else if (!starts_with(w, "-") && w.find('=') == std::string::npos)
+      return w;
   }
   return "";
 }
 
 // A Python interpreter: where its torch would be, looked up on disk (the doctor never runs Python).
+// The interpreter's minor version (11 for 3.11) as far as its name or its library folder tells
+// ("python3.11", ".../lib/python3.11/site-packages/torch"), -1 when neither does: the doctor
+// does not run the program, so it never asks the interpreter itself.
+int python_minor_version(const std::string &python, const std::string &torch_dir) {
+  auto minor_after = [](const std::string &text, size_t from) {
+    int minor = -1;
+    for (size_t at = text.find("python3.", from); at != std::string::npos; at = text.find("python3.", at + 1)) {
+      size_t digits = at + 8, end = digits;
+      while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
+      if (end > digits && end - digits <= 2) minor = std::atoi(text.c_str() + digits);
+    }
+    return minor;
+  };
+  char real[PATH_MAX];
+  std::string resolved = realpath(python.c_str(), real) ? std::string(real) : python;
+  int minor = minor_after(resolved, resolved.find_last_of('/') + 1);
+  if (minor < 0) minor = minor_after(python, python.find_last_of('/') + 1);
+  if (minor < 0) minor = minor_after(torch_dir, 0);
+  return minor;
+}
+
+// What a Python program's call sites will hold, by interpreter version (docs/python.md
+// "Supported interpreters": CPython 3.10 to 3.13 get Python frames beside the native stack).
+std::string python_stacks_text(int minor) {
+  if (minor >= 10 && minor <= 13)
+    return "Python 3." + std::to_string(minor) +
+           " interpreter: Python frames (file:line) beside native stacks (docs/python.md)";
+  if (minor >= 0)
+    return "Python 3." + std::to_string(minor) +
+           " interpreter: native stacks only (Python frames need CPython 3.10-3.13; docs/python.md)";
+  return "Python interpreter of unknown version (the doctor does not run it): CPython 3.10-3.13 get Python frames "
+         "beside native stacks, other versions native stacks only (docs/python.md)";
+}
+
 std::string find_torch(const std::string &python) {
   std::vector<std::string> patterns;
   char real[PATH_MAX];
@@ -340,7 +390,8 @@ std::string find_torch(const std::string &python) {
     patterns.push_back(prefix + "/lib/python3/dist-packages/torch/__init__.py");
     patterns.push_back(prefix + "/local/lib/python3*/dist-packages/torch/__init__.py");
   }
-  if (const char *home = std::getenv("HOME")) patterns.push_back(std::string(home) + "/.local/lib/python3*/site-packages/torch/__init__.py");
+  if (const char *home = std::getenv("HOME"))
+    patterns.push_back(std::string(home) + "/.local/lib/python3*/site-packages/torch/__init__.py");
   if (const char *pythonpath = std::getenv("PYTHONPATH")) {
     std::string entries = pythonpath;
     for (size_t start = 0; start < entries.size();) {
@@ -366,7 +417,8 @@ void add(std::vector<DoctorCheck> *out, const char *name, Level level, std::stri
 }
 
 // How the ELF at `path` is linked against CUDA and what keeps LD_PRELOAD out.
-void describe_program(const std::string &path, const struct stat &st, const ElfFacts &f, std::vector<DoctorCheck> *out) {
+void describe_program(const std::string &path, const struct stat &st, const ElfFacts &f,
+                      std::vector<DoctorCheck> *out) {
   std::string shown = escape_untrusted(path);
   add(out, "command", Level::kOk,
       shown + " (ELF " + (f.elf_class == ELFCLASS64 ? "64" : "32") + "-bit " + machine_name(f.machine) +
@@ -391,12 +443,14 @@ void describe_program(const std::string &path, const struct stat &st, const ElfF
   for (const auto &lib : f.needed) {
     if (starts_with(lib, "libcudart.so.")) {
       add(out, "program", Level::kOk,
-          "shared CUDA runtime (" + escape_untrusted(lib) + "): captured through cuGetProcAddress wrappers; cudart API names recorded");
+          "shared CUDA runtime (" + escape_untrusted(lib) +
+              "): captured through cuGetProcAddress wrappers; cudart API names recorded");
       marker = true;
     }
   }
   if (f.defines_cuda_malloc || f.has_cudart_symbol) {
-    add(out, "program", Level::kOk, "static CUDA runtime (nvcc default): captured through the dlsym + cuGetProcAddress path");
+    add(out, "program", Level::kOk,
+        "static CUDA runtime (nvcc default): captured through the dlsym + cuGetProcAddress path");
     marker = true;
   }
   for (const auto &lib : f.needed) {
@@ -407,7 +461,8 @@ void describe_program(const std::string &path, const struct stat &st, const ElfF
   }
   if (!marker && f.mentions_libcuda) {
     add(out, "program", Level::kOk,
-        "no CUDA symbols, but it names libcuda.so.1 (a stripped static CUDA runtime?): captured through the dlsym + cuGetProcAddress path");
+        "no CUDA symbols, but it names libcuda.so.1 (a stripped static CUDA runtime?): captured through the dlsym + "
+        "cuGetProcAddress path");
     marker = true;
   }
   if (!marker && f.has_interp)
@@ -445,14 +500,16 @@ void inspect_command(const std::string &path, int depth, std::string python, std
     }
     std::string line = escape_untrusted(interpreter) + (argument.empty() ? "" : " " + escape_untrusted(argument));
     if (basename_of(interpreter) != "env") {
-      add(out, "command", Level::kInfo, shown + " is a script for " + line + ": checking " + escape_untrusted(interpreter));
+      add(out, "command", Level::kInfo,
+          shown + " is a script for " + line + ": checking " + escape_untrusted(interpreter));
       inspect_command(interpreter, depth + 1, python, out);
       return;
     }
     std::string program = env_program(argument);
     if (program.empty() || !resolve_like_execvp(program, &interpreter_path, &error)) {
       add(out, "command", Level::kError,
-          shown + " is a script for " + line + ", but env finds no program: " + (program.empty() ? "none named" : error));
+          shown + " is a script for " + line +
+              ", but env finds no program: " + (program.empty() ? "none named" : error));
       return;
     }
     add(out, "command", Level::kInfo,
@@ -464,14 +521,18 @@ void inspect_command(const std::string &path, int depth, std::string python, std
   if (!is_elf(head)) {
     if (head.find('\0') == std::string::npos)
       add(out, "command", Level::kWarn,
-          shown + ": a text file with no #! line: execve refuses it (ENOEXEC); only a shell runs it (execvp falls back to /bin/sh)");
+          shown +
+              ": a text file with no #! line: execve refuses it (ENOEXEC); only a shell runs it (execvp falls back to "
+              "/bin/sh)");
     else
-      add(out, "command", Level::kError, shown + ": neither an ELF program nor a #! script: the kernel refuses it (ENOEXEC)");
+      add(out, "command", Level::kError,
+          shown + ": neither an ELF program nor a #! script: the kernel refuses it (ENOEXEC)");
     return;
   }
   ElfFacts facts = read_elf(file.fd);
   if (!facts.error.empty()) {
-    add(out, "command", Level::kError, shown + ": broken ELF file (" + escape_untrusted(facts.error) + "): the kernel refuses it");
+    add(out, "command", Level::kError,
+        shown + ": broken ELF file (" + escape_untrusted(facts.error) + "): the kernel refuses it");
     return;
   }
   if (facts.type != ET_EXEC && facts.type != ET_DYN) {
@@ -482,7 +543,7 @@ void inspect_command(const std::string &path, int depth, std::string python, std
   if (!python.empty()) {
     std::string torch = find_torch(python);
     add(out, "program", Level::kInfo,
-        "Python interpreter: native stacks; PyTorch allocator modes: see README; " +
+        python_stacks_text(python_minor_version(python, torch)) + "; PyTorch allocator modes: see README; " +
             (torch.empty() ? std::string("torch not found beside this interpreter")
                            : "torch found in " + escape_untrusted(torch)) +
             " (not imported: the doctor does not run Python)");
@@ -512,10 +573,18 @@ std::string escape_untrusted(std::string_view text) {
 std::string format_check(const DoctorCheck &check) {
   const char *tag = "error ";
   switch (check.level) {
-    case Level::kOk: tag = "ok    "; break;
-    case Level::kInfo: tag = "info  "; break;
-    case Level::kWarn: tag = "warn  "; break;
-    case Level::kError: tag = "error "; break;
+    case Level::kOk:
+      tag = "ok    ";
+      break;
+    case Level::kInfo:
+      tag = "info  ";
+      break;
+    case Level::kWarn:
+      tag = "warn  ";
+      break;
+    case Level::kError:
+      tag = "error ";
+      break;
   }
   return tag + check.name + ": " + check.detail;
 }
@@ -559,10 +628,11 @@ std::vector<DoctorCheck> check_shim(const std::string &path) {
   if (!disallowed.empty())
     add(&out, "shim", Level::kError,
         shown + " exports " + std::to_string(disallowed.size()) +
-            " name(s) outside dlsym, _exit, _Exit, cu*, cuda*, InitializeInjection[Nvtx2], gpuleak_api_*: " +
+            " name(s) outside dlsym, _exit, _Exit, exec*, cu*, cuda*, InitializeInjection[Nvtx2], gpuleak_api_*: " +
             list_names(disallowed, 10) + " (they would interpose the program's own)");
   if (!has_dlsym)
-    add(&out, "shim", Level::kError, shown + " does not export dlsym: programs with the static CUDA runtime would go unseen");
+    add(&out, "shim", Level::kError,
+        shown + " does not export dlsym: programs with the static CUDA runtime would go unseen");
   if (disallowed.empty() && has_dlsym)
     add(&out, "shim", Level::kOk,
         shown + " (exports " + std::to_string(f.exports.size()) + " symbols, " +
@@ -577,8 +647,9 @@ DoctorCheck check_driver(const char *library) {
     const char *err = dlerror();
     std::string why = err ? err : "";
     if (why.find("No such file or directory") != std::string::npos)
-      return {"driver", Level::kInfo,
-              "no CUDA driver here (" + escape_untrusted(library) + " not found): programs will run, nothing to capture"};
+      return {
+          "driver", Level::kInfo,
+          "no CUDA driver here (" + escape_untrusted(library) + " not found): programs will run, nothing to capture"};
     return {"driver", Level::kWarn, escape_untrusted(library) + " does not load: " + escape_untrusted(why)};
   }
   std::string where = escape_untrusted(library);
@@ -602,10 +673,11 @@ DoctorCheck check_driver(const char *library) {
     return {"driver", Level::kWarn,
             where + ": cuDriverGetVersion failed: " + describe(result) +
                 (result == 34 ? ": this is the toolkit's stub library, not a driver" : "")};
-  std::string text = "CUDA " + std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10) +
-                     " driver (" + where + ")";
+  std::string text =
+      "CUDA " + std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10) + " driver (" + where + ")";
   if (int result = init(0); result != 0)
-    return {"driver", Level::kWarn, text + ", cuInit failed: " + describe(result) + ": nothing to capture until it works"};
+    return {"driver", Level::kWarn,
+            text + ", cuInit failed: " + describe(result) + ": nothing to capture until it works"};
   int count = 0;
   if (int result = device_count(&count); result != 0)
     return {"driver", Level::kWarn, text + ", cuDeviceGetCount failed: " + describe(result)};

@@ -12,6 +12,20 @@
 #define GPULEAK_VERSION "0.0.0"
 #endif
 
+namespace {
+
+// Every flag takes exactly one value per occurrence; a repeatable flag is repeated
+// (`--baseline A --baseline B`). CLI11's default for a vector-valued flag is to take every word
+// that follows it, which swallowed the positional report paths of `gpuleak check --baseline B r1
+// r2` and judged only r2. Applied here, after registration, so no subcommand's flag can do it.
+void one_value_per_flag(CLI::App &app) {
+  for (CLI::App *sub : app.get_subcommands([](CLI::App *) { return true; }))
+    for (CLI::Option *opt : sub->get_options())
+      if (opt->nonpositional()) opt->allow_extra_args(false);
+}
+
+}  // namespace
+
 int main(int argc, char **argv) {
   using namespace gpuleak::cli;
   CLI::App app{"gpuleak: GPU memory-leak and OOM profiler for CUDA programs", "gpuleak"};
@@ -29,6 +43,7 @@ int main(int argc, char **argv) {
   register_trace(app, &action);
   register_merge(app, &action);
   register_export(app, &action);
+  one_value_per_flag(app);
 
   try {
     app.parse(argc, argv);

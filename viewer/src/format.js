@@ -37,6 +37,32 @@ export function formatCount(n) {
   return Math.round(n).toLocaleString('en-US');
 }
 
+// "1 allocation", "3 allocations", "1,024 call sites": a count and its noun, one helper for every
+// plural on the page (pluralForm for the irregular ones: plural(2, 'process', 'processes')).
+export function plural(n, singular, pluralForm = `${singular}s`) {
+  return `${formatCount(n)} ${Math.round(n) === 1 ? singular : pluralForm}`;
+}
+
+// The forecast, in the words the terminal summary, Markdown and \`gpuleak check\` use
+// (src/format/words.h): "out of memory in ~N iterations (~T)", or "out of memory within the next
+// iteration" with less than one iteration of memory left. A device that already ran out is not
+// forecast (the page says "ran out of memory" and shows the failure).
+export function forecastPhrase(iterationsLeft, secondsLeft) {
+  if (!(iterationsLeft > 0)) return 'out of memory within the next iteration';
+  let s = `out of memory in ~${plural(iterationsLeft, 'iteration')}`;
+  if (secondsLeft > 0) s += ` (${aboutDuration(secondsLeft)})`;
+  return s;
+}
+
+// A forecast's duration, as words.h rounds it: "under 1 s", "~42 s", "~5 min", "~1.5 h", "~2.0 days".
+export function aboutDuration(s) {
+  if (s < 1) return 'under 1 s';
+  if (s < 120) return `~${Math.round(s)} s`;
+  if (s < 7200) return `~${Math.round(s / 60)} min`;
+  if (s < 172800) return `~${(s / 3600).toFixed(1)} h`;
+  return `~${(s / 86400).toFixed(1)} days`;
+}
+
 // Seconds as people say them: "850 ms", "42 s", "59 min", "3.5 h", "2.1 days".
 export function formatSeconds(s) {
   if (s === null || s === undefined || !Number.isFinite(s)) return '–';

@@ -4,7 +4,7 @@
 // selection (arrows), Escape zooms out. Colours: native frames warm, Python frames cool, all light
 // enough for dark text.
 import { h, sizeCanvas } from './dom.js';
-import { formatBytes, formatCount, formatPercent, frameDetail, frameLabel } from './format.js';
+import { formatBytes, formatPercent, frameDetail, frameLabel, plural } from './format.js';
 import { frameAt } from './data.js';
 
 const ROW = 20;
@@ -58,7 +58,7 @@ export class Icicle {
 
   label(node) {
     if (node.frame === -1) return this.rootLabel;
-    if (node.frame === -2) return node.sites ? `(${formatCount(node.sites)} smaller call sites)` : '(other call sites)';
+    if (node.frame === -2) return node.sites ? `(${plural(node.sites, 'smaller call site')})` : '(other call sites)';
     return frameLabel(frameAt(this.model, node.frame));
   }
 
@@ -82,7 +82,7 @@ export class Icicle {
     this.details.append(h('div', {},
       h('strong', {}, this.label(node)), ' — ',
       `${formatBytes(node.bytes)} (${formatPercent(share)} of ${formatBytes(this.root.bytes)})`,
-      node.count ? `, ${formatCount(node.count)} allocations` : '',
+      node.count ? `, ${plural(node.count, 'allocation')}` : '',
       frame ? h('div', { class: 'muted mono' }, frameDetail(frame)) : null));
   }
 
@@ -159,7 +159,7 @@ export class Icicle {
     if (!n) { this.tip.hidden = true; return; }
     const share = this.root.bytes ? n.bytes / this.root.bytes : 0;
     this.tip.textContent = `${this.label(n)}\n${formatBytes(n.bytes)} · ${formatPercent(share)}` +
-      (n.count ? ` · ${formatCount(n.count)} allocations` : '');
+      (n.count ? ` · ${plural(n.count, 'allocation')}` : '');
     this.tip.hidden = false;
     const box = this.scroller.getBoundingClientRect();
     const left = Math.min(e.clientX - box.left + 12, box.width - 320);

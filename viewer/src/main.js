@@ -4,7 +4,7 @@ import './style.css';
 import { buildModel, readDocument } from './data.js';
 import { h, section } from './dom.js';
 import { captureWarnings, deviceName, forecastSentences, verdictSummary } from './summary.js';
-import { formatBytes, formatCount, formatNs, formatPercent, formatRate } from './format.js';
+import { formatBytes, formatCount, formatNs, formatPercent, formatRate, plural } from './format.js';
 import { Timeline } from './timeline.js';
 import { iterationBars } from './iteration_bars.js';
 import { siteTable, topFrame } from './site_table.js';
@@ -22,7 +22,7 @@ function header(report) {
     run.start_time && `started ${run.start_time.replace('T', ' ').replace(/\.\d+Z$/, ' UTC')}`,
     run.duration_ns !== undefined && `ran ${formatNs(run.duration_ns)}`,
     run.allocator_mode && `allocator: ${run.allocator_mode}`,
-    `iterations: ${formatCount(report.analysis?.primary_iterations ?? 0)} (${report.iteration_source ?? 'none'})`,
+    `${plural(report.analysis?.primary_iterations ?? 0, 'iteration')} (${report.iteration_source ?? 'none'})`,
   ].filter(Boolean);
   return h('header', { class: 'page-header' },
     h('h1', {}, 'gpuleak report', run.program ? h('span', { class: 'program' }, ` — ${run.program}`) : null),
@@ -36,8 +36,10 @@ function verdictCard(report) {
   const warnings = captureWarnings(report);
   return h('section', { class: `verdict verdict-${v.verdict}`, id: 'verdict', 'aria-labelledby': 'verdict-title' },
     h('div', { class: 'verdict-head' },
+      v.oom ? h('span', { class: 'badge badge-oom' }, 'OOM') : null,
       h('span', { class: `badge badge-${v.verdict}` }, v.verdict.toUpperCase()),
       h('h2', { id: 'verdict-title' }, v.title)),
+    v.oom ? h('p', { class: 'verdict-text oom-lead' }, v.oom) : null,
     h('p', { class: 'verdict-text' }, v.sentence),
     forecasts.map((f) => h('p', { class: 'forecast' }, f)),
     warnings.length ? h('ul', { class: 'warnings' }, warnings.map((w) => h('li', {}, w))) : null);
@@ -45,7 +47,8 @@ function verdictCard(report) {
 
 function nav(model) {
   const links = [['memory', 'Memory over time'], ['leaks', 'Leaks'], ['advice', 'Advice'], ['flame', 'Flame graph'], ['temporal', 'Temporal view']];
-  if (model.report.oom) links.push(['oom', 'Out of memory']);
+  // A run that ran out of memory leads with it, here as on the page.
+  if (model.report.oom) links.unshift(['oom', 'Out of memory']);
   return h('nav', { 'aria-label': 'Sections' }, links.map(([id, text]) => h('a', { href: `#${id}` }, text)));
 }
 
@@ -92,7 +95,10 @@ function leaksSection(report) {
     { title: 'call site', cell: topFrame },
     { title: 'device', num: true, cell: (r) => String(r.device) },
     { title: 'rate', num: true, cell: (r) => formatRate(r.bytes_per_iteration) },
-    { title: 'live at end', num: true, cell: (r) => formatBytes(r.live_bytes) },
+    // A leak's live_* are counted at the end of the last iteration, not at exit: a program may
+    // free its leak when it ends (then "Still live at the end" below can say 0 call sites).
+    { title: 'live at last iteration', num: true,
+      cell: (r) => formatBytes(r.live_bytes) + (r.live_at_exit_count === 0 && r.live_count > 0 ? ' (freed at exit)' : '') },
     { title: 'allocations', num: true, cell: (r) => formatCount(r.live_count) },
     { title: 'since iteration', num: true, cell: (r) => String(r.first_iteration) },
     { title: 'confidence', num: true, cell: (r) => formatPercent(r.confidence) },
@@ -100,16 +106,19 @@ function leaksSection(report) {
   const liveColumns = [
     { title: 'call site', cell: topFrame },
     { title: 'device', num: true, cell: (r) => String(r.device) },
-    { title: 'live at end', num: true, cell: (r) => formatBytes(r.live_bytes) },
+    { title: 'live at exit', num: true, cell: (r) => formatBytes(r.live_bytes) },
     { title: 'allocations', num: true, cell: (r) => formatCount(r.live_count) },
   ];
   const live = report.live_at_exit ?? [];
+  const liveSites = report.analysis?.live_at_exit_sites ?? live.length;
+  const freedAtExit = (report.leaks ?? []).length > 0 && liveSites === 0
+    ? ' — the leaks above were freed when the program exited' : '';
   return section('leaks', 'Leaks',
     siteTable({ id: 'leak-table', caption: 'Call sites whose memory keeps accumulating after warm-up (click a row for its stack)',
       columns: leakColumns, rows: report.leaks ?? [], empty: 'No call site leaks.' }),
     h('details', { class: 'live-at-exit', open: (report.leaks ?? []).length === 0 && live.length > 0 },
-      h('summary', {}, `Still live at the end, by call site (${formatCount(report.analysis?.live_at_exit_sites ?? live.length)} sites)`),
-      siteTable({ columns: liveColumns, rows: live, empty: 'Nothing was live at the end.', limit: 100 })));
+      h('summary', {}, `Still live when the program exited, by call site (${plural(liveSites, 'call site')})${freedAtExit}`),
+      siteTable({ columns: liveColumns, rows: live, empty: 'Nothing was live when the program exited.', limit: 100 })));
 }
 
 function render(root, doc) {
@@ -123,11 +132,12 @@ function render(root, doc) {
     verdictCard(report),
     nav(model),
     memorySection(model, width, plots),
+    // A run that ran out of memory: the failures right after the timeline, before the leaks.
+    report.oom ? section('oom', 'Out of memory', oomCards(report)) : null,
     leaksSection(report),
     section('advice', `Advice (${(report.advice ?? []).length})`, adviceCards(report)),
     section('flame', 'Flame graph: live memory by stack', flamePanel(model)),
     section('temporal', 'Temporal view: what a range of iterations left behind', temporalPanel(model)),
-    report.oom ? section('oom', 'Out of memory', oomCards(report)) : null,
     h('footer', { class: 'muted small' },
       `${report.schema} · made by gpuleak ${report.run?.gpuleak_version ?? ''} from ${model.fromCapture ? 'a capture' : 'a report'}. `,
       'Every verdict, rate and forecast here comes from gpuleak\'s analysis; the page only draws it.'),

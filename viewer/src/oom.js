@@ -1,7 +1,7 @@
 // The out-of-memory record: what was asked for, what was free, what was live and from where, and
 // what happened just before. One card per failure, newest first (as in the report).
 import { h } from './dom.js';
-import { formatBytes, formatCount, formatTimeAxis } from './format.js';
+import { formatBytes, formatCount, formatTimeAxis, plural } from './format.js';
 import { deviceName } from './summary.js';
 import { siteTable, stackList, topFrame } from './site_table.js';
 
@@ -24,7 +24,7 @@ export function oomCards(report) {
     return h('article', { class: `oom-card${e.recovered ? '' : ' unrecovered'}` },
       h('h3', {}, `OOM #${i + 1} at ${formatTimeAxis(e.t_ns)} on ${deviceName(report, e.device)}`),
       h('p', {}, `${e.api} asked for ${formatBytes(e.requested_bytes)} with ${free}. `,
-        `gpuleak counted ${formatBytes(e.live_bytes)} live in ${formatCount(e.live_count)} allocations. `, h('strong', {}, outcome)),
+        `gpuleak counted ${formatBytes(e.live_bytes)} live in ${plural(e.live_count, 'allocation')}. `, h('strong', {}, outcome)),
       h('details', {}, h('summary', {}, `The failed request's stack: ${topFrame(e)}`), stackList(e.stack)),
       h('h4', {}, 'Live at that moment, by call site'),
       siteTable({
@@ -37,7 +37,7 @@ export function oomCards(report) {
         empty: 'Nothing was live.',
       }),
       (e.history ?? []).length
-        ? h('details', {}, h('summary', {}, `The last ${e.history.length} memory events before it`), historyTable(e.history))
+        ? h('details', {}, h('summary', {}, `The last ${plural(e.history.length, 'memory event')} before it`), historyTable(e.history))
         : null);
   });
 }

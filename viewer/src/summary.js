@@ -1,8 +1,9 @@
 // The verdict and the forecast in plain words, from the report as src/analysis wrote it. These
 // functions only phrase what the report says; they never weigh the evidence again.
-import { formatBytes, formatCount, formatRate, formatSeconds, frameLabel } from './format.js';
+import { forecastPhrase, formatBytes, formatRate, frameLabel, plural } from './format.js';
 
 const TITLES = {
+  oom: 'Out of memory',
   leak: 'Leak found',
   growth: 'Memory grows, no single call site to blame',
   inconclusive: 'Inconclusive',
@@ -20,12 +21,30 @@ function iterationWord(report) {
   return loop && loop !== 'auto' ? `"${loop}" iteration` : 'iteration';
 }
 
-// {verdict, title, sentence}: the headline of the page.
+// The newest out-of-memory failure as the page's lead: where it failed, what it asked for, what was
+// live then by call site. Null when the run had none.
+export function oomLead(report) {
+  const events = report.oom?.events ?? [];
+  if (events.length === 0) return null;
+  const e = events[0];
+  const free = e.total_bytes ? ` (${formatBytes(e.free_bytes)} free of ${formatBytes(e.total_bytes)})` : '';
+  const sites = (e.live_by_site ?? []).slice(0, 3)
+    .map((s) => `${formatBytes(s.bytes)} in ${plural(s.count, 'allocation')} at ${frameLabel(s.stack?.[0])}`);
+  const more = events.length > 1 ? ` ${plural(events.length - 1, 'earlier failure')} below.` : '';
+  return `${e.api || 'An allocation'} of ${formatBytes(e.requested_bytes)} failed on ${deviceName(report, e.device)} ` +
+    `at ${frameLabel(e.stack?.[0])}, with ${formatBytes(e.live_bytes)} live${free}` +
+    (e.recovered ? '; the program recovered.' : '.') +
+    (sites.length ? ` Live then, by call site: ${sites.join('; ')}.` : '') + more;
+}
+
+// {verdict, title, sentence, oom}: the headline of the page. A run that ran out of memory leads
+// with the failure (title "Out of memory", oom: its sentence); the verdict's sentence follows.
 export function verdictSummary(report) {
   const verdict = report.verdict ?? 'inconclusive';
   const leaks = report.leaks ?? [];
   const iters = report.analysis?.primary_iterations ?? 0;
   const per = iterationWord(report);
+  const oom = oomLead(report);
   let sentence;
   if (verdict === 'leak' && leaks.length > 0) {
     const top = leaks[0];
@@ -34,7 +53,7 @@ export function verdictSummary(report) {
     sentence =
       `${sites} memory alive across iterations. The largest, ${where}, grows by ` +
       `${formatRate(top.bytes_per_iteration).replace('per iteration', `per ${per}`)} ` +
-      `and holds ${formatBytes(top.live_bytes)} in ${formatCount(top.live_count)} allocations at the end.`;
+      `and holds ${formatBytes(top.live_bytes)} in ${plural(top.live_count, 'allocation')} at the last iteration.`;
   } else if (verdict === 'growth') {
     const grower = (report.devices ?? []).find((d) => d.verdict === 'growth') ?? report.devices?.[0];
     const rate = grower ? formatRate(grower.growth_bytes_per_iteration).replace('per iteration', `per ${per}`) : '';
@@ -47,28 +66,30 @@ export function verdictSummary(report) {
       source === 'none'
         ? 'No iterations were found, so growth per iteration cannot be judged. Mark the loop ' +
           '(gpuleak_iteration_begin, or an NVTX range named "step") and run again.'
-        : `Only ${formatCount(iters)} iterations were seen: too few after warm-up to judge growth. Run more iterations.`;
+        : `Only ${plural(iters, 'iteration was', 'iterations were')} seen: too few after warm-up to judge growth. Run more iterations.`;
   } else {
     sentence = iters
-      ? `Over ${formatCount(iters)} iterations, live memory does not keep growing after warm-up.`
+      ? `Over ${plural(iters, 'iteration')}, live memory does not keep growing after warm-up.`
       : 'Nothing keeps growing.';
   }
-  return { verdict, title: TITLES[verdict] ?? verdict, sentence };
+  return { verdict, title: oom ? `${TITLES.oom}; verdict: ${verdict}` : TITLES[verdict] ?? verdict, sentence, oom };
 }
 
-// One sentence per device with a forecast: when it runs out at the fitted rate.
+// One sentence per device with a forecast, in the shared words (format.js forecastPhrase); a
+// device that ran out of memory in this run gets no forecast: the failure is the lead.
 export function forecastSentences(report) {
   const out = [];
+  const ranOut = new Set((report.oom?.events ?? []).map((e) => e.device));
   for (const d of report.devices ?? []) {
     const f = d.forecast;
     if (!f) continue;
-    const total = d.total_bytes ? ` of ${formatBytes(d.total_bytes)}` : '';
-    const when =
-      f.iterations_left === 0
-        ? 'is already past its memory'
-        : `runs out of memory${total} in about ${formatCount(f.iterations_left)} more iterations` +
-          (f.seconds_left > 0 ? ` (≈ ${formatSeconds(f.seconds_left)})` : '');
-    out.push(`At ${formatRate(f.bytes_per_iteration)}, ${deviceName(report, d.index)} ${when}, if nothing else changes.`);
+    if (ranOut.has(d.index)) {
+      out.push(`${deviceName(report, d.index)}: ran out of memory in this run.`);
+      continue;
+    }
+    const facts = [d.name, d.total_bytes ? formatBytes(d.total_bytes) : null].filter(Boolean).join(', ');
+    out.push(`GPU ${d.index}${facts ? ` (${facts})` : ''}: ${forecastPhrase(f.iterations_left, f.seconds_left)} ` +
+      `at ${formatRate(f.bytes_per_iteration)}, if nothing else changes.`);
   }
   return out;
 }
@@ -77,7 +98,7 @@ export function forecastSentences(report) {
 export function captureWarnings(report) {
   const w = [];
   const cap = report.run?.capture ?? {};
-  if (cap.events_dropped > 0) w.push(`${formatCount(cap.events_dropped)} memory events were dropped (a buffer stayed full): numbers may be low.`);
+  if (cap.events_dropped > 0) w.push(`${plural(cap.events_dropped, 'memory event was', 'memory events were')} dropped (a buffer stayed full): numbers may be low.`);
   if (cap.tracking_disabled) w.push(`Tracking was turned off mid-run: ${cap.tracking_disabled}.`);
   if (cap.truncated) w.push('The capture ends mid-record: the program was killed while it was written.');
   for (const x of report.analysis?.warnings ?? []) w.push(x);

@@ -4,7 +4,7 @@
 import { h } from './dom.js';
 import { Icicle } from './icicle.js';
 import { buildStackTree, temporalRows } from './stack_tree.js';
-import { formatBytes, formatCount } from './format.js';
+import { formatBytes, plural } from './format.js';
 import { deviceName } from './summary.js';
 
 export function temporalPanel(model) {
@@ -34,7 +34,7 @@ export function temporalPanel(model) {
     const count = rows.reduce((s, r) => s + r.count, 0);
     const until = untilEnd.checked ? 'the end of the run' : `the end of iteration ${b}`;
     summary.textContent = `Allocations made in iterations ${a}–${b} and still alive at ${until}: ` +
-      `${formatBytes(bytes)} in ${formatCount(count)} allocations from ${formatCount(rows.length)} call sites.`;
+      `${formatBytes(bytes)} in ${plural(count, 'allocation')} from ${plural(rows.length, 'call site')}.`;
     icicle.rootLabel = `made in iterations ${a}–${b}, alive at ${until}`;
     icicle.setTree(buildStackTree(model.sites, rows));
   };

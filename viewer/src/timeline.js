@@ -200,6 +200,11 @@ export class Timeline {
     ctx.rect(left, top, width, height);
     ctx.clip();
     ctx.font = `${12 * dpr}px system-ui, sans-serif`;
+    // uPlot leaves the context's textAlign as its last axis label set it (right or center): every
+    // label here says its own, and is kept inside the plot (fitLabel), never cut by the clip.
+    ctx.textAlign = 'left';
+    ctx.textBaseline = 'alphabetic';
+    this.labels = [];
     if (this.total && this.total <= u.scales.y.max) {
       const y = u.valToPos(this.total, 'y', true);
       ctx.strokeStyle = COLOURS.total;
@@ -210,7 +215,7 @@ export class Timeline {
       ctx.stroke();
       ctx.fillStyle = COLOURS.total;
       const below = y - top < 16 * dpr;  // no room above the line: write under it
-      ctx.fillText(`device memory ${formatBytes(this.total)}`, left + 6 * dpr, below ? y + 14 * dpr : y - 4 * dpr);
+      this.fillLabel(u, `device memory ${formatBytes(this.total)}`, left + 6 * dpr, below ? y + 14 * dpr : y - 4 * dpr);
     }
     ctx.setLineDash([4 * dpr, 3 * dpr]);
     for (const o of this.ooms) {
@@ -222,7 +227,8 @@ export class Timeline {
       ctx.lineTo(x, top + height);
       ctx.stroke();
       ctx.fillStyle = COLOURS.oom;
-      ctx.fillText(`OOM #${o.index + 1}`, x + 4 * dpr, top + height - 8 * dpr);
+      // Right of its line, or left of it when that would cross the plot's right edge.
+      this.fillLabel(u, `OOM #${o.index + 1}`, x + 4 * dpr, top + height - 8 * dpr, x - 4 * dpr);
     }
     ctx.setLineDash([]);
     const peak = this.full.peak;
@@ -233,11 +239,22 @@ export class Timeline {
       ctx.beginPath();
       ctx.arc(x, y, 4.5 * dpr, 0, 2 * Math.PI);
       ctx.fill();
-      const text = `peak ${formatBytes(peak.bytes)}`;
-      const tw = ctx.measureText(text).width;
-      const tx = x + 8 * dpr + tw > left + width ? x - 8 * dpr - tw : x + 8 * dpr;
-      ctx.fillText(text, tx, Math.max(top + 12 * dpr, y - 6 * dpr));
+      this.fillLabel(u, `peak ${formatBytes(peak.bytes)}`, x + 8 * dpr, Math.max(top + 12 * dpr, y - 6 * dpr), x - 8 * dpr);
     }
     ctx.restore();
+  }
+
+  // Draws `text` left-aligned at (x, y) when it fits in the plot, else ending at `xRight` (its
+  // right edge: the other side of a marker line), and in any case clamped inside the plot. The
+  // boxes drawn are kept in this.labels (canvas pixels) for the browser test.
+  fillLabel(u, text, x, y, xRight = null) {
+    const { ctx } = u;
+    const { left, top, width, height } = u.bbox;
+    const w = ctx.measureText(text).width;
+    let x0 = x;
+    if (x0 + w > left + width && xRight !== null) x0 = xRight - w;
+    x0 = Math.max(left, Math.min(x0, left + width - w));
+    ctx.fillText(text, x0, y);
+    this.labels.push({ text, x0, x1: x0 + w, y, plot: { left, top, right: left + width, bottom: top + height } });
   }
 }

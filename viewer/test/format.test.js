@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { formatBytes, formatCount, formatRate, formatSeconds, formatTimeTicks, frameLabel } from '../src/format.js';
+import {
+  forecastPhrase, formatBytes, formatCount, formatRate, formatSeconds, formatTimeTicks, frameLabel, plural,
+} from '../src/format.js';
 
 describe('formatBytes', () => {
   it('uses binary units with three significant digits', () => {
@@ -54,5 +56,24 @@ describe('formatTimeTicks', () => {
     expect(formatTimeTicks([0, 2e6, 4e6])).toEqual(['0 ms', '2 ms', '4 ms']);
     expect(formatTimeTicks([1e10, 2e10])).toEqual(['10 s', '20 s']);
     expect(formatTimeTicks([0, 250e3, 500e3])).toEqual(['0 µs', '250 µs', '500 µs']);
+  });
+});
+
+describe('plural', () => {
+  it('says one thing in the singular and the rest in the plural', () => {
+    expect(plural(1, 'allocation')).toBe('1 allocation');
+    expect(plural(0, 'allocation')).toBe('0 allocations');
+    expect(plural(1024, 'call site')).toBe('1,024 call sites');
+    expect(plural(2, 'process', 'processes')).toBe('2 processes');
+  });
+});
+
+describe('forecastPhrase', () => {
+  // The same words as src/format/words.h (tests/unit/text_summary_test.cpp, report_markdown_test.cpp).
+  it('is one phrase everywhere', () => {
+    expect(forecastPhrase(4100, 1025)).toBe('out of memory in ~4,100 iterations (~17 min)');
+    expect(forecastPhrase(1, 0)).toBe('out of memory in ~1 iteration');
+    expect(forecastPhrase(120, 0.5)).toBe('out of memory in ~120 iterations (under 1 s)');
+    expect(forecastPhrase(0, 0)).toBe('out of memory within the next iteration');
   });
 });

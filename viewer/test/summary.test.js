@@ -27,11 +27,43 @@ describe('verdictSummary', () => {
   });
 });
 
+describe('an out-of-memory run', () => {
+  it('leads with the failure: where, how much, what was live by site', () => {
+    const report = {
+      ...structuredClone(leakReport),
+      oom: { events: [{ device: 0, api: 'cudaMalloc', requested_bytes: 4194304, free_bytes: 0, total_bytes: 67108864,
+        live_bytes: 67108864, recovered: false,
+        stack: [{ kind: 'native', function: 'load_batch', file: '/src/data.cpp', line: 7 }],
+        live_by_site: [{ bytes: 50331648, count: 48, stack: [{ kind: 'native', function: 'cache', file: 'a.cu', line: 3 }] },
+          { bytes: 16777216, count: 1, stack: [{ kind: 'native', function: 'weights', file: 'b.cu', line: 9 }] }] }] },
+    };
+    const s = verdictSummary(report);
+    expect(s.title).toBe('Out of memory; verdict: leak');
+    expect(s.oom).toBe('cudaMalloc of 4.00 MiB failed on GPU 0 (NVIDIA H200) at load_batch (data.cpp:7), with ' +
+      '64.0 MiB live (0 B free of 64.0 MiB). Live then, by call site: 48.0 MiB in 48 allocations at cache (a.cu:3); ' +
+      '16.0 MiB in 1 allocation at weights (b.cu:9).');
+  });
+  it('has no lead without one', () => {
+    expect(verdictSummary(leakReport).oom).toBeNull();
+  });
+});
+
 describe('forecastSentences', () => {
-  it('says when the device runs out', () => {
+  it('says when the device runs out, in the words every output uses', () => {
     const [s] = forecastSentences(leakReport);
-    expect(s).toBe('At +18.0 MiB per iteration, GPU 0 (NVIDIA H200) runs out of memory of 140 GiB in about ' +
-      '7,702 more iterations (≈ 59 min), if nothing else changes.');
+    expect(s).toBe('GPU 0 (NVIDIA H200, 140 GiB): out of memory in ~7,702 iterations (~59 min) at +18.0 MiB per ' +
+      'iteration, if nothing else changes.');
+  });
+  it('says less than an iteration left as such, never "already past its memory"', () => {
+    const report = structuredClone(leakReport);
+    report.devices[0].forecast.iterations_left = 0;
+    const [s] = forecastSentences(report);
+    expect(s).toContain('out of memory within the next iteration');
+    expect(s).not.toMatch(/already past|~0 iterations/);
+  });
+  it('makes no forecast for a device that ran out in this run', () => {
+    const report = { ...structuredClone(leakReport), oom: { events: [{ device: 0 }] } };
+    expect(forecastSentences(report)).toEqual(['GPU 0 (NVIDIA H200): ran out of memory in this run.']);
   });
   it('says nothing without a forecast', () => {
     expect(forecastSentences({ devices: [{ index: 0, forecast: null }] })).toEqual([]);

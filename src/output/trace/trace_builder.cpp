@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <set>
 
+#include "format/words.h"
 #include "output/trace/trace_plan.h"
 
 namespace gpuleak::output::trace {
@@ -21,8 +22,8 @@ std::string gpu_activity_note(const format::Capture &c) {
     memsets += r.kind == static_cast<uint8_t>(format::GpuActivityKind::kMemset);
   }
   if (kernels + copies + memsets) {
-    std::string note = "GPU activity from CUPTI: " + std::to_string(kernels) + " kernels, " + std::to_string(copies) +
-                       " copies, " + std::to_string(memsets) + " memsets";
+    std::string note = "GPU activity from CUPTI: " + format::count_of(kernels, "kernel") + ", " +
+                       format::count_of(copies, "copy", "copies") + ", " + format::count_of(memsets, "memset");
     if (c.stats && c.stats->cupti_state == 4) note += " (until CUPTI was given back to the program's profiler)";
     return note;
   }

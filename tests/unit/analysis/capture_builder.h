@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "format/capture_reader.h"
 
@@ -16,8 +17,7 @@ class CaptureBuilder {
  public:
   using Kind = format::Kind;
 
-  explicit CaptureBuilder(uint64_t start_ns = 1'000'000'000, uint64_t step_ns = 1000)
-      : t_(start_ns), step_(step_ns) {
+  explicit CaptureBuilder(uint64_t start_ns = 1'000'000'000, uint64_t step_ns = 1000) : t_(start_ns), step_(step_ns) {
     capture.header.monotonic_ns = start_ns;
     capture.header.realtime_ns = 1'764'500'000'000'000'000ull;  // 2025-11-30T10:53:20Z
     capture.header.pid = 4242;
@@ -38,9 +38,29 @@ class CaptureBuilder {
     return id;
   }
 
+  // A Python stack (kind 1) from frames given outermost first as {file, function, line}; returns
+  // its id (from 1000 up, apart from the native stack ids the tests pick; the same frames, the same id).
+  struct PyFrame {
+    std::string file, function;
+    uint32_t line;
+  };
+  uint32_t py_stack(const std::vector<PyFrame> &outermost_first) {
+    format::Stack s;
+    s.kind = 1;
+    for (auto f = outermost_first.rbegin(); f != outermost_first.rend(); ++f) {
+      s.frames.push_back(static_cast<uint64_t>(str(f->file)) << 32 | str(f->function));
+      s.frames.push_back(f->line);
+    }
+    for (const auto &[id, known] : capture.stacks)  // interned, as the recorder does
+      if (id >= 1000 && known.kind == 1 && known.frames == s.frames) return id;
+    uint32_t id = next_py_stack_++;
+    capture.stacks[id] = std::move(s);
+    return id;
+  }
+
   // Successful allocation; returns the address (a fresh one unless given).
-  uint64_t alloc(uint64_t size, uint32_t stack, Kind kind = Kind::kDevice, int16_t device = 0,
-                 uint64_t address = 0, uint32_t py_stack = 0) {
+  uint64_t alloc(uint64_t size, uint32_t stack, Kind kind = Kind::kDevice, int16_t device = 0, uint64_t address = 0,
+                 uint32_t py_stack = 0) {
     if (address == 0) address = next_address_ += 0x100000;
     format::MemoryRecord &r = mem(format::Op::kAlloc, kind, device);
     r.address = address;
@@ -83,8 +103,7 @@ class CaptureBuilder {
   }
   void end_range(uint64_t range_id, uint32_t tid = 1) { nvtx(format::NvtxOp::kEnd, "", tid, range_id); }
 
-  format::OomRecord &oom(uint64_t requested, uint64_t free_bytes, uint64_t total, uint32_t stack,
-                         int16_t device = 0) {
+  format::OomRecord &oom(uint64_t requested, uint64_t free_bytes, uint64_t total, uint32_t stack, int16_t device = 0) {
     format::OomRecord &r = capture.ooms.emplace_back();
     r.ts_ns = tick();
     r.requested = requested;
@@ -153,6 +172,7 @@ class CaptureBuilder {
   uint64_t t_;
   uint64_t step_;
   uint64_t next_address_ = 0x7f0000000000;
+  uint32_t next_py_stack_ = 1000;
   std::unordered_map<std::string, uint32_t> ids_;
 };
 

@@ -5,6 +5,7 @@
 #include "gate/budgets.h"
 #include "gate/evaluate.h"
 #include "gate/sizes.h"
+#include "gate/writers.h"
 #include "report_fixture.h"
 
 namespace gpuleak::gate {
@@ -117,9 +118,8 @@ TEST(GateBudgets, OomHorizon) {
   b.min_oom_horizon = 1000;
   ReportOutcome o = run(doc, b);
   ASSERT_TRUE(o.failed());
-  EXPECT_EQ(
-      first(o, Kind::kOomHorizon)->message,
-      "device 0 is forecast to run out of memory in 120 iterations (about 5 min) (minimum horizon 1000 iterations)");
+  EXPECT_EQ(first(o, Kind::kOomHorizon)->message,
+            "device 0: out of memory in ~120 iterations (~5 min) at this rate (minimum horizon 1000 iterations)");
   b.min_oom_horizon = 100;
   EXPECT_FALSE(run(doc, b).failed());
 }
@@ -145,6 +145,42 @@ TEST(GateBudgets, UnrecoveredOomFailsRecoveredWarns) {
   ReportOutcome r = run(doc);
   EXPECT_FALSE(r.failed());
   EXPECT_EQ(first(r, Kind::kOom)->status, Status::kWarn);
+}
+
+// Issue #17: a run that ran out of memory and also leaked led with the leak. The out-of-memory
+// comes first, says what was asked and what was live by site, and no forecast is made for it.
+TEST(GateBudgets, OutOfMemoryLeadsAndNamesWhatWasLive) {
+  json doc = leaky(1048576);
+  doc["devices"][0]["forecast"] = {{"iterations_left", 0}, {"seconds_left", 0.0}, {"bytes_per_iteration", 1048576}};
+  json site = {
+      {"bytes", 48 * kMiB}, {"count", 48}, {"stack", json::array({frame("cache_activation", "/src/a.cpp", 3)})}};
+  json one = {{"bytes", 16 * kMiB}, {"count", 1}, {"stack", json::array({frame("load_weights", "/src/b.cpp", 9)})}};
+  doc["oom"] = {{"events", json::array({{{"device", 0},
+                                         {"requested_bytes", 4 * kMiB},
+                                         {"free_bytes", 0},
+                                         {"total_bytes", 64 * kMiB},
+                                         {"live_bytes", 64 * kMiB},
+                                         {"recovered", false},
+                                         {"api", "cudaMalloc"},
+                                         {"stack", json::array({frame("load_batch", "/src/data.cpp", 7)})},
+                                         {"live_by_site", json::array({site, one})}}})}};
+  Budgets b;
+  b.min_oom_horizon = 10;
+  ReportOutcome o = run(doc, b);
+  ASSERT_FALSE(o.findings.empty());
+  EXPECT_EQ(o.findings[0].kind, Kind::kOom);
+  EXPECT_EQ(o.findings[0].message,
+            "unrecovered out-of-memory on device 0: cudaMalloc of 4 MiB failed at load_batch (/src/data.cpp:7) with "
+            "64 MiB live (free 0 B of 64 MiB); live by site: 48 MiB in 48 allocations at cache_activation "
+            "(/src/a.cpp:3), 16 MiB in 1 allocation at load_weights (/src/b.cpp:9)");
+  EXPECT_EQ(first(o, Kind::kOomHorizon)->message,
+            "device 0: ran out of memory in this run (minimum horizon 10 iterations)");
+  std::string junit = write_junit({o});
+  EXPECT_NE(junit.find("<failure type=\"out of memory\""), std::string::npos) << junit;
+  // Without the failure, the same device is forecast, in the words every writer uses.
+  doc["oom"] = nullptr;
+  EXPECT_EQ(first(run(doc, b), Kind::kOomHorizon)->message,
+            "device 0: out of memory within the next iteration at this rate (minimum horizon 10 iterations)");
 }
 
 TEST(GateBudgets, InconclusiveWarnsUnlessAskedToFail) {

@@ -62,7 +62,16 @@ TEST(GateCheckCli, ExitCodes) {
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("FAIL train (pid 42): verdict leak"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("leaks 1 MiB/iteration on device 0 (budget 0 B/iteration"), std::string::npos) << r.out;
-  EXPECT_EQ(gpuleak(dir, {"check", "--max-leak-per-iteration", "2 MiB", leaky}).code, 0);
+  // A leak within budget passes, and the pass names it (issue #17: "ok ... verdict leak" alone).
+  r = gpuleak(dir, {"check", "--max-leak-per-iteration", "2 MiB", leaky});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("ok   train (pid 42): verdict leak"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  within budget leak: cache_activation (/ws/src/leaky.cpp:14) leaks 1 MiB/iteration on device "
+                       "0 (budget 2 MiB/iteration"),
+            std::string::npos)
+      << r.out;
+  r = gpuleak(dir, {"check", "--format", "markdown", "--max-leak-per-iteration", "2 MiB", leaky});
+  EXPECT_NE(r.out.find("**leak** (within budget): cache\\_activation"), std::string::npos) << r.out;
   EXPECT_EQ(gpuleak(dir, {"check", "--max-leak-per-iteration", "512KiB", leaky}).code, 1);
   EXPECT_EQ(gpuleak(dir, {"check", "--max-peak", "50 MiB", clean}).code, 1);
   EXPECT_EQ(gpuleak(dir, {"check", "--max-peak", "0=2GB", clean}).code, 0);
@@ -104,7 +113,10 @@ TEST(GateCheckCli, OneLineErrorsAndExitTwo) {
 
   r = gpuleak(dir, {"check", "--max-growth", "lots", clean});
   EXPECT_EQ(r.code, 2);
-  EXPECT_EQ(r.err, "gpuleak: --max-growth: bad size \"lots\" (examples: 100, 512KiB, \"1 MiB\", 2GB, unlimited)\n");
+  EXPECT_EQ(
+      r.err,
+      "gpuleak: --max-growth: bad size \"lots\" (units: B; KiB, MiB, GiB, TiB (or K, M, G, T) are 1024-based; KB, "
+      "MB, GB, TB are 1000-based; e.g. 512KiB, \"1 MiB\", 2GB, unlimited)\n");
 
   std::string supp = dir.write("bad.supp", "leak:cache_activation\n");
   r = gpuleak(dir, {"check", "--suppressions", supp, clean});
@@ -167,13 +179,68 @@ TEST(GateCheckCli, JunitGithubAnnotationsAndStepSummary) {
   std::string md = slurp(summary);
   EXPECT_EQ(md.rfind("# earlier step\n## gpuleak check: ", 0), 0u) << md;  // appended, not replaced
   std::string xml = slurp(junit);
-  EXPECT_NE(xml.find("<testcase classname=\"gpuleak.check\" name=\"train (pid 42)\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("<testcase classname=\"gpuleak.check\" name=\"train\""), std::string::npos) << xml;
   EXPECT_NE(xml.find("<failure type=\"leak\""), std::string::npos) << xml;
 
   r = gpuleak(dir, {"check", "--format", "markdown", leaky});
   EXPECT_EQ(r.out.rfind("## gpuleak check:", 0), 0u) << r.out;
   r = gpuleak(dir, {"check", leaky});  // not under GitHub: no annotations
   EXPECT_EQ(r.out.find("::error"), std::string::npos) << r.out;
+}
+
+// Issue #17: a flag that took several values swallowed the report paths after it, so the gate
+// judged only some reports and passed a leaking one. Each repeatable flag, before, between and
+// after three reports with the leaking one in every position: all three are judged.
+TEST(GateCheckCli, EveryReportIsJudgedInAnyFlagOrder) {
+  ScratchDir dir;
+  std::vector<std::pair<std::string, std::string>> flags = {
+      {"--baseline", dir.write("base.report.json", report("clean").dump())},
+      {"--max-peak", "1 GiB"},
+      {"--suppressions", dir.write("ci.supp", "leak:not_in_any_report  # a rule that matches nothing\n")}};
+  for (int leaking = 0; leaking < 3; ++leaking) {
+    std::vector<std::string> reports;
+    for (int i = 0; i < 3; ++i) {
+      json doc = i == leaking ? leaky_report() : report("clean");
+      doc["run"]["program"] = "prog" + std::to_string(i);
+      reports.push_back(dir.write("r" + std::to_string(i) + ".report.json", doc.dump()));
+    }
+    for (const auto &[flag, value] : flags) {
+      for (size_t at = 0; at <= reports.size(); ++at) {
+        std::vector<std::string> args = {"check"};
+        for (size_t i = 0; i <= reports.size(); ++i) {
+          if (i == at) args.insert(args.end(), {flag, value});
+          if (i < reports.size()) args.push_back(reports[i]);
+        }
+        Result r = gpuleak(dir, args);
+        std::string where = flag + " at position " + std::to_string(at) + ", leak in r" + std::to_string(leaking);
+        EXPECT_EQ(r.code, 1) << where << "\n" << r.out << r.err;
+        EXPECT_NE(r.out.find("gpuleak check: 1 of 3 reports failed"), std::string::npos) << where << "\n" << r.out;
+        EXPECT_NE(r.out.find("FAIL prog" + std::to_string(leaking) + " (pid 42)"), std::string::npos) << where << "\n"
+                                                                                                      << r.out;
+      }
+    }
+  }
+}
+
+// A repeatable flag is repeated, and its occurrences may stand between the reports.
+TEST(GateCheckCli, RepeatedFlagsBetweenReports) {
+  ScratchDir dir;
+  std::vector<std::string> reports, baselines;
+  for (int i = 0; i < 2; ++i) {
+    json doc = report("clean");
+    doc["run"]["program"] = "prog" + std::to_string(i);
+    reports.push_back(dir.write("r" + std::to_string(i) + ".report.json", doc.dump()));
+    baselines.push_back(dir.write("b" + std::to_string(i) + ".report.json", doc.dump()));
+  }
+  Result r = gpuleak(dir, {"check", "--baseline", baselines[0], reports[0], "--baseline", baselines[1], reports[1],
+                           "--max-peak", "0=1GiB", "--max-peak", "1=1GiB"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("gpuleak check: 0 of 2 reports failed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("baseline " + baselines[1]), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("no baseline report"), std::string::npos) << r.out;
+  // The value of a flag is one word: a size with a space is quoted, or written without one.
+  r = gpuleak(dir, {"check", "--max-peak", "1", "GiB", reports[0]});
+  EXPECT_EQ(r.code, 2) << r.out;
 }
 
 TEST(GateDiffCli, SideBySideAndBadInput) {

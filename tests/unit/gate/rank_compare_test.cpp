@@ -68,5 +68,35 @@ TEST(RankCompare, ProgramNamesArePrintedInert) {
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 5) << text;  // header, columns, 2 rows, verdict
 }
 
+// Issue #17: names were cut at 22 characters ("prog_leaky_static (pid") and the rows stood one
+// column right of the header. Every cell under its header, every name whole.
+TEST(RankCompare, TableKeepsWholeNamesInAlignedColumns) {
+  std::vector<Report> reports;
+  for (int pid : {12702, 9}) {
+    json doc = report(pid == 9 ? "clean" : "leak");
+    doc["run"]["program"] = "prog_leaky_static";
+    doc["run"]["pid"] = pid;
+    doc["devices"][0]["growth_bytes_per_iteration"] = pid == 9 ? 0.0 : 1048576.0;
+    reports.push_back(parse(doc, "r" + std::to_string(pid) + ".json"));
+  }
+  std::string text = comparison_text(compare_ranks(reports));
+  EXPECT_NE(text.find("prog_leaky_static (pid 12702)"), std::string::npos) << text;
+  std::vector<std::string> lines;
+  for (size_t at = 0, nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1)
+    lines.push_back(text.substr(at, nl - at));
+  ASSERT_GE(lines.size(), 4u) << text;
+  // The header and both rows: each column's last character (right-aligned numbers) and first
+  // character (left-aligned names and verdicts) at the same offset on every line.
+  const std::string &header = lines[1];
+  for (size_t row = 2; row < 4; ++row) {
+    EXPECT_EQ(lines[row].size(), header.size()) << text;
+    EXPECT_EQ(lines[row].find("prog_leaky_static"), header.find("process")) << text;
+    size_t verdict = header.find("verdict");
+    EXPECT_NE(lines[row][verdict], ' ') << text;
+    EXPECT_EQ(lines[row][verdict - 1], ' ') << text;
+  }
+  EXPECT_EQ(lines[0], "gpuleak: 2 processes compared") << text;
+}
+
 }  // namespace
 }  // namespace gpuleak::gate::testing

@@ -2,6 +2,8 @@
 // invalid UTF-8, and the characters GitHub's workflow commands reserve.
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include "gate/evaluate.h"
 #include "gate/writers.h"
 #include "report_fixture.h"
@@ -59,7 +61,7 @@ TEST(GateWriters, JunitHasOneTestcasePerReportAndEscapesEverything) {
   EXPECT_NE(x.find("<testsuite name=\"gpuleak check\" tests=\"2\" failures=\"1\" errors=\"0\" skipped=\"0\">"),
             std::string::npos)
       << x;
-  EXPECT_NE(x.find("<testcase classname=\"gpuleak.check\" name=\"tr&lt;ain&gt; (pid 42)\" file=\"out/t.report.json\">"),
+  EXPECT_NE(x.find("<testcase classname=\"gpuleak.check\" name=\"tr&lt;ain&gt;\" file=\"out/t.report.json\">"),
             std::string::npos)
       << x;
   EXPECT_NE(x.find("<failure type=\"leak\" message=\"leak: f&lt;T&gt;(&quot;a&quot; &amp; &apos;b&apos;)"),
@@ -70,6 +72,38 @@ TEST(GateWriters, JunitHasOneTestcasePerReportAndEscapesEverything) {
   EXPECT_EQ(x.find('\xff'), std::string::npos);
   // Exactly one <failure>, for the failing report.
   EXPECT_EQ(x.find("<failure"), x.rfind("<failure"));
+}
+
+// Issue #17: the pid in a JUnit name made every CI run a new test. Names are the program (and
+// rank); reports that share one are told apart by their file name without the pid, then by order.
+TEST(GateWriters, JunitNamesAreStableAcrossRuns) {
+  Suppressions none;
+  auto outcome = [&](const std::string &program, int64_t pid, std::optional<int64_t> rank, const std::string &path) {
+    json doc = report("clean");
+    doc["run"]["program"] = program;
+    doc["run"]["pid"] = pid;
+    doc["run"]["rank"] = rank ? json(*rank) : json(nullptr);
+    return evaluate(parse(doc, path), Budgets{}, none, nullptr);
+  };
+  for (int64_t pid : {12702, 31337}) {
+    std::string p = std::to_string(pid);
+    std::vector<ReportOutcome> outcomes;
+    outcomes.push_back(outcome("prog_leaky_static", pid, std::nullopt, "out/prog_leaky_static." + p + ".report.json"));
+    outcomes.push_back(outcome("train", pid, 0, "out/train." + p + ".rank0.report.json"));
+    outcomes.push_back(outcome("train", pid + 1, 1, "out/train." + std::to_string(pid + 1) + ".rank1.report.json"));
+    outcomes.push_back(outcome("eval", pid, std::nullopt, "a/eval." + p + ".report.json"));
+    outcomes.push_back(
+        outcome("eval", pid + 1, std::nullopt, "b/eval_small." + std::to_string(pid + 1) + ".report.json"));
+    outcomes.push_back(
+        outcome("eval", pid + 2, std::nullopt, "c/eval_small." + std::to_string(pid + 2) + ".report.json"));
+    EXPECT_EQ(junit_test_names(outcomes),
+              std::vector<std::string>({"prog_leaky_static", "train (rank 0)", "train (rank 1)",
+                                        "eval [eval.report.json]", "eval #2", "eval #3"}))
+        << "pid " << pid;
+    std::string x = write_junit(outcomes);
+    EXPECT_NE(x.find("name=\"prog_leaky_static\""), std::string::npos) << x;
+    EXPECT_EQ(x.find("name=\"prog_leaky_static (pid"), std::string::npos) << x;
+  }
 }
 
 TEST(GateWriters, GithubAnnotationsCarryFileLineAndEscapedMessage) {
@@ -101,7 +135,7 @@ TEST(GateWriters, PlainTextStaysWithinAScreenful) {
 
 TEST(GateWriters, MarkdownSummary) {
   std::string md = write_markdown(hostile_outcomes());
-  EXPECT_EQ(md.rfind("## gpuleak check: \xE2\x9D\x8C 1 of 1 reports failed", 0), 0u) << md;
+  EXPECT_EQ(md.rfind("## gpuleak check: \xE2\x9D\x8C 1 of 1 report failed", 0), 0u) << md;
   EXPECT_NE(md.find("| tr&lt;ain&gt; (pid 42) | leak |"), std::string::npos) << md;
   EXPECT_EQ(md.find("</script>"), std::string::npos);
   EXPECT_EQ(md.find("<ain>"), std::string::npos);

@@ -119,7 +119,7 @@ TEST(GpuActivityTrace, SlicesOnStreamRowsWithFlowsFromTheLaunchingCall) {
     EXPECT_LT(s["ts"].get<double>(), (*f)["ts"].get<double>());
   }
   const json about = events(trace, "M", "gpuleak_trace")[0]["args"];
-  EXPECT_EQ(about["gpu_activity"], "GPU activity from CUPTI: 2 kernels, 1 copies, 1 memsets");
+  EXPECT_EQ(about["gpu_activity"], "GPU activity from CUPTI: 2 kernels, 1 copy, 1 memset");
   EXPECT_EQ(about["gpu_activity_events"]["dropped_while_capturing"], 5);
   EXPECT_EQ(about["gpu_activity_events"]["shown"], 4);
 }

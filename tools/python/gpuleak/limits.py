@@ -8,7 +8,8 @@
     gpu_limit_peak("2 GiB")                           peak live memory per device
 
 Sizes are written as `gpuleak check` reads them (sizes.h): "100", "512KiB", "1 MiB", "2GB" (KB,
-MB, GB decimal; K, KiB, M, MiB, ... binary), or an int of bytes. Every function here is pure:
+MB, GB decimal; K, KiB, M, MiB, ... binary; a lowercase b after a prefix, "1Mb", is bits and
+refused), or an int of bytes. Every function here is pure:
 reports in, failure messages out.
 """
 
@@ -16,6 +17,8 @@ import re
 
 _UNITS = {"": 1, "b": 1, "k": 1024, "kib": 1024, "kb": 1000, "m": 1024 ** 2, "mib": 1024 ** 2, "mb": 1000 ** 2,
           "g": 1024 ** 3, "gib": 1024 ** 3, "gb": 1000 ** 3, "t": 1024 ** 4, "tib": 1024 ** 4, "tb": 1000 ** 4}
+_SIZE_UNITS = ("units: B; KiB, MiB, GiB, TiB (or K, M, G, T) are 1024-based; KB, MB, GB, TB are 1000-based; "
+               'e.g. 512KiB, "1 MiB", 2GB')
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]*)\s*$")
 
 
@@ -30,8 +33,18 @@ def parse_size(value, what="size"):
     m = _SIZE.match(str(value))
     unit = m.group(2).lower() if m else None
     if not m or unit not in _UNITS:
-        raise ValueError('%s: bad size %r (examples: 100, 512KiB, "1 MiB", 2GB)' % (what, value))
+        raise ValueError("%s: bad size %r (%s)" % (what, value, _SIZE_UNITS))
+    if len(m.group(2)) >= 2 and m.group(2).endswith("b"):
+        # "1Mb" is a bit count: refused, as gpuleak check refuses it (sizes.h).
+        raw = m.group(2)
+        hint = raw[0].upper() + ("iB" if len(raw) == 3 else "B")
+        raise ValueError("%s: bad size %r: a lowercase b is bits; for bytes write %s (%s)" % (what, value, hint, _SIZE_UNITS))
     return int(round(float(m.group(1)) * _UNITS[unit]))
+
+
+def count_of(n, singular, plural=None):
+    """"1 allocation", "3 allocations": the count and its noun, as gpuleak's other outputs say it."""
+    return "%d %s" % (n, singular if n == 1 else (plural or singular + "s"))
 
 
 def format_size(n):
@@ -65,10 +78,10 @@ def check_leaks(reports, limit):
     for r in reports:
         for site in r.live_at_exit:
             if site.live_bytes > limit:
-                failures.append("gpu_limit_leaks: %s left %s live in %d allocations on device %d at the end of "
+                failures.append("gpu_limit_leaks: %s left %s live in %s on device %d at the end of "
                                 "the test (limit %s) [site %s]" % (site.where, format_size(site.live_bytes),
-                                                                  site.live_count, site.device, format_size(limit),
-                                                                  site.site_id))
+                                                                  count_of(site.live_count, "allocation"), site.device,
+                                                                  format_size(limit), site.site_id))
     return failures
 
 

@@ -1,0 +1,154 @@
+// Which frames are the user's and which belong to the frameworks, CUDA and the interpreter; which
+// ML framework the program ran, and whether its pool hides the objects from gpuleak.
+//
+// Decided from what the capture holds: the loaded modules' paths (native frames), the Python
+// frames' file names, and the allocator settings the recorder saw at start (run_facts.cpp). A
+// coarse classifier by location, not by name: a user's own native library is anything outside the
+// CUDA, interpreter and framework libraries and outside site-packages; a user's own Python file is
+// anything outside the standard library, site-packages and the frameworks' package folders.
+#include <algorithm>
+#include <cstring>
+
+#include "analysis/internal.h"
+
+namespace gpuleak::analysis::detail {
+
+namespace {
+
+bool has(const std::string &s, const char *needle) { return s.find(needle) != std::string::npos; }
+
+std::string base_name(const std::string &path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+bool starts(const std::string &s, const char *prefix) { return s.compare(0, std::strlen(prefix), prefix) == 0; }
+
+// A framework's package folder, wherever it is installed (an editable install, a source tree).
+bool framework_package(const std::string &path) {
+  for (const char *dir : {"/torch/", "/jax/", "/jaxlib/", "/jax_plugins/", "/cupy/", "/cupy_backends/", "/triton/"})
+    if (has(path, dir)) return true;
+  return false;
+}
+
+}  // namespace
+
+bool library_python_file(const std::string &f) {
+  if (f.empty() || f[0] == '<') return true;  // <frozen importlib._bootstrap>, <string>
+  if (has(f, "/site-packages/") || has(f, "/dist-packages/") || framework_package(f)) return true;
+  // The standard library: .../lib/python3.11/x.py (and lib64), not a user's folder named so.
+  for (const char *lib : {"/lib/python3", "/lib64/python3"}) {
+    size_t at = f.find(lib);
+    if (at == std::string::npos) continue;
+    size_t p = at + std::strlen(lib);
+    if (p < f.size() && f[p] == '.') ++p;
+    while (p < f.size() && f[p] >= '0' && f[p] <= '9') ++p;
+    if (p < f.size() && f[p] == '/') return true;
+  }
+  return false;
+}
+
+bool library_native_module(const std::string &path) {
+  if (has(path, "/site-packages/") || has(path, "/dist-packages/") || framework_package(path)) return true;
+  const std::string base = base_name(path);
+  for (const char *lib :
+       {"libcuda.",    "libcudart", "libcublas",    "libcudnn",   "libnccl",   "libcufft", "libcurand", "libcusparse",
+        "libcusolver", "libnvrtc",  "libnvJitLink", "libnvidia",  "libcupti",  "libc10",   "libtorch",  "libshm",
+        "libxla",      "libjax",    "libcupy",      "libgpuleak", "libpython", "libc.so",  "libc-",     "libstdc++",
+        "libgcc_s",    "ld-linux",  "libffi",       "_ctypes",    "python"})
+    if (starts(base, lib)) return true;
+  return false;
+}
+
+UserCode::UserCode(const format::Capture &capture) : capture_(capture) {
+  for (const format::Module &m : capture.modules)
+    for (const auto &[lo, hi] : m.segments) segments_.push_back({lo, hi, library_native_module(m.path)});
+  std::sort(segments_.begin(), segments_.end(), [](const Segment &a, const Segment &b) { return a.lo < b.lo; });
+}
+
+bool UserCode::python_file(uint32_t file_id) const {
+  auto [it, fresh] = files_.try_emplace(file_id, false);
+  if (fresh) it->second = file_id != 0 && !library_python_file(capture_.string(file_id));
+  return it->second;
+}
+
+bool UserCode::native_address(uint64_t pc) const {
+  auto it =
+      std::upper_bound(segments_.begin(), segments_.end(), pc, [](uint64_t x, const Segment &s) { return x < s.lo; });
+  if (it == segments_.begin()) return false;  // in no known module: nothing to say it is the user's
+  --it;
+  return pc < it->hi && !it->library;
+}
+
+UserCode::Answer UserCode::site(const Site &site) const {
+  bool frames = false;
+  auto py = capture_.stacks.find(site.py_stack_id);
+  if (site.py_stack_id != 0 && py != capture_.stacks.end() && py->second.kind == 1) {
+    const std::vector<uint64_t> &w = py->second.frames;
+    for (size_t i = 0; i + 1 < w.size(); i += 2) {
+      frames = true;
+      if (python_file(static_cast<uint32_t>(w[i] >> 32))) return Answer::kUser;
+    }
+  }
+  auto native = capture_.stacks.find(site.stack_id);
+  if (site.stack_id != 0 && native != capture_.stacks.end() && native->second.kind == 0) {
+    for (uint64_t pc : native->second.frames) {
+      frames = true;
+      if (native_address(pc)) return Answer::kUser;
+    }
+  }
+  return frames ? Answer::kFramework : Answer::kUnknown;
+}
+
+Frameworks detect_frameworks(const format::Capture &capture) {
+  Frameworks f;
+  auto look = [&](const std::string &path) {
+    if (has(path, "/jax/") || has(path, "/jaxlib/") || has(path, "/jax_plugins/") || has(path, "xla_extension") ||
+        has(path, "xla_cuda_plugin"))
+      f.jax = true;
+    if (has(path, "/cupy/") || has(path, "/cupy_backends/")) f.cupy = true;
+  };
+  for (const format::Module &m : capture.modules) look(m.path);
+  std::unordered_map<uint32_t, bool> seen;
+  for (const auto &[id, stack] : capture.stacks) {
+    if (stack.kind != 1) continue;
+    for (size_t i = 0; i + 1 < stack.frames.size(); i += 2) {
+      const uint32_t file = static_cast<uint32_t>(stack.frames[i] >> 32);
+      if (seen.try_emplace(file, true).second) look(capture.string(file));
+    }
+  }
+  return f;
+}
+
+// The value of NAME in the recorder's allocator settings ("conf;NAME=value;..."), "" when unset.
+std::string allocator_setting(const format::Capture &capture, const char *name) {
+  const std::string env = capture.run ? capture.run->allocator_env : std::string();
+  const std::string key = std::string(name) + "=";
+  for (size_t from = 0; from <= env.size();) {
+    size_t semi = env.find(';', from);
+    std::string part = env.substr(from, semi == std::string::npos ? std::string::npos : semi - from);
+    if (starts(part, key.c_str())) return part.substr(key.size());
+    if (semi == std::string::npos) break;
+    from = semi + 1;
+  }
+  return "";
+}
+
+HidingPool hiding_pool(const format::Capture &capture, const Frameworks &f) {
+  const std::string cupy = allocator_setting(capture, "GPULEAK_CUPY");
+  if (f.cupy && cupy != "per-array" && cupy != "async")
+    return {"pool (CuPy's memory pool)",
+            "gpuleak saw CuPy's memory pool, not arrays: the pool keeps freed blocks and reuses them, so a leak "
+            "shows only when the pool grows, and a loop found without marks would count the pool's growth steps; "
+            "for per-array call sites and rates per iteration rerun with `gpuleak run --cupy per-array` "
+            "(cupy.cuda.set_allocator(None)), or mark the loop (`gpuleak run --loop FILE:LINE`)"};
+  if (f.jax && allocator_setting(capture, "XLA_PYTHON_CLIENT_ALLOCATOR") != "platform")
+    return {"pool (JAX's BFC allocator)",
+            "gpuleak saw the region JAX's BFC allocator preallocates and grows, not buffers: a leak inside it is "
+            "hidden, and a loop found without marks would count the pool's growth steps; for per-buffer call "
+            "sites rerun with `gpuleak run --jax per-buffer` (XLA_PYTHON_CLIENT_ALLOCATOR=platform, "
+            "XLA_PYTHON_CLIENT_PREALLOCATE=false), or mark the loop (`gpuleak run --loop FILE:LINE`)"};
+  return {};
+}
+
+}  // namespace gpuleak::analysis::detail

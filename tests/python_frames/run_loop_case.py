@@ -1,0 +1,126 @@
+"""Runs a Python program under `gpuleak run` (real shim, fake CUDA) and checks the report: the
+loop found without marks (python_loop), the --loop hook, the JAX/CuPy modes.
+
+usage: run_loop_case.py --cli GPULEAK --shim LIB --fake-cuda DIR [--expect KEY=VALUE]...
+                        [--stdout-has TEXT] -- [gpuleak run options] PROGRAM [ARGS]
+
+Each --expect is checked against `gpuleak report --json` of the one capture:
+  verdict, iteration_source, primary_loop, allocator_mode: equal to VALUE;
+  iterations: primary iterations == VALUE;
+  rate: exactly one leak, bytes_per_iteration == VALUE;
+  note: allocator_note contains VALUE ("none": it is null);
+  no_rate: no leak of VALUE bytes per iteration;
+  env.NAME: run.allocator_env[NAME] == VALUE.
+Relative paths in the gpuleak run options and PROGRAM are taken from this folder, where the
+program runs; "@name" in an option or an expectation is the line of the `# @name` comment of the
+program.
+--usage-error TEXT: gpuleak run must refuse the options instead (exit 2, one stderr line holding
+TEXT, the program not run). Exit 0 pass, 1 fail (the reason on stderr).
+"""
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def fail(message):
+    sys.stderr.write("FAIL: " + message + "\n")
+    sys.exit(1)
+
+
+def marker_lines(option, program):
+    """Replaces @name in a --loop option by the line of `# @name` in the program."""
+    if "@" not in option:
+        return option
+    head, _, name = option.partition("@")
+    with open(program, encoding="utf-8") as f:
+        hits = [i + 1 for i, text in enumerate(f) if text.rstrip().endswith("# @" + name)]
+    if len(hits) != 1:
+        fail(f"marker @{name} found {len(hits)} times in {program}")
+    return head + str(hits[0])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cli", required=True)
+    ap.add_argument("--shim", required=True)
+    ap.add_argument("--fake-cuda", required=True)
+    ap.add_argument("--expect", action="append", default=[])
+    ap.add_argument("--stdout-has", action="append", default=[])
+    ap.add_argument("--usage-error", default=None)
+    ap.add_argument("rest", nargs=argparse.REMAINDER)
+    a = ap.parse_args()
+    rest = a.rest[1:] if a.rest[:1] == ["--"] else a.rest
+    program_at = next(i for i, x in enumerate(rest) if x.endswith(".py"))
+    options, program = rest[:program_at], rest[program_at:]
+    options = [marker_lines(o, os.path.join(HERE, program[0])) for o in options]
+    a.expect = [marker_lines(e, os.path.join(HERE, program[0])) for e in a.expect]
+
+    with tempfile.TemporaryDirectory(prefix="gpuleak-pyloop-") as out:
+        env = dict(os.environ)
+        for k in list(env):
+            if k.startswith(("GPULEAK_", "XLA_", "PYTORCH_")):
+                del env[k]
+        env.update(GPULEAK_LIB=a.shim, LD_LIBRARY_PATH=a.fake_cuda + ":" + env.get("LD_LIBRARY_PATH", ""),
+                   GPULEAK_REPORT_TIMEOUT="0", PYFRAMES_CUDART=os.path.join(a.fake_cuda, "libcudart.so.13"),
+                   PYTHONDONTWRITEBYTECODE="1",
+                   PYTHONPATH=os.pathsep.join([HERE, os.path.join(HERE, "fake_frameworks")]))
+        command = [a.cli, "run", "--out", out, "--quiet", "--no-report"] + options + \
+                  ["--", sys.executable] + program
+        run = subprocess.run(command, cwd=HERE, env=env, capture_output=True, text=True, timeout=300)
+        sys.stderr.write(run.stderr)
+        if a.usage_error is not None:
+            lines = run.stderr.splitlines()
+            if run.returncode != 2 or len(lines) != 1 or a.usage_error not in lines[0] or run.stdout:
+                fail(f"expected exit 2 and one line with {a.usage_error!r}, got {run.returncode}: {run.stderr!r}")
+            print(f"ok: refused ({lines[0]})")
+            return
+        if run.returncode != 0:
+            fail(f"{' '.join(command)} exited with {run.returncode}")
+        for text in a.stdout_has:
+            if text not in run.stdout:
+                fail(f"the program's output lacks {text!r}:\n{run.stdout}")
+        if [l for l in run.stderr.splitlines() if l.startswith("gpuleak:")]:
+            fail("gpuleak complained on stderr")
+        captures = glob.glob(os.path.join(out, "*.gpuleak"))
+        if len(captures) != 1:
+            fail(f"expected one capture in {out}, found {captures}")
+        rep = subprocess.run([a.cli, "report", "--json", captures[0]], capture_output=True, text=True, timeout=120)
+        if rep.returncode != 0:
+            fail(f"gpuleak report exited with {rep.returncode}: {rep.stderr}")
+        r = json.loads(rep.stdout)
+
+    analysis = r.get("analysis") or {}
+    run_info = r.get("run") or {}
+    seen = {"verdict": r.get("verdict"), "iteration_source": r.get("iteration_source"),
+            "primary_loop": analysis.get("primary_loop"), "iterations": analysis.get("primary_iterations"),
+            "allocator_mode": run_info.get("allocator_mode"), "note": run_info.get("allocator_note"),
+            "leaks": [(l["bytes_per_iteration"], l["live_count"]) for l in r.get("leaks", [])]}
+    for e in a.expect:
+        key, _, value = e.partition("=")
+        if key == "iterations":
+            ok = seen["iterations"] == int(value)
+        elif key == "rate":
+            ok = len(seen["leaks"]) == 1 and seen["leaks"][0][0] == float(value)
+        elif key == "no_rate":
+            ok = all(rate != float(value) for rate, _ in seen["leaks"])
+        elif key == "note":
+            ok = seen["note"] is None if value == "none" else value in (seen["note"] or "")
+        elif key.startswith("env."):
+            ok = (run_info.get("allocator_env") or {}).get(key[4:]) == value
+        elif key in seen:
+            ok = seen[key] == value
+        else:
+            fail(f"unknown expectation {key}")
+        if not ok:
+            fail(f"expected {e}; the report says {json.dumps(seen)}")
+    print(f"ok: {len(a.expect)} expectations ({' '.join(options) or 'no options'}, Python {sys.version.split()[0]})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,300 @@
+"""Start-up hooks of `gpuleak run` (loaded by _startup/sitecustomize.py), with no change to the
+program:
+
+GPULEAK_PY_LOOP=FILE:LINE  every pass of that line is one iteration of loop "FILE:LINE". When the
+    line is a `for` or `while` head, an iteration runs from the first line of its body to the
+    next time the head is reached (fetching the next item is not part of it, as with
+    gpuleak.iterate), and the loop's end, a `return` or a `yield` from the frame closes it; any
+    other line is one iteration while it runs.
+GPULEAK_PY_LOOP=NAME       every call of the function NAME (its qualified name, `Trainer.step`, or
+    its plain name) is one iteration, from its start to its return.
+GPULEAK_CUPY=per-array     CuPy allocates every array with cudaMalloc and frees it with cudaFree
+    (cupy.cuda.set_allocator(None): no memory pool); `async`: through CuPy's stream-ordered pool
+    (cudaMallocAsync per array). Set when cupy is imported, before the program allocates.
+
+The iterations go to the shim through gpuleak's C API (gpuleak_api_iteration_begin/end, as
+gpuleak.iteration does), so the report says iteration_source "api". Python 3.12 and later use
+sys.monitoring (events enabled on the loop's code object only; every other code object pays one
+callback, on its first start, then never again); 3.10 and 3.11 use a trace function installed for
+the loop's code object only (sys.settrace and threading.settrace: every Python call pays a check of
+its code object, about a microsecond, and a debugger or coverage tool cannot run at the same time).
+"""
+
+import ast
+import os
+import sys
+import threading
+
+import gpuleak
+
+
+def _warn(message):
+    sys.stderr.write("gpuleak: " + message + "\n")
+
+
+def install_from_environment():
+    spec = os.environ.get("GPULEAK_PY_LOOP", "")
+    if spec:
+        install_loop(spec)
+    cupy = os.environ.get("GPULEAK_CUPY", "")
+    if cupy and cupy != "default":
+        install_cupy(cupy)
+
+
+# --- the loop ------------------------------------------------------------------------------------
+
+def parse_loop(spec):
+    """("file", path, line) for FILE:LINE, ("function", name, 0) otherwise; ValueError when bad."""
+    path, sep, line = spec.rpartition(":")
+    if sep and line.isdigit():
+        if not path or int(line) < 1:
+            raise ValueError("--loop %s: expected FILE:LINE with LINE >= 1" % spec)
+        return ("file", path, int(line))
+    if spec and all(part.isidentifier() or part == "<locals>" for part in spec.split(".")):
+        return ("function", spec, 0)
+    raise ValueError("--loop %s: expected FILE:LINE or a function name" % spec)
+
+
+def loop_body(path, line):
+    """The last line of the `for`/`while` whose head is `line` in `path`; None when it is no loop head."""
+    try:
+        with open(path, "rb") as f:
+            tree = ast.parse(f.read(), path)
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and node.lineno == line:
+            return getattr(node, "end_lineno", None)
+    return None
+
+
+class _Passes:
+    """The iteration state of one loop: begin/end go to the shim; a begin closes an open one."""
+
+    def __init__(self, label):
+        self.label = label
+        self.open = False
+
+    def begin(self):
+        gpuleak._begin(self.label)
+        self.open = True
+
+    def end(self):
+        if self.open:
+            gpuleak._end()
+            self.open = False
+
+
+class LineLoop:
+    """FILE:LINE: which code objects hold the line, and what each line event of them means."""
+
+    def __init__(self, path, line):
+        self.path = path
+        self.line = line
+        self.want = os.path.realpath(path) if os.path.exists(path) else None
+        end = loop_body(path, line) if self.want else None
+        self.body_end = end if end and end > line else None  # None: a plain line
+        self.passes = _Passes("%s:%d" % (os.path.basename(path), line))
+        self.armed = False  # the head ran: the next body line begins an iteration
+        self._files = {}
+
+    def _same_file(self, filename):
+        hit = self._files.get(filename)
+        if hit is None:
+            if self.want is not None:
+                hit = os.path.realpath(filename) == self.want
+            else:
+                hit = filename == self.path or filename.endswith("/" + self.path)
+            self._files[filename] = hit
+        return hit
+
+    def matches(self, code):
+        try:
+            if not self._same_file(code.co_filename) or code.co_firstlineno > self.line:
+                return False
+            return any(l == self.line for _, _, l in code.co_lines())
+        except Exception:  # an odd code object: not the loop (never an error in the program)
+            return False
+
+    def on_line(self, line):
+        if self.body_end is None:  # a plain line: one iteration while it runs
+            if line == self.line:
+                self.passes.end()
+                self.passes.begin()
+            else:
+                self.passes.end()
+            return
+        if line == self.line:
+            self.passes.end()
+            self.armed = True
+        elif self.line < line <= self.body_end:
+            if self.armed:
+                self.armed = False
+                self.passes.begin()
+        else:
+            self.armed = False
+            self.passes.end()
+
+    def on_leave(self):
+        self.armed = False
+        self.passes.end()
+
+
+class FunctionLoop:
+    """NAME: every call of a function of that qualified (or plain) name is one iteration."""
+
+    def __init__(self, name):
+        self.name = name
+        self.passes = _Passes(name)
+
+    def matches(self, code):
+        qualname = getattr(code, "co_qualname", code.co_name)
+        return qualname == self.name or code.co_name == self.name
+
+    def on_start(self):
+        self.passes.begin()
+
+    def on_leave(self):
+        self.passes.end()
+
+
+def install_loop(spec):
+    if sys.version_info < (3, 10):
+        _warn("--loop needs Python 3.10 or later (this is %d.%d); no loop marked" % sys.version_info[:2])
+        return None
+    try:
+        kind, what, line = parse_loop(spec)
+    except ValueError as e:
+        _warn(str(e) + "; no loop marked")
+        return None
+    loop = LineLoop(what, line) if kind == "file" else FunctionLoop(what)
+    if hasattr(sys, "monitoring"):
+        _install_monitoring(loop)
+    else:
+        _install_trace(loop)
+    return loop
+
+
+def _install_trace(loop):
+    """3.10/3.11: a global trace function that hands out a local one for the loop's code only."""
+    verdicts = {}
+    lines = isinstance(loop, LineLoop)
+
+    def local(frame, event, arg):
+        if event == "line" and lines:
+            loop.on_line(frame.f_lineno)
+        elif event == "return":
+            loop.on_leave()
+        return local
+
+    def global_trace(frame, event, arg):
+        if event != "call":
+            return None
+        code = frame.f_code
+        hit = verdicts.get(code)
+        if hit is None:
+            hit = verdicts[code] = loop.matches(code)
+        if not hit:
+            return None
+        if not lines:
+            loop.on_start()
+        return local
+
+    sys.settrace(global_trace)
+    threading.settrace(global_trace)
+
+
+def _install_monitoring(loop):
+    """3.12+: PY_START everywhere until each code object has been seen once (DISABLE), then LINE
+    and PY_RETURN/PY_YIELD on the loop's code objects only."""
+    mon = sys.monitoring
+    tool = None
+    for candidate in (4, 3):  # free ids (0 debugger, 1 coverage, 2 profiler, 5 optimizer)
+        if mon.get_tool(candidate) is None:
+            tool = candidate
+            break
+    if tool is None:
+        _warn("--loop: no free sys.monitoring tool id; no loop marked")
+        return
+    mon.use_tool_id(tool, "gpuleak")
+    E = mon.events
+    lines = isinstance(loop, LineLoop)
+    hooked = set()
+
+    def on_start(code, offset):
+        if code in hooked:  # a later call: a function loop's next iteration
+            if not lines:
+                loop.on_start()
+            return None
+        if not loop.matches(code):
+            return mon.DISABLE
+        hooked.add(code)
+        local = (E.LINE if lines else E.PY_START) | E.PY_RETURN | E.PY_YIELD
+        mon.set_local_events(tool, code, local)
+        if not lines:
+            loop.on_start()
+        return None
+
+    def on_line(code, line):
+        if code in hooked:
+            loop.on_line(line)
+
+    def on_leave(code, offset, value):
+        if code in hooked:
+            loop.on_leave()
+
+    mon.register_callback(tool, E.PY_START, on_start)
+    mon.register_callback(tool, E.LINE, on_line)
+    mon.register_callback(tool, E.PY_RETURN, on_leave)
+    mon.register_callback(tool, E.PY_YIELD, on_leave)
+    mon.set_events(tool, E.PY_START)
+
+
+# --- CuPy ----------------------------------------------------------------------------------------
+
+def _configure_cupy(module, mode):
+    try:
+        cuda = module.cuda
+        if mode == "per-array":
+            cuda.set_allocator(None)
+        elif mode == "async":
+            cuda.set_allocator(cuda.MemoryAsyncPool().malloc)
+    except Exception as e:
+        _warn("--cupy %s: could not set CuPy's allocator (%s: %s); CuPy keeps its pool" % (mode, type(e).__name__, e))
+
+
+class _CupyFinder:
+    """A meta path finder that lets the real one find `cupy`, then sets the allocator right after
+    the package has run (before the program can allocate), and steps aside."""
+
+    def __init__(self, mode):
+        self.mode = mode
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "cupy":
+            return None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        from importlib.machinery import PathFinder
+        spec = PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        run = spec.loader.exec_module
+        mode = self.mode
+
+        def exec_module(module):
+            run(module)
+            _configure_cupy(module, mode)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def install_cupy(mode):
+    if mode not in ("per-array", "async"):
+        _warn("--cupy %s: unknown mode; CuPy keeps its pool" % mode)
+        return
+    if "cupy" in sys.modules:  # imported already (a .pth file): set it now
+        _configure_cupy(sys.modules["cupy"], mode)
+        return
+    sys.meta_path.insert(0, _CupyFinder(mode))
