@@ -6,7 +6,8 @@
 # usage: bench/run_overhead.sh BUILD_DIR [BINARY]   (BINARY defaults to the fake-CUDA build)
 # REF_SHIM=/path/libgpuleak.so adds ref_nostack and ref_stack32: another build of the shim in the
 # same rounds, for an A/B comparison on one machine (the GPU host's speed varies between machines).
-# EXTRA_SHIMS="name=/path/libgpuleak.so ..." adds one no-stack configuration per named build.
+# EXTRA_SHIMS="name=/path/libgpuleak.so ..." adds one no-stack configuration per named build (the
+# floor interposer: floor=BUILD/bench/libgpuleak_floor.so, bench/floor_shim.cpp).
 # PIN="taskset -c 2,3" runs every configuration on the same two CPUs (the program and gpuleak's
 # writer thread each get one). No at-exit report is run (GPULEAK_REPORT_TIMEOUT=0): it is not part
 # of the cost measured, and on a 600,000-event capture it takes longer than the measurement.

@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 
 #include "core/clock.h"
@@ -128,8 +129,12 @@ void drain(State *s) {
   std::string &batch = s->batch;
   batch.clear();
   s->modules.append_changes(&batch);
-  for (ThreadBuffer *b = s->buffers.first(); b; b = b->next)
-    buffer_drain(b, [&](const uint8_t *p, size_t n) { batch.append(reinterpret_cast<const char *>(p), n); });
+  for (ThreadBuffer *b = s->buffers.first(); b; b = b->next) {
+    uint64_t head = b->head.load(std::memory_order_acquire);
+    settle_times(b, head, &s->tally);
+    buffer_drain_to(b, head, [&](const uint8_t *p, size_t n) { batch.append(reinterpret_cast<const char *>(p), n); });
+  }
+  s->tally.settle();
   size_t n = cap_batch(s, &batch);
   bool owned = n == 0 || still_own_fd(s);
   bool ok = !owned || n == 0 || write_all(s->fd, batch.data(), n);
@@ -281,8 +286,8 @@ format::StatsRecord make_stats(State *s, bool final_record, bool claimed) {
   st.events_dropped = s->dropped.load();
   st.stacks = s->stack_ids.count();
   st.uncaptured = s->uncaptured.load();
-  st.live_bytes = s->live.total_device_live();
-  st.peak_bytes = s->live.total_device_peak();
+  st.live_bytes = s->tally.total_live();
+  st.peak_bytes = s->tally.total_peak();
   st.cupti_state = s->cupti_state.load();
   st.final_record = final_record ? 1 : 0;
   return st;

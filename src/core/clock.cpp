@@ -69,6 +69,11 @@ void publish(uint64_t base_ticks, uint64_t base_ns, uint64_t mult) {
   uint32_t seq = l.seq.load(std::memory_order_relaxed);
   l.seq.store(seq + 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
+  if (uint64_t m = l.mult.load(std::memory_order_relaxed)) {
+    l.prev_base_ticks.store(l.base_ticks.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    l.prev_base_ns.store(l.base_ns.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    l.prev_mult.store(m, std::memory_order_relaxed);
+  }
   l.base_ticks.store(base_ticks, std::memory_order_relaxed);
   l.base_ns.store(base_ns, std::memory_order_relaxed);
   l.mult.store(mult, std::memory_order_relaxed);
@@ -154,6 +159,7 @@ void capture_clock_after_fork() {
   std::atomic<uint32_t> &seq = detail::g_line.seq;
   seq.store((seq.load(std::memory_order_relaxed) | 1) + 1, std::memory_order_relaxed);
   publish(0, 0, 0);
+  detail::g_line.prev_mult.store(0, std::memory_order_relaxed);  // the parent's lines are not the child's
   g_cal = Calibration{};
 }
 

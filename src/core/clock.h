@@ -41,6 +41,11 @@ struct TscLine {
   std::atomic<uint64_t> base_ticks{0};
   std::atomic<uint64_t> base_ns{0};
   std::atomic<uint64_t> mult{0};
+  // The line before (the last one with a rate): readings left in the rings in raw ticks are
+  // converted by the line of their moment (ticks_to_ns), also after a re-fit or a give-up.
+  std::atomic<uint64_t> prev_base_ticks{0};
+  std::atomic<uint64_t> prev_base_ns{0};
+  std::atomic<uint64_t> prev_mult{0};
 };
 extern TscLine g_line;
 
@@ -68,6 +73,20 @@ inline Line read_line() {
     if (!(seq & 1) && g_line.seq.load(std::memory_order_relaxed) == seq) return l;
   }
 }
+struct Lines {
+  Line now, before;
+};
+inline Lines read_lines() {
+  for (;;) {
+    uint32_t seq = g_line.seq.load(std::memory_order_acquire);
+    Lines l{{g_line.base_ticks.load(std::memory_order_relaxed), g_line.base_ns.load(std::memory_order_relaxed),
+             g_line.mult.load(std::memory_order_relaxed)},
+            {g_line.prev_base_ticks.load(std::memory_order_relaxed),
+             g_line.prev_base_ns.load(std::memory_order_relaxed), g_line.prev_mult.load(std::memory_order_relaxed)}};
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (!(seq & 1) && g_line.seq.load(std::memory_order_relaxed) == seq) return l;
+  }
+}
 inline uint64_t on_line(const Line &l, uint64_t t) {
   // A reading taken on another CPU just before the line was published may fall before its base.
   return t >= l.base_ticks ? l.base_ns + scale(t - l.base_ticks, l.mult) : l.base_ns - scale(l.base_ticks - t, l.mult);
@@ -85,12 +104,37 @@ __attribute__((always_inline)) inline ClockReading clock_read() {
   return {monotonic_ns(), false};
 }
 
-// The capture clock now, in nanoseconds.
-inline uint64_t capture_now_ns() {
-  ClockReading r = clock_read();
+// A reading in nanoseconds.
+__attribute__((always_inline)) inline uint64_t reading_ns(ClockReading r) {
   if (!r.ticks) return r.value;
   detail::Line l = detail::read_line();
   return l.mult ? detail::on_line(l, r.value) : monotonic_ns();  // the line was dropped meanwhile
+}
+
+// The capture clock now, in nanoseconds.
+inline uint64_t capture_now_ns() { return reading_ns(clock_read()); }
+
+// A hook's tick reading (and a span of ticks), converted later by whoever drains the rings: the
+// hot path stores raw ticks and leaves the line to the drain (issue #15). The line of the
+// reading's moment is the newest unless the reading is older than its base (then the one before:
+// the line is continuous, so both agree at the base). Spans saturate at UINT32_MAX.
+struct TickConversion {
+  uint64_t ts_ns;
+  uint32_t duration_ns;
+};
+struct TickLines {
+  detail::Lines both{};
+  TickConversion convert(uint64_t ts_ticks, uint32_t span_ticks) const {
+    bool older = !both.now.mult || (ts_ticks < both.now.base_ticks && both.before.mult);
+    const detail::Line &l = older && both.before.mult ? both.before : both.now;
+    if (!l.mult) return {monotonic_ns(), 0};  // no line ever: cannot happen for a tick reading
+    uint64_t span = span_ticks == UINT32_MAX ? UINT32_MAX : detail::scale(span_ticks, l.mult);
+    return {detail::on_line(l, ts_ticks), span > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(span)};
+  }
+};
+inline TickLines tick_lines() { return TickLines{detail::read_lines()}; }
+inline TickConversion ticks_to_ns(uint64_t ts_ticks, uint32_t span_ticks) {
+  return tick_lines().convert(ts_ticks, span_ticks);
 }
 
 // A hooked call's end: its timestamp (the end, or the start with `at_start`) and its duration.

@@ -21,7 +21,7 @@ namespace {
 std::vector<NvmlQuery> used_devices(State *s) {
   std::vector<NvmlQuery> queries;
   for (int d = 0; d < s->device_count && d < LiveTable::kMaxDevices; ++d)
-    if (s->live.device_peak(d) > 0) queries.push_back(NvmlQuery{d, s->pci_bus_ids[d]});
+    if (s->tally.device_peak(d) > 0) queries.push_back(NvmlQuery{d, s->pci_bus_ids[d]});
   return queries;
 }
 
@@ -33,7 +33,7 @@ void append_usage(State *s, const std::vector<NvmlAnswer> &answers, uint32_t fla
     r.process_used_bytes = a.process_known ? a.process_used_bytes : 0;
     r.device_used_bytes = a.device_used_bytes;
     r.device_total_bytes = a.device_total_bytes;
-    r.tracked_live_bytes = s->live.device_live(a.device);
+    r.tracked_live_bytes = s->tally.device_live(a.device);
     r.flags = flags | (a.process_known ? format::kUsageProcessKnown : 0u);
     append_record(s, format::RecordType::kDeviceUsage, &r, sizeof r);
   }
@@ -46,6 +46,7 @@ void record_device_usage(State *s) {
   // The writer thread reads the bus ids first thing; a program that exits at once may beat it.
   for (int i = 0; i < 200 && s->writer_running && !s->devices_known.load(std::memory_order_acquire); ++i) usleep(1000);
   if (!s->devices_known.load(std::memory_order_acquire)) return;
+  writer_flush_now(s);  // the tally counts what is drained: bring it up to the exit
   append_usage(s, nvml_read(getpid(), used_devices(s), s->device_count), format::kUsageAtExit);
 }
 

@@ -7,46 +7,6 @@
 namespace gpuleak::core {
 
 namespace {
-void raise_peak(std::atomic<uint64_t> &peak, uint64_t value) {
-  uint64_t seen = peak.load(std::memory_order_relaxed);
-  while (value > seen && !peak.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
-  }
-}
-int slot(int device) { return device < 0 ? 0 : device % LiveTable::kMaxDevices; }
-}  // namespace
-
-// One locked instruction per allocation or free (the device's live bytes); the peaks move only
-// when passed, and the totals are summed when asked for (once a second, at exit).
-inline __attribute__((always_inline)) void LiveTable::account(const LiveEntry &e, int64_t sign) {
-  if (e.counts_on_device) {
-    int d = slot(e.device);
-    if (sign > 0) {
-      uint64_t live = live_[d].fetch_add(e.size, std::memory_order_relaxed) + e.size;
-      if (live > peak_[d].load(std::memory_order_relaxed)) raise_peaks(d, live);
-    } else {
-      live_[d].fetch_sub(e.size, std::memory_order_relaxed);
-    }
-  }
-  if (e.counts_on_host) {
-    if (sign > 0)
-      host_live_.fetch_add(e.size, std::memory_order_relaxed);
-    else
-      host_live_.fetch_sub(e.size, std::memory_order_relaxed);
-  }
-}
-
-// A device's live bytes passed its peak: raise it, and the process's.
-void LiveTable::raise_peaks(int d, uint64_t live) {
-  raise_peak(peak_[d], live);
-  uint64_t bit = 1ull << d;
-  uint64_t used = devices_used_.load(std::memory_order_relaxed);
-  if (!(used & bit)) used = devices_used_.fetch_or(bit, std::memory_order_relaxed) | bit;
-  // Exact with one device; with several, the sum of each device's count at nearly one moment.
-  if (used != bit) live = total_device_live();
-  raise_peak(total_peak_, live);
-}
-
-namespace {
 size_t mix(uint64_t k) {
   k ^= k >> 33;
   k *= 0xff51afd7ed558ccdull;
@@ -94,63 +54,37 @@ __attribute__((noinline)) void LiveTable::Shard::grow() {
 void LiveTable::insert(Space space, uint64_t address, const LiveEntry &e) {
   uint64_t k = key(space, address);
   Shard &s = shard(k);
-  LiveEntry stale;
-  bool replaced = false;
-  {
-    std::lock_guard<SpinLock> lock(s.lock);
-    Slot *slot = s.claim(k);
-    if (slot->state == 1) {
-      stale = slot->entry;
-      replaced = true;
-    } else {
-      if (slot->state == 0) ++s.used;
-      s.full.store(s.full.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    }
-    *slot = Slot{k, e, 1};
+  std::lock_guard<SpinLock> lock(s.lock);
+  Slot *slot = s.claim(k);
+  if (slot->state != 1) {  // else a stale entry at the same address, replaced
+    if (slot->state == 0) ++s.used;
+    s.full.store(s.full.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
-  if (replaced) account(stale, -1);
-  account(e, +1);
+  *slot = Slot{k, e, 1};
 }
 
 bool LiveTable::take(Space space, uint64_t address, LiveEntry *out) {
   uint64_t k = key(space, address);
   Shard &s = shard(k);
-  {
-    std::lock_guard<SpinLock> lock(s.lock);
-    Slot *slot = s.find(k);
-    if (!slot) return false;
-    *out = slot->entry;
-    slot->state = 2;
-    s.full.store(s.full.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
-  }
-  account(*out, -1);
+  std::lock_guard<SpinLock> lock(s.lock);
+  Slot *slot = s.find(k);
+  if (!slot) return false;
+  *out = slot->entry;
+  slot->state = 2;
+  s.full.store(s.full.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
   return true;
 }
 
 void LiveTable::drop_device(int device) {
   for (Shard &s : shards_) {
-    std::vector<LiveEntry> gone;
-    {
-      std::lock_guard<SpinLock> lock(s.lock);
-      for (Slot &slot : s.slots) {
-        if (slot.state == 1 && slot.entry.device == device && slot.entry.counts_on_device) {
-          gone.push_back(slot.entry);
-          slot.state = 2;
-          --s.full;
-        }
+    std::lock_guard<SpinLock> lock(s.lock);
+    for (Slot &slot : s.slots) {
+      if (slot.state == 1 && slot.entry.device == device && slot.entry.counts_on_device) {
+        slot.state = 2;
+        --s.full;
       }
     }
-    for (const LiveEntry &e : gone) account(e, -1);
   }
-}
-
-uint64_t LiveTable::device_live(int device) const { return live_[slot(device)].load(std::memory_order_relaxed); }
-uint64_t LiveTable::device_peak(int device) const { return peak_[slot(device)].load(std::memory_order_relaxed); }
-uint64_t LiveTable::total_device_live() const {
-  uint64_t total = 0;
-  for (uint64_t used = devices_used_.load(std::memory_order_relaxed); used; used &= used - 1)
-    total += live_[__builtin_ctzll(used)].load(std::memory_order_relaxed);
-  return total;
 }
 
 uint64_t LiveTable::live_count() const {

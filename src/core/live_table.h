@@ -1,5 +1,7 @@
 // What the program holds right now, by address: the recorder's own ledger. It gives a free its
-// size and kind, the at-exit summary its numbers, and the OOM record the live set by call site.
+// size and kind (taken before the real free, so that another thread's re-use of the address is
+// never seen first), and the live set by call site at any moment. It counts no bytes: live and
+// peak bytes per device are tallied from the drained records, off the hot path (device_tally.h).
 // Sharded by address so that threads allocating at once rarely meet on a lock.
 #pragma once
 
@@ -20,8 +22,7 @@ struct LiveEntry {
   uint32_t stack_id = 0;
   uint8_t kind = 0;  // format::Kind
   int16_t device = -1;
-  bool counts_on_device = false;  // adds to the device's live bytes
-  bool counts_on_host = false;    // adds to host pinned/registered bytes
+  bool counts_on_device = false;  // device memory the program owns (by_site, drop_device)
 };
 
 class LiveTable {
@@ -38,11 +39,6 @@ class LiveTable {
   // Drops every entry of a device (context reset).
   void drop_device(int device);
 
-  uint64_t device_live(int device) const;
-  uint64_t device_peak(int device) const;
-  uint64_t total_device_live() const;
-  uint64_t total_device_peak() const { return total_peak_.load(std::memory_order_relaxed); }
-  uint64_t host_live() const { return host_live_.load(std::memory_order_relaxed); }
   uint64_t live_count() const;
 
   // Live bytes and count per call site of one device (-1: all), for the OOM record and summary.
@@ -73,15 +69,8 @@ class LiveTable {
   };
   static uint64_t key(Space s, uint64_t address) { return address ^ (static_cast<uint64_t>(s) << 58); }
   Shard &shard(uint64_t k) { return shards_[(k >> 8 ^ k >> 20) % kShards]; }
-  void account(const LiveEntry &e, int64_t sign);
-  void raise_peaks(int device_slot, uint64_t live);
 
   std::array<Shard, kShards> shards_;
-  std::array<std::atomic<uint64_t>, kMaxDevices> live_{};
-  std::array<std::atomic<uint64_t>, kMaxDevices> peak_{};
-  std::atomic<uint64_t> devices_used_{0};  // bit per slot of live_ ever counted
-  std::atomic<uint64_t> total_peak_{0};
-  std::atomic<uint64_t> host_live_{0};
 };
 
 }  // namespace gpuleak::core

@@ -118,20 +118,38 @@ int16_t resolve_device(State *s, int16_t device) {
 // ordered before the re-use of its address by another thread).
 inline __attribute__((always_inline)) format::MemoryRecord make_record(const CallFacts &f, bool time_at_start) {
   format::MemoryRecord r{};
-  CallTime t = call_finish(f.start, time_at_start);
-  r.ts_ns = in_thread_order(t.ts_ns);
+  // Tick readings stay ticks, marked for the drain to convert (settle_times, capture_writer_signal.cpp):
+  // no line is read here. The rare reading in nanoseconds (before the line, without an invariant
+  // TSC) is stored as it is.
+  if (f.timing == Timing::kCall) {
+    ClockReading end = clock_read();
+    if (__builtin_expect(f.start.ticks && end.ticks, 1)) {
+      uint64_t d = end.value > f.start.value ? end.value - f.start.value : 0;
+      r.ts_ns = time_at_start ? f.start.value : end.value;
+      r.duration_ns = d > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(d);
+      r.reserved = kTicksInRing;
+    } else {
+      CallTime t = call_finish(f.start, time_at_start);
+      r.ts_ns = t.ts_ns;
+      r.duration_ns = t.duration_ns > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(t.duration_ns);
+    }
+  } else {
+    ClockReading once = f.timing == Timing::kStart ? f.start : clock_read();
+    r.ts_ns = once.value;
+    if (once.ticks) r.reserved = kTicksInRing;
+  }
   r.address = f.address;
   r.size = f.size;
   r.stream = f.stream;
   r.aux = f.aux;
-  r.duration_ns = t.duration_ns > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(t.duration_ns);
   r.tid = gettid_cached();
   r.result = f.result;
   r.api = static_cast<uint16_t>(f.api);
   r.runtime_api = t_runtime_api;
   r.op = static_cast<uint8_t>(f.op);
   r.kind = static_cast<uint8_t>(f.kind);
-  r.flags = f.flags | (t_runtime_api ? format::kFlagRuntimeLabel : 0);
+  r.flags = f.flags | (t_runtime_api ? format::kFlagRuntimeLabel : 0) |
+            (f.timing == Timing::kCall ? 0 : format::kFlagUntimed);
   return r;
 }
 
@@ -143,7 +161,7 @@ bool counts_on_device(format::Kind k) {
 
 void write_oom(State *s, const format::MemoryRecord &r) {
   format::OomRecord o{};
-  o.ts_ns = r.ts_ns;
+  o.ts_ns = r.reserved == kTicksInRing ? ticks_to_ns(r.ts_ns, 0).ts_ns : r.ts_ns;
   o.requested = r.size;
   o.tid = r.tid;
   o.stack_id = r.stack_id;
@@ -211,7 +229,6 @@ inline __attribute__((always_inline)) void alloc_body(State *s, const CallFacts 
     e.kind = r.kind;
     e.device = r.device;
     e.counts_on_device = owned && counts_on_device(f.kind);
-    e.counts_on_host = owned && (f.kind == format::Kind::kHostPinned || f.kind == format::Kind::kHostRegistered);
     s->live.insert(space, f.address, e);
   }
   append_memory_record(s, r, f.result == 0 && f.op == format::Op::kAlloc ? Counted::kAllocation : Counted::kNone);

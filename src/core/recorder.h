@@ -31,6 +31,13 @@ struct DriverProbe {
   bool (*pci_bus_id)(int device, char *buf, size_t size) = nullptr;  // cuDeviceGetPCIBusId
 };
 
+// When a hook reads the clock. Synchronous calls are read at both ends: their durations feed the
+// serialization advice. A stream-ordered call (cuMemAllocAsync, cuMemFreeAsync, FromPool, _ptsz)
+// only queues work, and one reading is enough (issue #15): an allocation's when it returned, a
+// free's when it was entered (before the address can be handed out again). Its record says so
+// with kFlagUntimed.
+enum class Timing : uint8_t { kCall, kEnd, kStart };
+
 // What a hook knows about one call. Address and size as the API reports them.
 struct CallFacts {
   format::Op op;
@@ -43,7 +50,8 @@ struct CallFacts {
   int32_t result = 0;
   int16_t device = kQueryDevice;  // kQueryDevice: ask the driver probe for the current device
   uint16_t flags = 0;
-  ClockReading start;  // when the hook was entered (clock.h)
+  ClockReading start;  // when the hook was entered (clock.h); not read with Timing::kEnd
+  Timing timing = Timing::kCall;
 
   static constexpr int16_t kQueryDevice = -2;
 };

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/config.h"
+#include "core/device_tally.h"
 #include "core/interner.h"
 #include "core/live_table.h"
 #include "core/module_map.h"
@@ -26,6 +27,10 @@ namespace gpuleak::core {
 
 enum class Phase : int { kIdle = 0, kRunning = 1, kStopped = 2, kDisabled = 3 };
 
+// MemoryRecord.reserved in a thread's ring (never in a file): ts_ns and duration_ns hold TSC ticks,
+// converted to nanoseconds by the drain (capture_writer.cpp, settle_times).
+constexpr uint16_t kTicksInRing = 0x7443;
+
 struct State {
   Config config;
   DriverProbe probe;
@@ -34,6 +39,7 @@ struct State {
   StackInterner stack_ids;
   StringInterner strings;
   LiveTable live;
+  DeviceTally tally;  // live and peak bytes per device, from the drained records (device_tally.h)
   BufferRegistry buffers;
   ModuleMap modules;
 
@@ -95,6 +101,9 @@ bool write_all(int fd, const void *data, size_t n);
 // Claims the right to drain (the writer thread, an OOM flush, exec, exit or a signal handler):
 // false after `spins` tries. Release with `s->draining.store(false)`. Async-signal-safe.
 bool claim(State *s, int spins);
+// Before a drain hands a buffer's bytes up to `head` on: tick readings to nanoseconds, a thread's
+// times in order, memory records to `tally` (may be null). Async-signal-safe.
+void settle_times(ThreadBuffer *b, uint64_t head, DeviceTally *tally);
 
 // capture_writer_signal.cpp. Async-signal-safe: flush what the thread buffers hold, keeping the drain claim.
 void writer_flush_from_signal(State *s);

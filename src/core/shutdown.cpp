@@ -41,15 +41,16 @@ int finish(State *s, const BufferCounters *totals) {
   // Under `gpuleak run` the command prints the analyzed summary instead of this one.
   if (s->config.under_run || s->summary_printed.exchange(true)) return -1;
   if (!s->config.quiet && totals) {
-    const LiveTable &t = s->live;
+    const DeviceTally &t = s->tally;
     Line line;
     // Plurals as format::count_of says them, without its std::string: this path is signal-safe.
     auto noun = [](uint64_t n, const char *one, const char *many) { return n == 1 ? one : many; };
     line.text("gpuleak: ").num(totals->allocations).text(noun(totals->allocations, " allocation, ", " allocations, "));
     line.num(totals->frees).text(noun(totals->frees, " free; ", " frees; "));
-    line.text("live at exit: ").num(t.live_count()).text(noun(t.live_count(), " allocation, ", " allocations, "));
-    line.bytes(t.total_device_live());
-    line.text(" on device (peak ").bytes(t.total_device_peak()).text(")");
+    const uint64_t live = s->live.live_count();
+    line.text("live at exit: ").num(live).text(noun(live, " allocation, ", " allocations, "));
+    line.bytes(t.total_live());
+    line.text(" on device (peak ").bytes(t.total_peak()).text(")");
     if (uint64_t dropped = s->dropped.load()) line.text("; events dropped: ").num(dropped);
     line.text("; capture: ").text(s->path.c_str()).emit();
   }

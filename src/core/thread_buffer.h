@@ -22,6 +22,7 @@ struct ThreadBuffer {
   std::atomic<uint64_t> events{0};       // memory records appended
   std::atomic<uint64_t> allocations{0};  // successful allocations
   std::atomic<uint64_t> frees{0};        // successful frees
+  uint64_t last_ts = 0;                  // the drainer's: the latest record time it let through
   uint32_t capacity = 0;                 // power of two
   uint32_t tid = 0;
   ThreadBuffer *next = nullptr;  // registry list, owned by BufferRegistry
@@ -56,11 +57,10 @@ inline bool buffer_append_fixed(ThreadBuffer *b, const void *part1, const void *
   return true;
 }
 
-// Copies every complete byte currently in `b` to `sink(data, n)` (called at most twice, for the
-// wrap-around) and advances tail. Returns the number of bytes drained.
+// Copies the bytes of `b` up to `head` (a value of b->head read with acquire) to `sink(data, n)`
+// (called at most twice, for the wrap-around) and advances tail. Returns the number of bytes.
 template <typename Sink>
-size_t buffer_drain(ThreadBuffer *b, Sink &&sink) {
-  uint64_t head = b->head.load(std::memory_order_acquire);
+size_t buffer_drain_to(ThreadBuffer *b, uint64_t head, Sink &&sink) {
   uint64_t tail = b->tail.load(std::memory_order_relaxed);
   size_t n = static_cast<size_t>(head - tail);
   if (n == 0) return 0;
@@ -70,6 +70,33 @@ size_t buffer_drain(ThreadBuffer *b, Sink &&sink) {
   if (first < n) sink(b->data, n - first);
   b->tail.store(head, std::memory_order_release);
   return n;
+}
+
+// Bytes [at, at + n) of the ring in one piece, or nullptr where they wrap; the drainer's own
+// (between tail and a head it read).
+inline uint8_t *ring_span(ThreadBuffer *b, uint64_t at, size_t n) {
+  size_t start = static_cast<size_t>(at & (b->capacity - 1));
+  return start + n <= b->capacity ? b->data + start : nullptr;
+}
+// The same bytes, wrapping.
+inline void ring_read(const ThreadBuffer *b, uint64_t at, void *dst, size_t n) {
+  size_t start = static_cast<size_t>(at & (b->capacity - 1));
+  size_t first = n < b->capacity - start ? n : b->capacity - start;
+  std::memcpy(dst, b->data + start, first);
+  if (first < n) std::memcpy(static_cast<uint8_t *>(dst) + first, b->data, n - first);
+}
+inline void ring_write(ThreadBuffer *b, uint64_t at, const void *src, size_t n) {
+  size_t start = static_cast<size_t>(at & (b->capacity - 1));
+  size_t first = n < b->capacity - start ? n : b->capacity - start;
+  std::memcpy(b->data + start, src, first);
+  if (first < n) std::memcpy(b->data, static_cast<const uint8_t *>(src) + first, n - first);
+}
+
+// Copies every complete byte currently in `b` to `sink(data, n)` (called at most twice, for the
+// wrap-around) and advances tail. Returns the number of bytes drained.
+template <typename Sink>
+size_t buffer_drain(ThreadBuffer *b, Sink &&sink) {
+  return buffer_drain_to(b, b->head.load(std::memory_order_acquire), sink);
 }
 
 // The list of every thread's buffer. Registration takes a lock (once per thread); walking does not

@@ -23,7 +23,7 @@ namespace gpuleak::format {
 
 inline constexpr char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\0'};
 inline constexpr uint16_t kMajorVersion = 1;
-inline constexpr uint16_t kMinorVersion = 1;  // 1.1 added kGpuActivity and kDeviceUsage
+inline constexpr uint16_t kMinorVersion = 2;  // 1.1 added kGpuActivity and kDeviceUsage; 1.2 kFlagUntimed
 // A record larger than this is corruption, not data (the largest real one is a module record).
 inline constexpr uint32_t kMaxRecordSize = 1u << 20;
 
@@ -96,6 +96,7 @@ enum MemoryFlags : uint16_t {
   kFlagGraphReservation = 1u << 0,  // made while the stream was capturing: not live memory
   kFlagUnknownPointer = 1u << 1,    // freed pointer was not in the live table (allocated before us?)
   kFlagRuntimeLabel = 1u << 2,      // runtime_api names the cudart function the program called
+  kFlagUntimed = 1u << 3,           // (1.2) one clock reading, no duration: duration_ns is 0, not measured
 };
 
 // The API actually called. Driver entries first; runtime names are labels for what the program

@@ -56,7 +56,7 @@ CUresult on_mem_free(PFN_cuMemFree_v3020 real, ApiId api, CUdeviceptr dptr) {
 
 CUresult on_mem_alloc_async(PFN_cuMemAllocAsync_v11020 real, ApiId api, CUdeviceptr *dptr, size_t bytes,
                             CUstream stream) {
-  Hook hook(api);
+  Hook hook(api, core::Timing::kEnd);
   if (!hook) return real(dptr, bytes, stream);
   CUresult r = real(dptr, bytes, stream);
   hook.alloc(r, Op::kAlloc, Kind::kAsync, Space::kDevicePtr, ok(r, dptr) ? *dptr : 0, bytes, handle(stream), 0,
@@ -66,7 +66,7 @@ CUresult on_mem_alloc_async(PFN_cuMemAllocAsync_v11020 real, ApiId api, CUdevice
 
 CUresult on_mem_alloc_from_pool(PFN_cuMemAllocFromPoolAsync_v11020 real, ApiId api, CUdeviceptr *dptr, size_t bytes,
                                 CUmemoryPool pool, CUstream stream) {
-  Hook hook(api);
+  Hook hook(api, core::Timing::kEnd);
   if (!hook) return real(dptr, bytes, pool, stream);
   CUresult r = real(dptr, bytes, pool, stream);
   hook.alloc(r, Op::kAlloc, Kind::kAsync, Space::kDevicePtr, ok(r, dptr) ? *dptr : 0, bytes, handle(stream),
@@ -75,7 +75,7 @@ CUresult on_mem_alloc_from_pool(PFN_cuMemAllocFromPoolAsync_v11020 real, ApiId a
 }
 
 CUresult on_mem_free_async(PFN_cuMemFreeAsync_v11020 real, ApiId api, CUdeviceptr dptr, CUstream stream) {
-  Hook hook(api);
+  Hook hook(api, core::Timing::kStart);
   if (!hook || dptr == 0) return real(dptr, stream);
   hook.freeing(Space::kDevicePtr, dptr);
   // Only a pointer we never counted can be a graph reservation: ask the driver only then.

@@ -17,9 +17,10 @@ using format::Op;
 
 class Hook {
  public:
-  explicit Hook(Api api) : active_(core::hook_enter()) {
+  explicit Hook(Api api, core::Timing timing = core::Timing::kCall) : active_(core::hook_enter()) {
     facts_.api = api;
-    if (active_) facts_.start = core::clock_read();
+    facts_.timing = timing;
+    if (active_ && timing != core::Timing::kEnd) facts_.start = core::clock_read();
   }
   ~Hook() {
     if (active_) core::hook_leave();

@@ -132,6 +132,22 @@ TEST(Capture, AllPathsRecordKindsApisAndGraphReservations) {
                    format::Api::cuArray3DCreate_v2, format::Api::cuMemHostAlloc, format::Api::cuMemPoolTrimTo})
     EXPECT_TRUE(apis.count(static_cast<uint16_t>(api))) << format::api_name(static_cast<uint16_t>(api));
   EXPECT_EQ(c.stats->live_bytes, 0u) << "every allocation was freed";
+  EXPECT_GT(c.stats->peak_bytes, 0u);
+  // Stream-ordered calls are read on the clock once (format 1.2): no duration, flag bit 3.
+  using format::Api;
+  const std::set<uint16_t> stream_ordered = {
+      static_cast<uint16_t>(Api::cuMemAllocAsync),         static_cast<uint16_t>(Api::cuMemAllocAsync_ptsz),
+      static_cast<uint16_t>(Api::cuMemFreeAsync),          static_cast<uint16_t>(Api::cuMemFreeAsync_ptsz),
+      static_cast<uint16_t>(Api::cuMemAllocFromPoolAsync), static_cast<uint16_t>(Api::cuMemAllocFromPoolAsync_ptsz)};
+  int untimed = 0;
+  for (const auto &m : c.memory) {
+    bool flagged = (m.flags & format::kFlagUntimed) != 0;
+    EXPECT_EQ(flagged, stream_ordered.count(m.api) == 1) << format::api_name(m.api);
+    if (!flagged) continue;
+    EXPECT_EQ(m.duration_ns, 0u) << format::api_name(m.api);
+    ++untimed;
+  }
+  EXPECT_GE(untimed, 8);  // four stream-ordered allocations and their frees
 }
 
 TEST(Capture, EightThreadsLoseNothing) {
@@ -144,6 +160,12 @@ TEST(Capture, EightThreadsLoseNothing) {
   EXPECT_EQ(tids.size(), 8u);
   EXPECT_EQ(count(c).allocs, 8 * 1003);
   EXPECT_EQ(count(c).frees, 8 * 1000);
+  // The writer's tally (device_tally.h): each thread keeps 3 x 64 KiB; at most one 4-8 KiB block
+  // of each thread is live beside them, at any moment.
+  ASSERT_TRUE(c.stats);
+  EXPECT_EQ(c.stats->live_bytes, 8u * 3 * (64u << 10));
+  EXPECT_GE(c.stats->peak_bytes, c.stats->live_bytes);
+  EXPECT_LE(c.stats->peak_bytes, c.stats->live_bytes + 8u * 8192);
 }
 
 TEST(Capture, OutOfMemoryIsRecordedWithFreeAndTotal) {

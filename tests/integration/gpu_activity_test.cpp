@@ -51,7 +51,7 @@ TEST(GpuActivity, KernelsCopiesAndMemsetsReachTheCaptureWithTheirLaunch) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("EXPECT kernels=12 copies=12 memsets=6"), std::string::npos) << r.out;
   format::Capture c = read_only_capture(out);
-  EXPECT_EQ(c.header.minor, 1);
+  EXPECT_GE(c.header.minor, 1);  // GPU activity records came with 1.1
   ASSERT_TRUE(c.stats.has_value());
   EXPECT_EQ(c.stats->cupti_state, 1u);
   EXPECT_EQ(count(c).allocs, 6);
