@@ -1,11 +1,14 @@
 #include "format/capture_reader.h"
 #include "format/huge_pages.h"
 #include "format/memory_source.h"
+#include "text/limits.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -121,8 +124,38 @@ bool decode_stack(Cursor c, Capture *out) {
   return true;
 }
 
+// The devices a capture names, counted as they appear (device records, and the device of every
+// memory record): a hostile file is refused at device text::kMaxDevices + 1, before the analysis builds
+// per-device state for them all.
+class DeviceCount {
+ public:
+  // False, and full() from then on, once more than text::kMaxDevices distinct devices were seen.
+  bool add(int64_t device) {
+    if (device < 0) device = 0;  // -1: unknown, which the analysis counts as device 0
+    if (device < static_cast<int64_t>(seen_.size())) {
+      if (seen_[static_cast<size_t>(device)]) return true;
+      seen_[static_cast<size_t>(device)] = true;
+    } else {  // only a device record's int32 index gets here
+      for (int64_t d : large_)
+        if (d == device) return true;
+      large_.push_back(device);
+    }
+    full_ = ++count_ > text::kMaxDevices;
+    return !full_;
+  }
+  bool full() const { return full_; }
+
+ private:
+  std::vector<bool> seen_ = std::vector<bool>(size_t{INT16_MAX} + 1);
+  std::vector<int64_t> large_;
+  size_t count_ = 0;
+  bool full_ = false;
+};
+
 // `memory`, when given, indexes memory records instead of keeping them; `offset` is the record's.
-bool decode_record(uint16_t type, const uint8_t *p, size_t n, uint64_t offset, Capture *out, FileMemorySource *memory) {
+// False when the record is malformed, or names a device past text::kMaxDevices (devices->full()).
+bool decode_record(uint16_t type, const uint8_t *p, size_t n, uint64_t offset, Capture *out, FileMemorySource *memory,
+                   DeviceCount *devices) {
   Cursor c(p, n);
   switch (static_cast<RecordType>(type)) {
     case RecordType::kRunInfo: {
@@ -148,10 +181,12 @@ bool decode_record(uint16_t type, const uint8_t *p, size_t n, uint64_t offset, C
     }
     case RecordType::kMemory: {
       ++out->memory_records;
-      if (!memory) return fixed(p, n, &out->memory.emplace_back());
       MemoryRecord r;
-      if (!fixed(p, n, &r)) return false;
-      memory->add(offset, static_cast<uint32_t>(sizeof(RecordHeader) + n), r);
+      if (!fixed(p, n, &r) || !devices->add(r.device)) return false;
+      if (memory)
+        memory->add(offset, static_cast<uint32_t>(sizeof(RecordHeader) + n), r);
+      else
+        out->memory.push_back(r);
       return true;
     }
     case RecordType::kNvtx:
@@ -171,6 +206,7 @@ bool decode_record(uint16_t type, const uint8_t *p, size_t n, uint64_t offset, C
           known = d;
           return true;
         }
+      if (!devices->add(d.index)) return false;
       out->devices.push_back(std::move(d));
       return true;
     }
@@ -204,10 +240,31 @@ const std::string &Capture::string(uint32_t id) const {
 
 namespace {
 
+// The commonest mix-up: a report or a trace given where the capture belongs, which deserves words
+// better than "bad magic". nullptr when the bytes do not look like JSON.
+const char *json_instead_of_capture(const uint8_t *data, size_t size) {
+  size_t i = 0;
+  while (i < size && (data[i] == ' ' || data[i] == '\t' || data[i] == '\r' || data[i] == '\n')) ++i;
+  if (i == size || (data[i] != '{' && data[i] != '[')) return nullptr;
+  const std::string head(reinterpret_cast<const char *>(data), std::min<size_t>(size, 4096));
+  if (head.find("\"gpuleak.report/") != std::string::npos)
+    return "not a gpuleak capture: this is a report (JSON); give the .gpuleak capture it was made from";
+  return "not a gpuleak capture: this is JSON (a report or a trace?); give the .gpuleak capture";
+}
+
 // The file header: checked, copied to out->header; *pos set past it.
 bool parse_header(const uint8_t *data, size_t size, Capture *out, std::string *error, size_t *pos) {
-  if (size < sizeof(FileHeader) || std::memcmp(data, kMagic, sizeof(kMagic)) != 0) {
-    *error = size < sizeof(kMagic) ? "not a gpuleak capture (file too short)" : "not a gpuleak capture (bad magic)";
+  const bool magic = size >= sizeof(kMagic) && std::memcmp(data, kMagic, sizeof(kMagic)) == 0;
+  if (!magic) {
+    const char *json = json_instead_of_capture(data, size);
+    *error = json                    ? json
+             : size < sizeof(kMagic) ? "not a gpuleak capture (file too short)"
+                                     : "not a gpuleak capture (bad magic)";
+    return false;
+  }
+  if (size < sizeof(FileHeader)) {
+    *error = "truncated capture: the file ends inside its " + std::to_string(sizeof(FileHeader)) + "-byte header (" +
+             std::to_string(size) + " bytes)";
     return false;
   }
   std::memcpy(&out->header, data, sizeof(FileHeader));
@@ -224,24 +281,50 @@ bool parse_header(const uint8_t *data, size_t size, Capture *out, std::string *e
   return true;
 }
 
+// Whether the `n` bytes at `p` (n < 8 for a header cut short) can begin a record a writer wrote:
+// a size up to kMaxRecordSize, a type other than 0 (types start at 1) and a zero reserved field.
+// A capture's tail is either nothing, or the start of such a record cut short (docs/capture-
+// format.md); anything else is corruption, whatever its first byte.
+const char *implausible_header(const uint8_t *p, size_t n) {
+  uint8_t bytes[sizeof(RecordHeader)] = {};
+  std::memcpy(bytes, p, n < sizeof bytes ? n : sizeof bytes);
+  RecordHeader h;
+  std::memcpy(&h, bytes, sizeof h);
+  if (n >= 4 && h.size > kMaxRecordSize) return "claims more than the largest record";
+  if (n >= 6 && h.type == 0) return "has record type 0";
+  if (n >= 8 && h.reserved != 0) return "has a non-zero reserved field";
+  return nullptr;
+}
+
+std::string corrupt_at(uint64_t offset, const uint8_t *p, size_t n) {
+  RecordHeader h{};
+  std::memcpy(&h, p, n < sizeof h ? n : sizeof h);
+  if (n >= 4 && h.size > kMaxRecordSize)  // the words the reader has always used for this case
+    return "corrupt capture: record at offset " + std::to_string(offset) + " claims " + std::to_string(h.size) +
+           " bytes";
+  return std::string("corrupt capture: the record header at offset ") + std::to_string(offset) + " " +
+         implausible_header(p, n);
+}
+
 // Decodes the whole records of data[0, size). Returns false on corruption; *used is the bytes
 // consumed. A record cut short stops the loop: at the end of the file that is truncation,
 // elsewhere the caller brings more bytes. `offset` is data's position in the file (for errors).
 bool parse_records(const uint8_t *data, size_t size, uint64_t offset, Capture *out, FileMemorySource *memory,
-                   std::string *error, size_t *used) {
+                   DeviceCount *devices, std::string *error, size_t *used) {
   size_t pos = 0;
   while (size - pos >= sizeof(RecordHeader)) {
-    RecordHeader h;
-    std::memcpy(&h, data + pos, sizeof h);
-    if (h.size > kMaxRecordSize) {
-      *error = "corrupt capture: record at offset " + std::to_string(offset + pos) + " claims " +
-               std::to_string(h.size) + " bytes";
+    if (implausible_header(data + pos, sizeof(RecordHeader))) {
+      *error = corrupt_at(offset + pos, data + pos, sizeof(RecordHeader));
       return false;
     }
+    RecordHeader h;
+    std::memcpy(&h, data + pos, sizeof h);
     if (size - pos - sizeof h < h.size) break;
-    if (!decode_record(h.type, data + pos + sizeof h, h.size, offset + pos, out, memory)) {
-      *error = "corrupt capture: malformed record of type " + std::to_string(h.type) + " at offset " +
-               std::to_string(offset + pos);
+    if (!decode_record(h.type, data + pos + sizeof h, h.size, offset + pos, out, memory, devices)) {
+      *error = devices->full() ? "capture names more than " + std::to_string(text::kMaxDevices) +
+                                     " devices (a limit, docs/limits.md): corrupt or not from gpuleak"
+                               : "corrupt capture: malformed record of type " + std::to_string(h.type) + " at offset " +
+                                     std::to_string(offset + pos);
       return false;
     }
     pos += sizeof h + h.size;
@@ -250,14 +333,23 @@ bool parse_records(const uint8_t *data, size_t size, uint64_t offset, Capture *o
   return true;
 }
 
+// At the end of the file: whatever follows the last whole record must be a record cut short.
+bool check_tail(const uint8_t *tail, size_t n, uint64_t offset, std::string *error) {
+  if (n == 0 || !implausible_header(tail, n)) return true;
+  *error = corrupt_at(offset, tail, n) + " (" + std::to_string(n) + " bytes of trailing garbage)";
+  return false;
+}
+
 }  // namespace
 
 bool parse_capture(const uint8_t *data, size_t size, Capture *out, std::string *error) {
   *out = Capture{};
   size_t pos = 0, used = 0;
   if (!parse_header(data, size, out, error, &pos)) return false;
-  if (!parse_records(data + pos, size - pos, pos, out, nullptr, error, &used)) return false;
+  DeviceCount devices;
+  if (!parse_records(data + pos, size - pos, pos, out, nullptr, &devices, error, &used)) return false;
   pos += used;
+  if (!check_tail(data + pos, size - pos, pos, error)) return false;
   out->truncated = pos < size;
   out->bytes_read = pos;
   return true;
@@ -285,6 +377,7 @@ bool read_file(const std::string &path, Capture *out, FileMemorySource *memory, 
   size_t have = 0;        // bytes in buf
   uint64_t consumed = 0;  // file offset of buf[0]
   bool header_done = false, eof = false;
+  DeviceCount devices;
   while (!eof || have > 0) {
     while (!eof && have < buf.size()) {
       ssize_t n = ::read(fd, buf.data() + have, buf.size() - have);
@@ -307,13 +400,18 @@ bool read_file(const std::string &path, Capture *out, FileMemorySource *memory, 
       }
       header_done = true;
     }
-    if (!parse_records(buf.data() + pos, have - pos, consumed + pos, out, memory, error, &used)) {
+    if (!parse_records(buf.data() + pos, have - pos, consumed + pos, out, memory, &devices, error, &used)) {
       ::close(fd);
       *error = path + ": " + *error;
       return false;
     }
     pos += used;
-    if (eof) {  // whatever is left is a record cut short
+    if (eof) {  // whatever is left must be a record cut short
+      if (!check_tail(buf.data() + pos, have - pos, consumed + pos, error)) {
+        ::close(fd);
+        *error = path + ": " + *error;
+        return false;
+      }
       out->truncated = pos < have;
       consumed += pos;
       break;
@@ -331,6 +429,20 @@ bool read_file(const std::string &path, Capture *out, FileMemorySource *memory, 
 }
 
 }  // namespace
+
+bool is_capture_file(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st {};
+  char magic[sizeof kMagic];
+  ssize_t n = -1;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    do n = ::read(fd, magic, sizeof magic);
+    while (n < 0 && errno == EINTR);
+  }
+  ::close(fd);
+  return n == static_cast<ssize_t>(sizeof magic) && std::memcmp(magic, kMagic, sizeof magic) == 0;
+}
 
 bool read_capture_file(const std::string &path, Capture *out, std::string *error) {
   return read_file(path, out, nullptr, error);

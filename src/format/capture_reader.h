@@ -72,9 +72,14 @@ struct Capture {
 
 // Decodes a whole capture. Returns false with a one-line reason in *error when the bytes are not a
 // gpuleak capture this reader understands (wrong magic, another major version, a record whose
-// size is impossible). A capture that stops in the middle of a record is not an error: everything
+// size is impossible, bytes after the last record that cannot start one, more than
+// text::kMaxDevices devices). A capture that stops in the middle of a record is not an error: everything
 // before it is returned and `truncated` is set.
 bool parse_capture(const uint8_t *data, size_t size, Capture *out, std::string *error);
+
+// Whether `path` is a regular file that starts with the capture magic (only its first bytes are
+// read: a pipe is never sniffed, its bytes would be gone).
+bool is_capture_file(const std::string &path);
 
 // Reads and decodes `path`; I/O failures are reported like corrupt input. To analyze a large
 // capture without holding its memory records, see read_capture_stream() (format/memory_source.h).

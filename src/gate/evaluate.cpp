@@ -211,6 +211,28 @@ void evaluate_run(ReportOutcome *out, const Budgets &budgets) {
 
 }  // namespace
 
+void judge_empty_captures(std::vector<ReportOutcome> *outcomes) {
+  auto empty = [](const ReportOutcome &o) { return o.report.capture_events && *o.report.capture_events == 0; };
+  const bool all_empty = !outcomes->empty() && std::all_of(outcomes->begin(), outcomes->end(), empty);
+  for (ReportOutcome &o : *outcomes) {
+    if (!empty(o)) continue;
+    Finding f;
+    f.kind = Kind::kCapture;
+    if (all_empty) {
+      f.status = Status::kFail;
+      f.message =
+          "the capture recorded no CUDA memory events, and no report given has any: nothing was measured "
+          "(was the program run under gpuleak? see `gpuleak doctor PROGRAM`)";
+    } else {
+      f.status = Status::kWarn;
+      f.message =
+          "the capture recorded no CUDA memory events (a process that only queried CUDA, such as a "
+          "launcher?): nothing judged for it";
+    }
+    o.findings.insert(o.findings.begin(), std::move(f));
+  }
+}
+
 const char *status_name(Status s) {
   switch (s) {
     case Status::kFail:

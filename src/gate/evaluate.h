@@ -51,6 +51,11 @@ struct ReportOutcome {
 // their uses (for the "unused suppression" note).
 ReportOutcome evaluate(Report report, const Budgets &budgets, Suppressions &suppressions, const Report *baseline);
 
+// Reports whose capture recorded no memory event (run.capture.events == 0) measured nothing. One
+// among others (a launcher that only queried CUDA) is a warning; when every report is such, the
+// gate judged nothing and fails closed (docs/ci.md). Call once, after evaluate() of every report.
+void judge_empty_captures(std::vector<ReportOutcome> *outcomes);
+
 // A device's steady-state live bytes: the median of its live bytes at the ends of the
 // post-warm-up primary iterations, else its live bytes at exit.
 uint64_t steady_state_live(const Report &report, int device);

@@ -6,10 +6,12 @@
 
 #include "analysis/rank_outliers.h"
 #include "format/words.h"
-#include "gate/escape.h"
 #include "gate/sizes.h"
+#include "text/escape.h"
 
 namespace gpuleak::gate {
+
+using text::printable;
 
 std::optional<int64_t> rank_from_file_name(const std::string &path) {
   const std::string base = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);

@@ -2,11 +2,13 @@
 // for a malformed field, the field's JSON path, in one line.
 #include "gate/report_view.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
+#include <cmath>
 #include <cstring>
+
+#include "format/capture_format.h"
+#include "text/bounded_read.h"
+#include "text/json_input.h"
+#include "text/limits.h"
 
 namespace gpuleak::gate {
 
@@ -194,6 +196,7 @@ Report parse_report(const nlohmann::json &doc, const std::string &path) {
   rep.rank = r.opt_int(runo, "rank", "run");
   if (const json *cap = r.field(runo, "capture"); cap && cap->is_object()) {
     rep.events_dropped = r.size_or_zero(*cap, "events_dropped", "run.capture");
+    rep.capture_events = r.opt_size(*cap, "events", "run.capture");
     rep.tracking_disabled = r.opt_string(*cap, "tracking_disabled", "run.capture");
     rep.capture_truncated = r.bool_or(*cap, "truncated", "run.capture", false);
   }
@@ -267,7 +270,12 @@ Report parse_report(const nlohmann::json &doc, const std::string &path) {
     Leak leak;
     leak.site_id = r.string_or(l, "site_id", w);
     leak.device = static_cast<int>(r.opt_int(l, "device", w).value_or(0));
-    leak.bytes_per_iteration = r.number_or_zero(l, "bytes_per_iteration", w);
+    // The rate is what budgets and diffs judge: a leak without one cannot be judged, and a gate
+    // that read it as 0 would pass it under any budget.
+    const json *rate = r.field(l, "bytes_per_iteration");
+    if (!rate || !rate->is_number() || !std::isfinite(rate->get<double>()) || rate->get<double>() < 0)
+      r.fail(w + ".bytes_per_iteration", "a byte count (a number, 0 or more)");
+    leak.bytes_per_iteration = rate->get<double>();
     leak.live_bytes = r.size_or_zero(l, "live_bytes", w);
     leak.live_count = r.size_or_zero(l, "live_count", w);
     leak.first_iteration = r.opt_int(l, "first_iteration", w).value_or(0);
@@ -282,6 +290,11 @@ Report parse_report(const nlohmann::json &doc, const std::string &path) {
     leak.stack = r.stack(l, w);
     rep.leaks.push_back(std::move(leak));
   }
+
+  // A "leak" verdict is made of its leaks: one that names none is a damaged or hand-made report,
+  // and passing it under a budget would let any leak through.
+  if (rep.verdict == "leak" && rep.leaks.empty())
+    throw GateError(path + ": malformed report: verdict \"leak\" but leaks[] names no leak");
 
   if (const json *oom = r.field(doc, "oom")) {
     if (!oom->is_object()) r.fail("oom", "an object");
@@ -312,40 +325,27 @@ Report parse_report(const nlohmann::json &doc, const std::string &path) {
 }
 
 std::string read_text_file(const std::string &path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw GateError("cannot read " + path + ": " + std::strerror(errno));
-  std::string text;
-  char buf[65536];
-  for (;;) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int e = errno;
-      close(fd);
-      throw GateError("cannot read " + path + ": " + std::strerror(e));
-    }
-    if (n == 0) break;
-    text.append(buf, static_cast<size_t>(n));
+  std::string text, error;
+  switch (text::read_bounded(path, text::kMaxReportBytes, "a report, baseline, budgets or suppressions file", &text,
+                             &error)) {
+    case text::ReadResult::kOk:
+      return text;
+    case text::ReadResult::kIoError:
+      throw GateError("cannot read " + error);
+    case text::ReadResult::kTooLarge:
+      break;
   }
-  close(fd);
-  return text;
+  throw GateError(error);
 }
 
 nlohmann::json parse_json_text(const std::string &text, const std::string &path) {
-  if (text.find_first_not_of(" \t\r\n") == std::string::npos) throw GateError(path + ": empty file, not JSON");
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error &e) {
-    // An error past the last non-blank byte means the text stopped inside the document: the file
-    // was cut short (a killed writer, a partial upload), which deserves its own words.
-    size_t end = text.find_last_not_of(" \t\r\n") + 1;
-    if (e.byte > end || std::strstr(e.what(), "unexpected end of input") != nullptr)
-      throw GateError(path + ": truncated JSON (the document ends early, at byte " + std::to_string(text.size()) + ")");
-    throw GateError(path + ": not valid JSON (syntax error at byte " + std::to_string(e.byte) + ")");
-  } catch (const nlohmann::json::exception &) {
-    // Well-formed text that still cannot be a report, such as a number too large for a double.
-    throw GateError(path + ": not valid JSON (a number out of range)");
-  }
+  // The commonest mix-up: a capture where a report belongs. Say what to run instead.
+  if (text.size() >= sizeof format::kMagic && std::memcmp(text.data(), format::kMagic, sizeof format::kMagic) == 0)
+    throw GateError(path + " is a capture, not a report: run `gpuleak report " + path + "` first");
+  nlohmann::json doc;
+  text::JsonError error;
+  if (!text::parse_json(text, &doc, &error)) throw GateError(path + ": " + error.message);
+  return doc;
 }
 
 Report load_report(const std::string &path) {

@@ -120,6 +120,7 @@ struct Report {
   std::string iteration_source;
   int64_t warmup_iterations = 0;  // analysis.warmup_iterations (0 when absent)
   uint64_t events_dropped = 0;
+  std::optional<uint64_t> capture_events;  // run.capture.events; absent in hand-made reports
   std::optional<std::string> tracking_disabled;
   bool capture_truncated = false;
   std::vector<Device> devices;

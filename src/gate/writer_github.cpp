@@ -3,11 +3,15 @@
 #include <algorithm>
 
 #include "format/words.h"
-#include "gate/escape.h"
 #include "gate/sizes.h"
 #include "gate/writers.h"
+#include "text/escape.h"
 
 namespace gpuleak::gate {
+
+using text::github_escape_data;
+using text::github_escape_property;
+using text::markdown_escape;
 
 namespace {
 

@@ -3,10 +3,12 @@
 #include <map>
 #include <sstream>
 
-#include "gate/escape.h"
 #include "gate/writers.h"
+#include "text/escape.h"
 
 namespace gpuleak::gate {
+
+using text::xml_escape;
 
 namespace {
 

@@ -2,11 +2,13 @@
 #include <algorithm>
 
 #include "format/words.h"
-#include "gate/escape.h"
+#include "text/escape.h"
 
 #include "gate/writers.h"
 
 namespace gpuleak::gate {
+
+using text::printable;
 
 bool listed(const Finding &f) { return f.status != Status::kPass || f.kind == Kind::kLeak || f.kind == Kind::kGrowth; }
 

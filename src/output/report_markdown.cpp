@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "format/words.h"
-#include "gate/escape.h"
 #include "output/text_summary.h"
+#include "text/escape.h"
 #include "text/paths.h"
 
 namespace gpuleak::output {
@@ -56,7 +56,7 @@ std::string fixed(double v, const char *format) {
 }
 
 // Untrusted text in a table cell or a line of prose.
-std::string md(const std::string &s) { return gate::markdown_escape(s); }
+std::string md(const std::string &s) { return text::markdown_escape(s); }
 // A site id in a code span, only when it is what gpuleak writes (hex digits): escapes do not work
 // inside code spans, so anything else is escaped text.
 std::string site(const std::string &s) {

@@ -2,6 +2,8 @@
 // call site where there is one. Renders the analysis's sentences; decides nothing.
 #include "output/text_summary.h"
 
+#include "text/escape.h"
+
 namespace gpuleak::output {
 
 std::string advice_summary(const nlohmann::json &report, size_t max_lines) {
@@ -15,17 +17,17 @@ std::string advice_summary(const nlohmann::json &report, size_t max_lines) {
       out += "  advice: " + std::to_string(it->size() - max_lines) + " more in the report\n";
       break;
     }
-    auto text = [&](const char *key) {
+    auto field = [&](const char *key) {
       auto f = a.find(key);
-      return f != a.end() && f->is_string() ? f->get<std::string>() : std::string();
+      return f != a.end() && f->is_string() ? text::printable(f->get<std::string>()) : std::string();
     };
-    std::string kind = text("kind");
+    std::string kind = field("kind");
     for (char &c : kind)
       if (c == '_') c = ' ';
     auto stack = a.find("stack");
     bool located = stack != a.end() && stack->is_array() && !stack->empty();
-    out +=
-        "  advice (" + kind + ")" + (located ? " at " + site_text(a) : std::string()) + ": " + text("message") + "\n";
+    out += "  advice (" + kind + ")" + (located ? " at " + site_text(a) : std::string()) + ": " + field("message") +
+           "\n";
   }
   return out;
 }

@@ -5,15 +5,18 @@
 #include <cstdio>
 
 #include "format/words.h"
+#include "text/escape.h"
 
 namespace gpuleak::output {
 
 namespace {
 
-// Report fields may be null (a frame without symbols): read them without throwing.
+// Report fields may be null (a frame without symbols): read them without throwing. Every string
+// of a report is the program's bytes (its name, symbols, paths, loop names): printable() makes
+// escape sequences in them inert before they reach a terminal (text/escape.h).
 std::string text(const nlohmann::json &j, const char *key) {
   auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+  return it != j.end() && it->is_string() ? gpuleak::text::printable(it->get<std::string>()) : std::string();
 }
 int64_t integer(const nlohmann::json &j, const char *key) {
   auto it = j.find(key);
@@ -97,6 +100,27 @@ std::string oom_lead(const nlohmann::json &events) {
   }
   if (events.size() > 1)
     out += "  " + count_of(events.size() - 1, "earlier out-of-memory failure") + " in the report\n";
+  return out;
+}
+
+// What the capture itself says about how much of the run the report can see: the same facts the
+// gate warns about (src/gate/evaluate.cpp), so a person reading the terminal is not told less.
+std::string capture_notes(const nlohmann::json &capture) {
+  std::string out;
+  auto events = capture.find("events");
+  if (events != capture.end() && events->is_number_unsigned() && events->get<uint64_t>() == 0)
+    out += "  note: the capture recorded no CUDA memory events: nothing was measured\n";
+  auto dropped = capture.find("events_dropped");
+  if (dropped != capture.end() && dropped->is_number_unsigned() && dropped->get<uint64_t>() > 0)
+    out += "  note: the capture dropped " + std::to_string(dropped->get<uint64_t>()) +
+           " events (buffers full or size cap): numbers may be low\n";
+  std::string disabled = text(capture, "tracking_disabled");
+  if (!disabled.empty()) out += "  note: tracking was turned off mid-run: " + disabled + "\n";
+  auto truncated = capture.find("truncated");
+  if (truncated != capture.end() && truncated->is_boolean() && truncated->get<bool>())
+    out +=
+        "  note: the capture is truncated (it ends mid-record: the process was killed while writing); the "
+        "report covers what reached the file\n";
   return out;
 }
 
@@ -192,8 +216,9 @@ std::string text_summary(const nlohmann::json &r, const std::string &report_path
   }
   std::string note = text(run, "allocator_note");
   if (!note.empty()) out += "  note: " + note + "\n";
+  out += capture_notes(field(run, "capture", empty));
   out += advice_summary(r);
-  if (!report_path.empty()) out += "  report: " + report_path + "\n";
+  if (!report_path.empty()) out += "  report: " + gpuleak::text::printable(report_path) + "\n";
   return out;
 }
 

@@ -24,6 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     Suppressions none;
     Budgets budgets;
     std::vector<ReportOutcome> outcomes{evaluate(report, budgets, none, &report)};
+    judge_empty_captures(&outcomes);
     (void)write_junit(outcomes);
     (void)write_markdown(outcomes);
   } catch (const GateError &) {

@@ -12,7 +12,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   using namespace gpuleak::output::trace;
   std::string_view text(reinterpret_cast<const char *>(data), size);
   std::string inflated;
-  if (size >= 2 && data[0] == 0x1f && data[1] == 0x8b && gunzip(text, &inflated) && inflated.size() < (64u << 20))
+  // The limit as `gpuleak merge` applies it, smaller: libFuzzer's RSS limit is 2 GiB.
+  if (size >= 2 && data[0] == 0x1f && data[1] == 0x8b && gunzip(text, &inflated, 64u << 20) == Gunzip::kOk)
     text = inflated;
   TraceReadStats stats;
   std::string error;

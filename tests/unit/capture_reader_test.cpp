@@ -6,6 +6,7 @@
 #include <string>
 
 #include "format/capture_reader.h"
+#include "text/limits.h"
 
 namespace gpuleak::format {
 namespace {
@@ -117,6 +118,92 @@ TEST(CaptureReader, RefusesGarbageWithOneLine) {
   // A stack announcing more frames than it carries.
   StackRecord s{1, 1000, 0};
   EXPECT_FALSE(parse(header() + record(RecordType::kStack, bytes(s)), &c, &error));
+}
+
+// #18: a file that has the magic but ends inside the 40-byte header was cut short, whatever its
+// length from 8 to 39 bytes: "truncated", not "bad magic".
+TEST(CaptureReader, ShortFileWithTheMagicIsATruncatedHeader) {
+  const std::string h = header();
+  for (size_t n = sizeof kMagic; n < sizeof(FileHeader); ++n) {
+    Capture c;
+    std::string error;
+    EXPECT_FALSE(parse(h.substr(0, n), &c, &error));
+    EXPECT_EQ(error, "truncated capture: the file ends inside its 40-byte header (" + std::to_string(n) + " bytes)");
+  }
+}
+
+// #17: a report or a trace where the capture belongs is named as such.
+TEST(CaptureReader, SaysWhenGivenJsonInsteadOfACapture) {
+  Capture c;
+  std::string error;
+  EXPECT_FALSE(parse("{\n  \"schema\": \"gpuleak.report/1\",\n  \"verdict\": \"clean\"}", &c, &error));
+  EXPECT_EQ(error, "not a gpuleak capture: this is a report (JSON); give the .gpuleak capture it was made from");
+  EXPECT_FALSE(parse("[\n{\"ph\":\"M\"}", &c, &error));
+  EXPECT_EQ(error, "not a gpuleak capture: this is JSON (a report or a trace?); give the .gpuleak capture");
+  EXPECT_FALSE(parse("{}", &c, &error));  // shorter than the magic, still JSON
+  EXPECT_NE(error.find("this is JSON"), std::string::npos) << error;
+}
+
+// #18: what may follow the last whole record is the start of a record cut short (a header whose
+// size, type and reserved field a writer could have written), nothing else: junk is refused
+// whether or not it starts with a NUL byte, and a cut record is accepted whatever its length.
+TEST(CaptureReader, TailIsEitherACutRecordOrCorrupt) {
+  const std::string all = sample();
+  for (const std::string &junk :
+       {std::string("\0\0\0\0\0\0\0\0junk", 12), std::string(16, '\0'), std::string("\0junkjunk", 9),
+        std::string("junkjunkjunk"), std::string("\x10\0\0\0\0\0", 6), std::string("\xff\xff\xff\xff", 4),
+        std::string("\x10\0\0\0\x05\0\x01\0", 8)}) {
+    Capture c;
+    std::string error;
+    EXPECT_FALSE(parse(all + junk, &c, &error)) << "junk of " << junk.size() << " bytes accepted";
+    EXPECT_EQ(error.rfind("corrupt capture: ", 0), 0u) << error;
+    // The streaming reader says the same.
+    std::string path = ::testing::TempDir() + "/junk.gpuleak";
+    FILE *f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::string bytes_on_disk = all + junk;
+    std::fwrite(bytes_on_disk.data(), 1, bytes_on_disk.size(), f);
+    std::fclose(f);
+    std::string streamed_error;
+    EXPECT_FALSE(read_capture_file(path, &c, &streamed_error));
+    EXPECT_EQ(streamed_error, path + ": " + error);
+    std::remove(path.c_str());
+  }
+  // A memory record cut after 1 to 7 bytes of its header, or inside its payload.
+  const std::string cut = record(RecordType::kMemory, std::string(sizeof(MemoryRecord), '\0'));
+  for (size_t n = 1; n < cut.size(); ++n) {
+    Capture c;
+    std::string error;
+    ASSERT_TRUE(parse(all + cut.substr(0, n), &c, &error)) << n << ": " << error;
+    EXPECT_TRUE(c.truncated);
+  }
+}
+
+std::string device_record(int32_t index) {
+  DeviceRecord d{index, 3, 1ull << 30};
+  return record(RecordType::kDevice, bytes(d) + "GPU");
+}
+
+// #18: a capture naming more devices than any machine has is refused as it is read (the analysis
+// keeps per-device state for every iteration: 30,000 devices in 1 MB took over 4 GB).
+TEST(CaptureReader, RefusesMoreDevicesThanTheLimit) {
+  std::string ok = header(), too_many = header();
+  for (int32_t i = 0; i < static_cast<int32_t>(text::kMaxDevices); ++i) ok += device_record(i * 7);
+  ok += device_record(0);  // the same device again: not a new one
+  Capture c;
+  std::string error;
+  ASSERT_TRUE(parse(ok, &c, &error)) << error;
+  EXPECT_EQ(c.devices.size(), text::kMaxDevices);
+  for (int32_t i = 0; i < 30000; ++i) too_many += device_record(i);
+  EXPECT_FALSE(parse(too_many, &c, &error));
+  EXPECT_EQ(error, "capture names more than 32 devices (a limit, docs/limits.md): corrupt or not from gpuleak");
+  // Memory records count too: 32 known devices and one allocation on a 33rd.
+  MemoryRecord m{};
+  m.op = static_cast<uint8_t>(Op::kAlloc);
+  m.device = 30000;
+  EXPECT_FALSE(parse(ok + record(RecordType::kMemory, bytes(m)), &c, &error));
+  m.device = 7;  // one of the 32
+  EXPECT_TRUE(parse(ok + record(RecordType::kMemory, bytes(m)), &c, &error)) << error;
 }
 
 TEST(CaptureReader, DeviceUsageRecordsOfFormat11) {

@@ -138,7 +138,9 @@ TEST(ReportMarkdown, ForecastInTheSharedWords) {
 }
 
 TEST(ReportMarkdown, HostileNamesAreEscaped) {
-  const std::string evil = "f|g`x`<script>alert(1)</script>[a](http://e.example)\n# H\r*b* \x1b[31m";
+  const std::string evil =
+      "f|g`x`<script>alert(1)</script>[a](http://e.example)\n# H\r*b* \x1b[31m\x1b]0;title\x07\xC2\x9B"
+      "2J";
   std::string md = report_markdown(report_with(evil, "/x/a|b<img src=x>.py"));
   expect_tables_well_formed(md);
   EXPECT_EQ(md.find("<script>"), std::string::npos) << md;
@@ -147,7 +149,9 @@ TEST(ReportMarkdown, HostileNamesAreEscaped) {
   for (size_t at = md.find("]("); at != std::string::npos; at = md.find("](", at + 1))
     EXPECT_EQ(md[at - 1], '\\') << md;
   EXPECT_EQ(md.find('\x1b'), std::string::npos);
-  EXPECT_EQ(md.find("\n# H"), std::string::npos) << md;  // no heading injected by a line break
+  EXPECT_EQ(md.find('\x07'), std::string::npos);
+  EXPECT_EQ(md.find("\xC2\x9B"), std::string::npos) << md;  // 8-bit CSI
+  EXPECT_EQ(md.find("\n# H"), std::string::npos) << md;     // no heading injected by a line break
   for (const std::string &l : lines(md)) {
     // No unescaped backtick outside the site-id code spans gpuleak writes itself.
     for (size_t i = 0; i < l.size(); ++i)

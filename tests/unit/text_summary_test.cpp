@@ -77,6 +77,44 @@ TEST(TextSummary, NvmlLineOnlyWhenKnownAndAllocatorNote) {
   EXPECT_NE(s.find("  note: gpuleak saw segments\n"), std::string::npos) << s;
 }
 
+// #18: a program's bytes (its name, symbols, files, advice naming them) reach the terminal inert:
+// no ESC (CSI colours, OSC title), BEL, C1 control or line break of theirs survives.
+TEST(TextSummary, EscapeSequencesInNamesAreInert) {
+  const std::string evil =
+      "f\x1b[31mred\x1b]0;pwned\x07\xC2\x9B"
+      "2J\nfake line";
+  nlohmann::json r = {{"run", {{"program", evil}, {"pid", 7}, {"allocator_note", evil}}},
+                      {"verdict", "leak"},
+                      {"leaks",
+                       {{{"bytes_per_iteration", 1024},
+                         {"live_count", 1},
+                         {"stack", {{{"kind", "native"}, {"function", evil}, {"file", evil}, {"line", 3}}}}}}},
+                      {"devices", {{{"index", 0}, {"verdict", evil}}}},
+                      {"advice", {{{"kind", evil}, {"message", evil}, {"stack", {{{"function", evil}}}}}}}};
+  std::string s = text_summary(r, "out/" + evil + ".report.json");
+  for (char c : {'\x1b', '\x07'}) EXPECT_EQ(s.find(c), std::string::npos) << s;
+  EXPECT_EQ(s.find("\xC2\x9B"), std::string::npos) << s;
+  EXPECT_EQ(s.find("\nfake line"), std::string::npos) << s;  // no line of the program's making
+  EXPECT_NE(s.find("f\xEF\xBF\xBD[31mred"), std::string::npos) << s;
+}
+
+// #18: the summary says when the capture was cut short, dropped events or measured nothing.
+TEST(TextSummary, SaysWhatTheCaptureMissed) {
+  auto r = nlohmann::json::parse(R"({"run": {"program": "train", "pid": 7,
+    "capture": {"events": 0, "events_dropped": 12, "tracking_disabled": "out of disk", "truncated": true}},
+    "verdict": "clean"})");
+  std::string s = text_summary(r, "");
+  EXPECT_NE(s.find("  note: the capture is truncated (it ends mid-record: the process was killed while writing)"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("  note: the capture recorded no CUDA memory events: nothing was measured\n"), std::string::npos)
+      << s;
+  EXPECT_NE(s.find("  note: the capture dropped 12 events"), std::string::npos) << s;
+  EXPECT_NE(s.find("  note: tracking was turned off mid-run: out of disk\n"), std::string::npos) << s;
+  r["run"]["capture"] = {{"events", 40}, {"events_dropped", 0}, {"tracking_disabled", nullptr}, {"truncated", false}};
+  EXPECT_EQ(text_summary(r, "").find("note:"), std::string::npos) << text_summary(r, "");
+}
+
 TEST(TextSummary, NullsAndMissingKeysDoNotThrow) {
   for (const char *text : {"{}", "null", "[]", R"({"run": null, "leaks": null, "devices": [null]})",
                            R"({"leaks": [{"stack": [null, 3, {"line": "x"}]}], "verdict": 5})"}) {

@@ -9,6 +9,7 @@
 
 #include "analysis/advice.h"
 #include "output/front_door.h"
+#include "text/limits.h"
 
 namespace CLI {
 class App;
@@ -22,6 +23,14 @@ inline constexpr int kExitUsage = 2;
 struct UsageError {
   std::string message;
 };
+
+// The footer of every reading subcommand's --help: the input limits of docs/limits.md.
+inline std::string input_limits_help() {
+  return "Input limits: JSON nested up to " + std::to_string(text::kMaxJsonDepth) + " levels; reports up to " +
+         text::limit_text(text::kMaxReportBytes) + "; traces up to " + text::limit_text(text::kMaxTraceBytes) +
+         " after gunzip; " + std::to_string(text::kMaxDevices) +
+         " devices per capture. Past one: one line, exit 2 (docs/limits.md).\n";
+}
 
 // What main() runs once the command line parsed: set by the chosen subcommand's callback.
 using Action = std::function<int()>;

@@ -96,6 +96,7 @@ int check_command(const CheckOptions &o) {
         outcomes.back().findings.push_back(std::move(f));
       }
     }
+    gate::judge_empty_captures(&outcomes);
   } catch (const gate::GateError &e) {
     throw UsageError{e.what()};
   }
@@ -126,6 +127,7 @@ void register_check(CLI::App &app, Action *action) {
   auto o = std::make_shared<CheckOptions>();
   auto *cmd = app.add_subcommand(
       "check", "CI gate: exit 0 within budget, 1 on a leak, growth, regression or unrecovered OOM, 2 on bad input");
+  cmd->footer(input_limits_help());
   cmd->add_option("reports", o->reports, "Report files (.report.json)")->required();
   cmd->add_option("--config", o->config, "JSON file of budgets, baseline, suppressions (docs/ci.md)");
   cmd->add_option("--max-leak-per-iteration", o->max_leak, "Budget for each leaking site, e.g. \"1 MiB\" (default 0)");

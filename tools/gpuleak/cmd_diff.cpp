@@ -40,6 +40,7 @@ int diff_command(const DiffOptions &o) {
 void register_diff(CLI::App &app, Action *action) {
   auto o = std::make_shared<DiffOptions>();
   auto *cmd = app.add_subcommand("diff", "Compare two reports side by side: verdicts, peak, live at exit, leaks");
+  cmd->footer(input_limits_help());
   cmd->add_option("a", o->a, "The earlier report (.report.json)")->required();
   cmd->add_option("b", o->b, "The later report (.report.json)")->required();
   cmd->add_option("--tolerance", o->tolerance, "A leak's rate must move more than this to count as changed")

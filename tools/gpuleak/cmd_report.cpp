@@ -19,6 +19,7 @@
 #include "output/report_json.h"
 #include "output/report_markdown.h"
 #include "output/text_summary.h"
+#include "text/escape.h"
 
 #ifndef GPULEAK_VERSION
 #define GPULEAK_VERSION "0.0.0"
@@ -102,7 +103,7 @@ int report_command(const ReportOptions &o) {
     auto opened = output::open_and_analyze(input, options, &error);
     if (!opened) throw UsageError{error};
     const analysis::Analysis &result = opened->analysis();
-    for (const std::string &w : result.warnings) GPULEAK_LOG_WARN("%s", w.c_str());
+    for (const std::string &w : result.warnings) GPULEAK_LOG_WARN("%s", text::printable(w).c_str());
     output::ReportContext ctx;
     ctx.gpuleak_version = GPULEAK_VERSION;
     nlohmann::json report = output::make_report(opened->capture(), result, opened->sites(), ctx);
@@ -144,6 +145,7 @@ int report_command(const ReportOptions &o) {
 void register_report(CLI::App &app, Action *action) {
   auto o = std::make_shared<ReportOptions>();
   auto *cmd = app.add_subcommand("report", "Analyze captures: write <stem>.report.json and print a summary");
+  cmd->footer(input_limits_help());
   cmd->add_option("captures", o->inputs,
                   "Capture files (.gpuleak); with several (or existing .report.json files), the processes are "
                   "compared and a rank that grows while the others stay flat is flagged")

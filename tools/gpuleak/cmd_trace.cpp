@@ -12,6 +12,7 @@
 #include "log/log.h"
 #include "output/text_summary.h"
 #include "output/trace/trace_capture.h"
+#include "text/escape.h"
 
 namespace gpuleak::cli {
 
@@ -49,7 +50,7 @@ int trace_command(const TraceCommandOptions &o) {
   if (!file->commit(&error)) throw UsageError{"trace: " + error};
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (o.quiet) return 0;
-  for (const std::string &w : warnings) GPULEAK_LOG_WARN("warning: %s", w.c_str());
+  for (const std::string &w : warnings) GPULEAK_LOG_WARN("warning: %s", text::printable(w).c_str());
   std::string shown = summary.policy == "bounded"
                           ? ", " + std::to_string(summary.memory_events_shown) + " of " +
                                 format::count_of(summary.memory_events, "allocation event") + " (--full for all)"

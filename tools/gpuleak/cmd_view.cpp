@@ -22,7 +22,11 @@
 #include "output/front_door.h"
 #include "output/report_json.h"
 #include "output/view/html_document.h"
+#include "output/view/report_input.h"
 #include "output/view/view_data.h"
+#include "text/escape.h"
+#include "text/bounded_read.h"
+#include "text/limits.h"
 
 #ifndef GPULEAK_VERSION
 #define GPULEAK_VERSION "0.0.0"
@@ -81,38 +85,21 @@ std::string load_template(const std::string &explicit_path) {
   throw UsageError{"view: no viewer template found (tried " + tried + "); pass --template"};
 }
 
-// A report from `gpuleak report`: any gpuleak.report/1 document.
-nlohmann::json parse_report(const std::string &path, const std::string &text) {
-  nlohmann::json report = nlohmann::json::parse(text, nullptr, false);
-  if (report.is_discarded() || !report.is_object())
-    throw UsageError{"view: " + path + " is neither a gpuleak capture nor a JSON report"};
-  const auto schema = report.find("schema");
-  if (schema == report.end() || !schema->is_string() || schema->get<std::string>().rfind("gpuleak.report/", 0) != 0)
-    throw UsageError{"view: " + path + " is not a gpuleak report (no \"schema\": \"gpuleak.report/1\")"};
-  if (*schema != output::kReportSchema)
-    throw UsageError{"view: " + path + " has schema " + schema->get<std::string>() + "; this gpuleak reads " +
-                     output::kReportSchema};
-  return report;
-}
-
 int view_command(const ViewCommandOptions &o) {
-  std::string bytes;
-  if (!read_all(o.input, &bytes)) throw UsageError{"view: cannot read " + o.input + ": " + std::strerror(errno)};
   const std::string html_template = load_template(o.template_path);
 
   nlohmann::json report, view;  // view stays null for a report: the page shows what it has
-  const bool is_capture =
-      bytes.size() >= sizeof format::kMagic && std::memcmp(bytes.data(), format::kMagic, sizeof format::kMagic) == 0;
+  // A capture file is streamed through the front door (it may be gigabytes); a report is read
+  // whole, up to the report limit (text/limits.h), so /dev/zero or a pipe cannot balloon.
+  const bool is_capture = format::is_capture_file(o.input);
   if (is_capture) {
-    bytes.clear();
-    bytes.shrink_to_fit();
     // The same options as `gpuleak report`, so that iterations, advice, site ids and headlines match.
     output::ReadOptions read = read_options(o.read);
     read.keep_memory = true;  // memory over time and the flame graphs replay every record
     std::string error;
     auto opened = output::open_and_analyze(o.input, read, &error);
     if (!opened) throw UsageError{"view: " + error};
-    for (const std::string &w : opened->analysis().warnings) GPULEAK_LOG_WARN("%s", w.c_str());
+    for (const std::string &w : opened->analysis().warnings) GPULEAK_LOG_WARN("%s", text::printable(w).c_str());
     output::ReportContext ctx;
     ctx.gpuleak_version = GPULEAK_VERSION;
     report = output::make_report(opened->capture(), opened->analysis(), opened->sites(), ctx);
@@ -120,7 +107,12 @@ int view_command(const ViewCommandOptions &o) {
     options.max_timeline_points = o.max_points;
     view = output::view::make_view_data(opened->capture(), opened->analysis(), opened->sites(), options);
   } else {
-    report = parse_report(o.input, bytes);
+    std::string bytes, error;
+    if (text::read_bounded(o.input, text::kMaxReportBytes, "a report", &bytes, &error) != text::ReadResult::kOk)
+      throw UsageError{"view: " + error};
+    if (bytes.size() >= sizeof format::kMagic && std::memcmp(bytes.data(), format::kMagic, sizeof format::kMagic) == 0)
+      throw UsageError{"view: " + o.input + " is a capture that is not a regular file: copy it to a file first"};
+    if (!output::view::parse_report_text(bytes, &report, &error)) throw UsageError{"view: " + o.input + " " + error};
   }
 
   std::string html;
@@ -143,6 +135,7 @@ int view_command(const ViewCommandOptions &o) {
 void register_view(CLI::App &app, Action *action) {
   auto o = std::make_shared<ViewCommandOptions>();
   auto *cmd = app.add_subcommand("view", "Write a self-contained HTML report from a capture or a report");
+  cmd->footer(input_limits_help());
   cmd->add_option("input", o->input, "A capture (.gpuleak: everything) or a report (.report.json)")->required();
   cmd->add_option("-o,--output", o->output, "HTML path (default: next to the input, <stem>.html)");
   cmd->add_option("--template", o->template_path, "Viewer template (default: <bin>/../share/gpuleak/viewer.html)");

@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "cli.h"
 
@@ -49,7 +51,11 @@ int main(int argc, char **argv) {
     app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::ParseError &e) {
     if (e.get_exit_code() == 0) return app.exit(e);
-    std::fprintf(stderr, "gpuleak: %s (see gpuleak --help)\n", e.what());
+    // Point at the help of the subcommand being parsed (CLI11 lists it once its name was read):
+    // "b is required" is answered by `gpuleak diff --help`, not by the list of subcommands.
+    const std::vector<CLI::App *> parsed = app.get_subcommands();
+    const std::string help = parsed.empty() ? "gpuleak --help" : "gpuleak " + parsed.back()->get_name() + " --help";
+    std::fprintf(stderr, "gpuleak: %s (see %s)\n", e.what(), help.c_str());
     return kExitUsage;
   }
   try {

@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "text/json_input.h"
+
 namespace gpuleak::output::trace {
 
 using nlohmann::json;
@@ -14,6 +16,16 @@ std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n'))
     s.remove_suffix(1);
   return s;
+}
+
+// Untrusted text through the one bounded parser (text/json_input.h); discarded on any failure, and
+// *too_deep set when the failure was the nesting bound (worth its own words, not "corrupt").
+json parse(std::string_view text, bool *too_deep = nullptr) {
+  json doc;
+  text::JsonError error;
+  if (text::parse_json(text, &doc, &error)) return doc;
+  if (too_deep && error.kind == text::JsonError::kTooDeep) *too_deep = true;
+  return json(json::value_t::discarded);
 }
 
 // gpuleak's own layout: "[" alone on the first line, an object on the second.
@@ -44,7 +56,13 @@ bool read_lines(std::string_view text, const std::function<bool(json &)> &fn, Tr
       break;
     }
     if (line.back() == ',') line.remove_suffix(1);
-    json event = json::parse(line, nullptr, false);
+    bool too_deep = false;
+    json event = parse(line, &too_deep);
+    if (too_deep) {
+      *error = "trace event on line " + std::to_string(line_no) + " nested deeper than " +
+               std::to_string(text::kMaxJsonDepth) + " levels";
+      return false;
+    }
     if (event.is_discarded() || !event.is_object()) {
       if (trim(text.substr(std::min(pos, text.size()))).empty()) {  // the last line, torn
         ++stats->skipped;
@@ -67,14 +85,14 @@ json parse_repaired_array(std::string_view text, bool *repaired) {
   while (!s.empty() && (s.back() == ',' || s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t'))
     s.pop_back();
   *repaired = true;
-  json j = json::parse(s + "]", nullptr, false);
+  json j = parse(s + "]");
   if (!j.is_discarded()) return j;
   // A torn last event: drop everything after the last complete line.
   size_t nl = s.find_last_of('\n');
   if (nl == std::string::npos) return json(json::value_t::discarded);
   s.resize(nl);
   while (!s.empty() && (s.back() == ',' || s.back() == ' ' || s.back() == '\r' || s.back() == '\t')) s.pop_back();
-  return json::parse(s + "]", nullptr, false);
+  return parse(s + "]");
 }
 
 }  // namespace
@@ -89,7 +107,12 @@ bool read_chrome_trace(std::string_view text, const std::function<bool(json &)> 
   }
   if (own_layout(body)) return read_lines(body, fn, stats, error);
 
-  json doc = json::parse(body, nullptr, false);
+  bool too_deep = false;
+  json doc = parse(body, &too_deep);
+  if (too_deep) {
+    *error = "not a Chrome trace (JSON nested deeper than " + std::to_string(text::kMaxJsonDepth) + " levels)";
+    return false;
+  }
   if (doc.is_discarded() && body.front() == '[') doc = parse_repaired_array(body, &stats->repaired);
   if (doc.is_discarded()) {
     *error = "not a Chrome trace (invalid JSON)";

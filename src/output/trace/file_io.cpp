@@ -7,6 +7,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "text/bounded_read.h"
+#include "text/limits.h"
+
 namespace gpuleak::output::trace {
 
 namespace {
@@ -106,66 +109,56 @@ bool AtomicFile::commit(std::string *error) {
   return true;
 }
 
-bool gunzip(std::string_view in, std::string *out) {
+Gunzip gunzip(std::string_view in, std::string *out, uint64_t limit) {
   z_stream z{};
   // windowBits 15 + 32: gzip or zlib, detected from the header.
-  if (inflateInit2(&z, 15 + 32) != Z_OK) return false;
+  if (inflateInit2(&z, 15 + 32) != Z_OK) return Gunzip::kCorrupt;
   z.next_in = reinterpret_cast<Bytef *>(const_cast<char *>(in.data()));
   z.avail_in = static_cast<uInt>(in.size());
   std::string chunk(kBufferSize, '\0');
-  bool ok = true;
+  Gunzip result = Gunzip::kOk;
   while (true) {
     z.next_out = reinterpret_cast<Bytef *>(chunk.data());
     z.avail_out = static_cast<uInt>(chunk.size());
     int rc = inflate(&z, Z_NO_FLUSH);
-    out->append(chunk.data(), chunk.size() - z.avail_out);
+    const size_t got = chunk.size() - z.avail_out;
+    if (out->size() + got > limit) {  // checked before the bytes are kept: a bomb costs the limit
+      result = Gunzip::kTooLarge;
+      break;
+    }
+    out->append(chunk.data(), got);
     if (rc == Z_STREAM_END) {
       if (z.avail_in == 0) break;
       inflateReset(&z);  // a file of several gzip members (concatenated .gz files)
       continue;
     }
     if (rc != Z_OK || (z.avail_in == 0 && z.avail_out != 0)) {
-      ok = false;  // corrupt, or cut short
+      result = Gunzip::kCorrupt;  // corrupt, or cut short
       break;
     }
   }
   inflateEnd(&z);
-  return ok;
+  return result;
 }
 
 bool read_file(const std::string &path, std::string *out, std::string *error) {
   out->clear();
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    *error = path + ": " + std::strerror(errno);
-    return false;
-  }
-  struct stat st {};
-  if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-    close(fd);
-    *error = path + ": is a directory";
-    return false;
-  }
+  constexpr const char *kWhat = "a trace";
   std::string raw;
-  char buf[1 << 16];
-  while (true) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      *error = path + ": " + std::strerror(errno);
-      close(fd);
-      return false;
-    }
-    if (n == 0) break;
-    raw.append(buf, static_cast<size_t>(n));
-  }
-  close(fd);
+  if (text::read_bounded(path, text::kMaxTraceBytes, kWhat, &raw, error) != text::ReadResult::kOk) return false;
   if (raw.size() >= 2 && static_cast<unsigned char>(raw[0]) == 0x1f && static_cast<unsigned char>(raw[1]) == 0x8b) {
-    if (!gunzip(raw, out)) {
-      *error = path + ": corrupt or truncated gzip data";
-      return false;
+    switch (gunzip(raw, out, text::kMaxTraceBytes)) {
+      case Gunzip::kOk:
+        return true;
+      case Gunzip::kTooLarge:
+        out->clear();
+        out->shrink_to_fit();
+        *error = text::too_large(path, text::kMaxTraceBytes, "a trace, once decompressed");
+        return false;
+      case Gunzip::kCorrupt:
+        *error = path + ": corrupt or truncated gzip data";
+        return false;
     }
-    return true;
   }
   *out = std::move(raw);
   return true;

@@ -58,11 +58,13 @@ class AtomicFile : public ByteStream {
   z_stream z_{};
 };
 
-// Reads a whole file, gunzipping it (every member) when it starts with the gzip magic. False
-// with a one-line reason (naming the path) on I/O errors or corrupt compressed data.
+// Reads a whole trace, gunzipping it (every member) when it starts with the gzip magic. False
+// with a one-line reason (naming the path) on I/O errors, corrupt compressed data, or more than
+// text::kMaxTraceBytes before or after gunzip (a gzip bomb stops there, docs/limits.md).
 bool read_file(const std::string &path, std::string *out, std::string *error);
 
-// The bytes gunzipped; false when they are not valid gzip data.
-bool gunzip(std::string_view in, std::string *out);
+// The bytes gunzipped, stopping with kTooLarge once more than `limit` bytes came out.
+enum class Gunzip { kOk, kCorrupt, kTooLarge };
+Gunzip gunzip(std::string_view in, std::string *out, uint64_t limit);
 
 }  // namespace gpuleak::output::trace

@@ -36,11 +36,6 @@ std::string default_trace_path(const std::string &capture, TraceFormat format) {
   return stem + (format == TraceFormat::kJson ? ".trace.json" : ".pftrace");
 }
 
-bool looks_like_capture(const std::string &bytes) {
-  return bytes.size() >= sizeof(format::kMagic) &&
-         std::memcmp(bytes.data(), format::kMagic, sizeof(format::kMagic)) == 0;
-}
-
 bool trace_capture_file(const std::string &path, TraceFormat fmt, const ReadOptions &read, const TraceOptions &options,
                         ByteStream *out, TraceSummary *summary, std::vector<std::string> *warnings,
                         std::string *error) {

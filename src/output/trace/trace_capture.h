@@ -33,7 +33,4 @@ bool trace_capture_file(const std::string &path, TraceFormat format, const ReadO
                         const TraceOptions &options, ByteStream *out, TraceSummary *summary,
                         std::vector<std::string> *warnings, std::string *error);
 
-// True when the bytes start with the capture magic ("GPULEAK\0").
-bool looks_like_capture(const std::string &bytes);
-
 }  // namespace gpuleak::output::trace

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "analysis/rank_outliers.h"
+#include "format/capture_reader.h"
 #include "output/report_json.h"
 #include "output/text_summary.h"
 #include "output/trace/chrome_trace_reader.h"
@@ -38,9 +39,8 @@ bool load(Input &in, const ReadOptions &read, const TraceOptions &options, std::
     *text = in.converted;
     return true;
   }
-  if (!read_file(in.path, text, error)) return false;
-  if (!looks_like_capture(*text)) return true;
-  text->clear();
+  // A capture is converted from the file (it may be far larger than any trace is allowed to be).
+  if (!format::is_capture_file(in.path)) return read_file(in.path, text, error);
   StringStream trace;
   TraceSummary summary;
   if (!trace_capture_file(in.path, TraceFormat::kJson, read, options, &trace, &summary, warnings, error)) return false;

@@ -3,6 +3,8 @@
 #include <map>
 #include <stdexcept>
 
+#include "text/limits.h"
+
 #ifndef GPULEAK_SOURCE_DIR
 #define GPULEAK_SOURCE_DIR ""
 #endif
@@ -41,6 +43,11 @@ nlohmann::json iteration_columns(const nlohmann::json &iterations) {
   };
   if (iterations.is_array() && !iterations.empty()) {
     const json &first = field(iterations[0], "devices");
+    // Every iteration gets a column entry per device of the first: a hand-made report listing
+    // thousands of devices once would cost devices x iterations values.
+    if (first.is_array() && first.size() > text::kMaxDevices)
+      throw std::runtime_error("the report's iterations[0] lists " + std::to_string(first.size()) +
+                               " devices, more than " + std::to_string(text::kMaxDevices) + " (docs/limits.md)");
     for (size_t d = 0; first.is_array() && d < first.size(); ++d) {
       json dev = {{"index", field(first[d], "index")}};
       for (const char *f : kDeviceFields) dev[f] = json::array();

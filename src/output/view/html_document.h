@@ -32,7 +32,8 @@ std::string embedded_data(nlohmann::json report, const nlohmann::json &view);
 // The report's iterations[] as columns: {"loops": [names], "loop": [index into loops], "index",
 // "primary" (0/1), "start_ns", "end_ns", "devices": [{"index", "live_end_bytes", "peak_bytes",
 // "allocated_bytes", "freed_bytes", "alloc_count", "free_count"}]}, one entry per device of the
-// first iteration. A report without iterations gives empty columns.
+// first iteration (at most text::kMaxDevices, else std::runtime_error). A report without
+// iterations gives empty columns.
 nlohmann::json iteration_columns(const nlohmann::json &iterations);
 
 // The template with its placeholder replaced by `data`. Throws std::runtime_error when the

@@ -209,6 +209,32 @@ TEST(GateBudgets, InconclusiveWarnsUnlessAskedToFail) {
   EXPECT_TRUE(run(doc, b).failed());
 }
 
+// #18: a report from a capture with 0 events measured nothing. Among other reports (a launcher
+// that only queried CUDA) it warns; when no report has events the gate fails closed.
+TEST(GateBudgets, CapturesWithoutEventsFailWhenNothingElseWasMeasured) {
+  json empty = report("clean");
+  empty["run"]["capture"]["events"] = 0;
+  std::vector<ReportOutcome> alone{run(empty)};
+  EXPECT_FALSE(alone[0].failed());  // evaluate() alone cannot know about the other reports
+  judge_empty_captures(&alone);
+  ASSERT_TRUE(alone[0].failed());
+  EXPECT_EQ(alone[0].findings[0].kind, Kind::kCapture);
+  EXPECT_NE(alone[0].findings[0].message.find("nothing was measured"), std::string::npos);
+
+  std::vector<ReportOutcome> with_worker{run(empty), run(report("clean"))};
+  judge_empty_captures(&with_worker);
+  EXPECT_FALSE(with_worker[0].failed());
+  ASSERT_EQ(with_worker[0].count(Status::kWarn), 1u);
+  EXPECT_NE(with_worker[0].findings[0].message.find("no CUDA memory events"), std::string::npos);
+  EXPECT_TRUE(with_worker[1].findings.empty());
+
+  json unknown = report("clean");  // a report without the count is not judged empty
+  unknown["run"]["capture"].erase("events");
+  std::vector<ReportOutcome> old{run(unknown)};
+  judge_empty_captures(&old);
+  EXPECT_TRUE(old[0].findings.empty());
+}
+
 TEST(GateBudgets, DamagedCapturesWarn) {
   json doc = report("clean");
   doc["run"]["capture"]["events_dropped"] = 12;

@@ -15,6 +15,8 @@ Report rank_report(int rank, double growth, const std::string &path, bool rank_i
   json doc = report(growth > 0 ? "leak" : "clean");
   doc["run"]["rank"] = rank_in_run ? json(rank) : json(nullptr);
   doc["devices"][0]["growth_bytes_per_iteration"] = growth;
+  // A leak verdict comes with its leak (a report without one is malformed).
+  if (growth > 0) doc["leaks"] = json::array({leak("00aa", "grow", "/src/train.cpp", 9, growth)});
   return parse(doc, path);
 }
 
@@ -75,6 +77,7 @@ TEST(RankCompare, TableKeepsWholeNamesInAlignedColumns) {
     doc["run"]["program"] = "prog_leaky_static";
     doc["run"]["pid"] = pid;
     doc["devices"][0]["growth_bytes_per_iteration"] = pid == 9 ? 0.0 : 1048576.0;
+    if (pid != 9) doc["leaks"] = json::array({leak("00aa", "grow", "/src/train.cpp", 9, 1048576.0)});
     reports.push_back(parse(doc, "r" + std::to_string(pid) + ".json"));
   }
   std::string text = comparison_text(compare_ranks(reports));

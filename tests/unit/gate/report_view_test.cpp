@@ -1,4 +1,6 @@
 // Reading reports: the typed view, and the one-line errors for files the gate cannot use.
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include "gate/report_view.h"
@@ -87,6 +89,61 @@ TEST(GateReportView, OneLineErrorsForUnusableFiles) {
   std::string huge = dir.write("huge.json", "{\"schema\": 1E8884888888}");  // found by the fuzzer
   EXPECT_EQ(load_error(huge), huge + ": not valid JSON (a number out of range)");
   EXPECT_EQ(load_error(dir.path()).rfind("cannot read " + dir.path() + ": Is a directory", 0), 0u);
+}
+
+std::string parse_error(const json &doc) {
+  try {
+    parse(doc);
+  } catch (const GateError &e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// #18: a "leak" verdict must come with the leaks it is made of, each with its rate: a gate that
+// read a missing rate as 0, or no leaks as none over budget, passed any leak.
+TEST(GateReportView, LeakVerdictWithoutJudgeableLeaksIsMalformed) {
+  for (const json &leaks : {json(nullptr), json::array()}) {
+    json doc = report("leak");
+    doc["leaks"] = leaks;
+    EXPECT_EQ(parse_error(doc), "r.json: malformed report: verdict \"leak\" but leaks[] names no leak");
+  }
+  json missing = report("leak");
+  missing.erase("leaks");
+  EXPECT_EQ(parse_error(missing), "r.json: malformed report: verdict \"leak\" but leaks[] names no leak");
+  for (const json &rate : {json(nullptr), json(-1), json(-0.5), json("1 MiB"), json("absent")}) {
+    json doc = report("leak");
+    doc["leaks"] = json::array({leak("aa", "f", "f.cpp", 1, 10)});
+    if (rate == "absent")
+      doc["leaks"][0].erase("bytes_per_iteration");
+    else
+      doc["leaks"][0]["bytes_per_iteration"] = rate;
+    EXPECT_EQ(parse_error(doc),
+              "r.json: malformed report: leaks[0].bytes_per_iteration is not a byte count (a number, 0 or more)")
+        << rate;
+  }
+  json fine = report("leak");
+  fine["leaks"] = json::array({leak("aa", "f", "f.cpp", 1, 10.5)});
+  EXPECT_EQ(parse_error(fine), "(no error)");
+  EXPECT_EQ(parse_error(report("clean")), "(no error)");  // no leaks, no leak verdict: fine
+}
+
+// #18 and #17: JSON nested past the bound, a file larger than the limit, an endless file, and a
+// capture given where a report belongs: one line each, before the memory is spent.
+TEST(GateReportView, HostileAndMistakenFilesGetOneLine) {
+  ScratchDir dir;
+  std::string deep = dir.write("deep.json", std::string(100000, '[') + std::string(100000, ']'));
+  EXPECT_EQ(load_error(deep), deep + ": JSON nested deeper than 512 levels");
+  std::string big = dir.write("big.json", "");
+  ASSERT_EQ(truncate(big.c_str(), (128 << 20) + 1), 0);
+  EXPECT_EQ(load_error(big), big +
+                                 ": larger than 128 MiB, the limit for a report, baseline, budgets or suppressions "
+                                 "file (docs/limits.md)");
+  EXPECT_EQ(load_error("/dev/zero"),
+            "/dev/zero: larger than 128 MiB, the limit for a report, baseline, budgets or suppressions file "
+            "(docs/limits.md)");
+  std::string capture = dir.write("train.123.gpuleak", std::string("GPULEAK\0\x01\0\x01\0", 12));
+  EXPECT_EQ(load_error(capture), capture + " is a capture, not a report: run `gpuleak report " + capture + "` first");
 }
 
 TEST(GateReportView, MalformedFieldsNameTheirPath) {

@@ -4,15 +4,16 @@
 
 #include <optional>
 
-#include "gate/escape.h"
 #include "gate/evaluate.h"
 #include "gate/writers.h"
 #include "report_fixture.h"
+#include "text/escape.h"
 
 namespace gpuleak::gate {
 namespace {
 
 using namespace testing;
+using namespace gpuleak::text;
 
 const std::string kHostile = "f<T>(\"a\" & 'b')\x01\n%0A:,|*_`</script>\xff";
 

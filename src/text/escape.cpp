@@ -1,9 +1,9 @@
-// Escaping for XML, GitHub workflow commands and Markdown (escape.h).
-#include "gate/escape.h"
+// Escaping for terminals, XML, GitHub workflow commands and Markdown (escape.h).
+#include "text/escape.h"
 
 #include <cstdint>
 
-namespace gpuleak::gate {
+namespace gpuleak::text {
 
 namespace {
 
@@ -26,6 +26,10 @@ size_t utf8_length(const std::string &s, size_t i) {
   return n;
 }
 
+// Valid UTF-8 with the C1 controls (U+0080-U+009F, encoded C2 80 to C2 9F) replaced: 8-bit CSI
+// (U+009B) and OSC (U+009D) act like ESC [ and ESC ] on terminals that honour them in UTF-8.
+std::string inert_utf8(const std::string &text);
+
 }  // namespace
 
 std::string valid_utf8(const std::string &text) {
@@ -44,9 +48,29 @@ std::string valid_utf8(const std::string &text) {
   return out;
 }
 
+namespace {
+
+std::string inert_utf8(const std::string &text) {
+  const std::string valid = valid_utf8(text);
+  std::string out;
+  out.reserve(valid.size());
+  for (size_t i = 0; i < valid.size(); ++i) {
+    // In valid UTF-8 a C2 lead byte is always followed by a continuation byte (0x80-0xBF).
+    if (static_cast<unsigned char>(valid[i]) == 0xC2 && static_cast<unsigned char>(valid[i + 1]) <= 0x9F) {
+      out += kReplacement;
+      ++i;
+    } else {
+      out += valid[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string printable(const std::string &text) {
   std::string out;
-  for (char ch : valid_utf8(text)) {
+  for (char ch : inert_utf8(text)) {
     unsigned char c = static_cast<unsigned char>(ch);
     if (c < 0x20 || c == 0x7F)
       out += kReplacement;
@@ -97,7 +121,7 @@ std::string xml_escape(const std::string &text, bool attribute) {
 
 std::string github_escape_data(const std::string &text) {
   std::string out;
-  for (char ch : valid_utf8(text)) {
+  for (char ch : inert_utf8(text)) {
     switch (ch) {
       case '%':
         out += "%25";
@@ -137,7 +161,7 @@ std::string github_escape_property(const std::string &text) {
 
 std::string markdown_escape(const std::string &text) {
   std::string out;
-  for (char ch : valid_utf8(text)) {
+  for (char ch : inert_utf8(text)) {
     unsigned char c = static_cast<unsigned char>(ch);
     switch (ch) {
       case '&':
@@ -182,4 +206,4 @@ std::string markdown_escape(const std::string &text) {
   return out;
 }
 
-}  // namespace gpuleak::gate
+}  // namespace gpuleak::text

@@ -1,16 +1,20 @@
-// Escaping of untrusted text (function names, file paths, loop names, report paths) for each
-// format the gate writes. Every function accepts any bytes: invalid UTF-8 becomes U+FFFD.
+// Escaping of untrusted text (function names, file paths, program names, NVTX and loop names,
+// report paths) for each format gpuleak writes: the one place where the terminal summaries, the
+// Markdown report and the gate's writers make a program's bytes inert. Every function accepts any
+// bytes: invalid UTF-8 becomes U+FFFD.
 #pragma once
 
 #include <string>
 
-namespace gpuleak::gate {
+namespace gpuleak::text {
 
 // Valid UTF-8: invalid sequences replaced by U+FFFD.
 std::string valid_utf8(const std::string &text);
 
-// One line for a terminal or a CI log: valid UTF-8, and every control character (line breaks,
-// escape sequences that could repaint a terminal) replaced by U+FFFD.
+// One line for a terminal or a CI log: valid UTF-8, and every control character replaced by
+// U+FFFD: C0 (line breaks, ESC and BEL, which start and end the CSI and OSC sequences that
+// recolour a terminal or set its title), DEL, and C1 (U+0080-U+009F: 8-bit CSI and OSC, which
+// some terminals honour in UTF-8 too).
 std::string printable(const std::string &text);
 
 // XML 1.0 text and attribute values: & < > " ' as entities; control characters XML 1.0 cannot
@@ -20,13 +24,15 @@ std::string xml_escape(const std::string &text, bool attribute = false);
 
 // GitHub Actions workflow commands (`::error file=F,line=L::MESSAGE`): the message escapes
 // % CR LF as %25 %0D %0A; a property value (file, title) also escapes : and , as %3A %2C. Other
-// control characters become U+FFFD (a raw escape sequence has no business in a CI log).
+// control characters, C1 included, become U+FFFD (a raw escape sequence has no business in a CI
+// log).
 std::string github_escape_data(const std::string &text);
 std::string github_escape_property(const std::string &text);
 
 // Markdown inline text for a step summary or a table cell: HTML-sensitive characters as entities
 // (GitHub renders HTML inside Markdown), Markdown punctuation backslash-escaped, | escaped for
-// tables, and line breaks turned into spaces.
+// tables, line breaks turned into spaces, other control characters (C1 included) U+FFFD: the
+// same text is printed to terminals by `gpuleak report --format markdown`.
 std::string markdown_escape(const std::string &text);
 
-}  // namespace gpuleak::gate
+}  // namespace gpuleak::text

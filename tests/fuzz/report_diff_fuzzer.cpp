@@ -1,0 +1,25 @@
+// libFuzzer entry for `gpuleak diff A B`: the input is split into two report texts at its first
+// NUL byte (the whole of it twice when it has none), each read as the CLI reads a file, then
+// diffed. GateError is the CLI's one-line error (exit 2); anything else escaping is a bug.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "gate/diff.h"
+#include "gate/report_view.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  using namespace gpuleak::gate;
+  const std::string input(reinterpret_cast<const char *>(data), size);
+  const size_t nul = input.find('\0');
+  const std::string a_text = nul == std::string::npos ? input : input.substr(0, nul);
+  const std::string b_text = nul == std::string::npos ? input : input.substr(nul + 1);
+  try {
+    Report a = parse_report(parse_json_text(a_text, "a.json"), "a.json");
+    Report b = parse_report(parse_json_text(b_text, "b.json"), "b.json");
+    (void)diff_leaks(a, b, 0.05);
+    (void)write_diff(a, b, 0.05);
+  } catch (const GateError &) {
+  }
+  return 0;
+}

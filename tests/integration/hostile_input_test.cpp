@@ -1,0 +1,225 @@
+// Hostile and mistaken input to the gpuleak commands (#18, #17): each command on /dev/zero, JSON
+// nested 100,000 levels deep, a gzip bomb, a capture naming 30,000 devices, a capture where a
+// report belongs and the reverse, and names that carry terminal escape sequences. Every case
+// ends with one line on stderr and exit status 2 (or the gate's verdict), never a crash, and the
+// memory-hungry ones run with their address space capped (RLIMIT_AS, through `ulimit -v`), so a
+// reader that balloons fails there instead of passing on a machine with memory to spare.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "format/capture_format.h"
+#include "process.h"
+
+namespace gpuleak::test {
+namespace {
+
+using format::RecordType;
+
+std::string write(const std::string &path, const std::string &bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+// The CLI with its address space capped at `mib` MiB.
+Result gpuleak_capped(size_t mib, const std::vector<std::string> &args) {
+  std::vector<std::string> argv = {"/bin/sh", "-c", "ulimit -v " + std::to_string(mib << 10) + " && exec \"$0\" \"$@\"",
+                                   GPULEAK_CLI_PATH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run(argv, {});
+}
+
+Result gpuleak(const std::vector<std::string> &args) { return gpuleak_capped(4096, args); }
+
+// One line on stderr, starting "gpuleak: ", exit 2.
+void expect_one_line_error(const Result &r, const std::string &fragment) {
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.signal, 0);
+  EXPECT_EQ(r.err.rfind("gpuleak: ", 0), 0u) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+  EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
+}
+
+template <typename T>
+std::string bytes(const T &v) {
+  return std::string(reinterpret_cast<const char *>(&v), sizeof v);
+}
+
+std::string record(RecordType type, const std::string &payload) {
+  format::RecordHeader h{static_cast<uint32_t>(payload.size()), static_cast<uint16_t>(type), 0};
+  return bytes(h) + payload;
+}
+
+std::string header() {
+  format::FileHeader h{};
+  std::memcpy(h.magic, format::kMagic, sizeof h.magic);
+  h.major = format::kMajorVersion;
+  h.minor = format::kMinorVersion;
+  h.header_size = sizeof h;
+  h.monotonic_ns = 1'000'000;
+  h.pid = 4242;
+  return bytes(h);
+}
+
+std::string run_info(const std::string &program) {
+  format::RunInfoRecord r{};
+  r.pid = 4242;
+  r.rank = -1;
+  r.string_count = 1;
+  uint32_t len = static_cast<uint32_t>(program.size());
+  return record(RecordType::kRunInfo, bytes(r) + bytes(len) + program);
+}
+
+std::string alloc(uint64_t ts, uint64_t address, int16_t device, uint64_t size = 1 << 20) {
+  format::MemoryRecord m{};
+  m.ts_ns = ts;
+  m.address = address;
+  m.size = size;
+  m.tid = 1;
+  m.op = static_cast<uint8_t>(format::Op::kAlloc);
+  m.kind = static_cast<uint8_t>(format::Kind::kDevice);
+  m.device = device;
+  return record(RecordType::kMemory, bytes(m));
+}
+
+std::string marker(uint64_t ts, format::MarkerOp op) {
+  format::MarkerRecord m{};
+  m.ts_ns = ts;
+  m.tid = 1;
+  m.op = static_cast<uint8_t>(op);
+  return record(RecordType::kMarker, bytes(m));
+}
+
+std::string device_record(int32_t index) {
+  format::DeviceRecord d{index, 3, 1ull << 30};
+  return record(RecordType::kDevice, bytes(d) + "GPU");
+}
+
+std::string deep_json(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
+
+TEST(HostileInput, DeepJsonIsRefusedByEveryJsonReader) {
+  std::string dir = make_temp_dir("hostile_deep");
+  std::string deep = write(dir + "/deep.report.json", deep_json(100000));
+  expect_one_line_error(gpuleak({"view", deep, "-o", dir + "/deep.html"}), "nested deeper than 512 levels");
+  expect_one_line_error(gpuleak({"merge", deep, "-o", dir + "/merged.json"}), "nested deeper than 512 levels");
+  expect_one_line_error(gpuleak({"check", deep}), "nested deeper than 512 levels");
+  expect_one_line_error(gpuleak({"diff", deep, deep}), "nested deeper than 512 levels");
+  // Inside a report that is otherwise fine, and as one event of a trace in gpuleak's line layout.
+  std::string nested =
+      "{\"schema\": \"gpuleak.report/1\", \"verdict\": \"clean\", \"devices\": [], \"x\": " + deep_json(100000) + "}";
+  expect_one_line_error(gpuleak({"view", write(dir + "/nested.report.json", nested), "-o", dir + "/n.html"}),
+                        "nested deeper than 512 levels");
+  std::string trace = "[\n{\"ph\":\"M\",\"name\":\"x\",\"args\":" + deep_json(100000) + "},\n]\n";
+  expect_one_line_error(gpuleak({"merge", write(dir + "/t.trace.json", trace), "-o", dir + "/m.json"}),
+                        "nested deeper than 512 levels");
+}
+
+// /dev/zero once made check, diff and merge read 16.7 GB and view never end.
+TEST(HostileInput, EndlessFilesStopAtTheLimit) {
+  std::string dir = make_temp_dir("hostile_zero");
+  const std::string report_limit = "larger than 128 MiB, the limit for a report";
+  expect_one_line_error(gpuleak_capped(1024, {"check", "/dev/zero"}), report_limit);
+  expect_one_line_error(gpuleak_capped(1024, {"diff", "/dev/zero", "/dev/zero"}), report_limit);
+  expect_one_line_error(gpuleak_capped(1024, {"view", "/dev/zero", "-o", dir + "/z.html"}), report_limit);
+  expect_one_line_error(gpuleak_capped(3072, {"merge", "/dev/zero", "-o", dir + "/z.json"}),
+                        "larger than 1 GiB, the limit for a trace");
+}
+
+// 80 gzip members of 16 MiB of spaces each: 1.25 GiB once inflated, from a few hundred KB.
+TEST(HostileInput, GzipBombStopsAtTheTraceLimit) {
+  std::string dir = make_temp_dir("hostile_gzip");
+  std::string bomb = dir + "/bomb.trace.json.gz";
+  Result made = run({"/bin/sh", "-c",
+                     "head -c 16777216 /dev/zero | tr '\\0' ' ' | gzip -1 > \"$0.one\" && "
+                     "for i in $(seq 80); do cat \"$0.one\"; done > \"$0\" && rm \"$0.one\"",
+                     bomb},
+                    {});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  expect_one_line_error(gpuleak_capped(3072, {"merge", bomb, "-o", dir + "/m.json"}),
+                        "larger than 1 GiB, the limit for a trace, once decompressed");
+}
+
+// A 1 MB capture naming 30,000 devices needed over 4 GB (state per device and iteration).
+TEST(HostileInput, DeviceBombIsRefusedAsItIsRead) {
+  std::string dir = make_temp_dir("hostile_devices");
+  std::string bytes_on_disk = header() + run_info("bomb");
+  for (int32_t d = 0; d < 30000; ++d) bytes_on_disk += device_record(d);
+  for (uint64_t i = 0; i < 2000; ++i)
+    bytes_on_disk += marker(2'000'000 + i * 10, format::MarkerOp::kIterationBegin) +
+                     marker(2'000'005 + i * 10, format::MarkerOp::kIterationEnd);
+  std::string capture = write(dir + "/bomb.1.gpuleak", bytes_on_disk);
+  const std::string limit = "capture names more than 32 devices (a limit, docs/limits.md)";
+  expect_one_line_error(gpuleak_capped(1024, {"report", capture}), limit);
+  expect_one_line_error(gpuleak_capped(1024, {"view", capture, "-o", dir + "/bomb.html"}), limit);
+  expect_one_line_error(gpuleak_capped(1024, {"trace", capture}), limit);
+  expect_one_line_error(gpuleak_capped(1024, {"stats", capture}), limit);
+}
+
+// At the limit: 32 devices, each with memory live, over 10,000 marked iterations (the most a
+// report lists), stays under 1 GiB: per-device state is per device and iteration.
+TEST(HostileInput, AtTheDeviceLimitMemoryStaysBounded) {
+  std::string dir = make_temp_dir("hostile_devices_ok");
+  std::string bytes_on_disk = header() + run_info("wide");
+  for (int16_t d = 0; d < 32; ++d) bytes_on_disk += device_record(d) + alloc(1'500'000 + d, 0x1000 + d * 0x100000, d);
+  for (uint64_t i = 0; i < 10000; ++i)
+    bytes_on_disk += marker(2'000'000 + i * 10, format::MarkerOp::kIterationBegin) +
+                     marker(2'000'005 + i * 10, format::MarkerOp::kIterationEnd);
+  std::string capture = write(dir + "/wide.1.gpuleak", bytes_on_disk);
+  Result r = gpuleak_capped(1024, {"report", capture, "--quiet"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+// #17.7: the mix-ups say what to run instead.
+TEST(HostileInput, MisusedFilesSayWhatToRun) {
+  std::string dir = make_temp_dir("hostile_misuse");
+  std::string capture = write(dir + "/train.7.gpuleak", header() + run_info("train") + alloc(1'500'000, 0x1000, 0));
+  expect_one_line_error(gpuleak({"check", capture}),
+                        capture + " is a capture, not a report: run `gpuleak report " + capture + "` first");
+  expect_one_line_error(gpuleak({"diff", capture, capture}), "is a capture, not a report: run `gpuleak report");
+  Result made = gpuleak({"report", capture, "--quiet"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  std::string report = dir + "/train.7.report.json";
+  expect_one_line_error(gpuleak({"trace", report}),
+                        "not a gpuleak capture: this is a report (JSON); give the .gpuleak capture it was made from");
+  expect_one_line_error(gpuleak({"diff", report}), "(see gpuleak diff --help)");
+  std::string header_only = write(dir + "/cut.gpuleak", header().substr(0, 20));
+  expect_one_line_error(gpuleak({"report", header_only}), "truncated capture: the file ends inside its 40-byte header");
+}
+
+// #18.7: a capture with no events gives a report that says so, and a gate given only such
+// reports fails closed.
+TEST(HostileInput, CaptureWithoutEventsFailsTheGate) {
+  std::string dir = make_temp_dir("hostile_empty");
+  std::string capture = write(dir + "/idle.9.gpuleak", header() + run_info("idle"));
+  Result made = gpuleak({"report", capture});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_NE(made.err.find("note: the capture recorded no CUDA memory events: nothing was measured"), std::string::npos)
+      << made.err;
+  Result gate = gpuleak({"check", dir + "/idle.9.report.json"});
+  EXPECT_EQ(gate.exit_code, 1) << gate.out << gate.err;
+  EXPECT_NE(gate.out.find("no report given has any: nothing was measured"), std::string::npos) << gate.out;
+}
+
+// #18.6: escape sequences in a program's name reach no terminal; #18.7: truncation is said.
+TEST(HostileInput, TextSummaryIsInertAndSaysTruncated) {
+  std::string dir = make_temp_dir("hostile_escape");
+  const std::string evil =
+      "ev\x1b]0;pwned\x07il\x1b[2J\xC2\x9B"
+      "31m";
+  std::string capture = write(dir + "/evil.3.gpuleak", header() + run_info(evil) + alloc(1'500'000, 0x1000, 0) +
+                                                           alloc(1'600'000, 0x2000, 0).substr(0, 30));
+  Result r = gpuleak({"report", capture});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\x07'), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("\xC2\x9B"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ev\xEF\xBF\xBD]0;pwned"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("note: the capture is truncated"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace gpuleak::test
