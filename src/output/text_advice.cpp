@@ -26,8 +26,8 @@ std::string advice_summary(const nlohmann::json &report, size_t max_lines) {
       if (c == '_') c = ' ';
     auto stack = a.find("stack");
     bool located = stack != a.end() && stack->is_array() && !stack->empty();
-    out += "  advice (" + kind + ")" + (located ? " at " + site_text(a) : std::string()) + ": " + field("message") +
-           "\n";
+    out +=
+        "  advice (" + kind + ")" + (located ? " at " + site_text(a) : std::string()) + ": " + field("message") + "\n";
   }
   return out;
 }

@@ -72,5 +72,5 @@ def test_under_the_shim_iterations_come_from_the_api(gpu_env, tmp_path):
     assert len(r.leaks) == 1
     leak = r.leaks[0]
     assert leak.bytes_per_iteration == 1 << 20
-    assert leak.where.startswith("malloc (") and "fake_gpu.py:" in leak.where  # the innermost Python frame
+    assert leak.where.startswith("fake_gpu.py:") and leak.where.endswith(" in malloc")  # the headline: the user's innermost frame
     assert [(f.function, f.line) for f in leak.stack if f.file and f.file.endswith("train.py")] == [("<module>", 8)]

@@ -37,7 +37,8 @@ int export_command(const ExportCommandOptions &o) {
   std::string text;
   if (!collapsed_stacks(opened->capture(), opened->analysis(), opened->sites(), at, &text, &error))
     throw UsageError{error};
-  for (const std::string &p : opened->symbol_problems()) GPULEAK_LOG_WARN("warning: %s", gpuleak::text::printable(p).c_str());
+  for (const std::string &p : opened->symbol_problems())
+    GPULEAK_LOG_WARN("warning: %s", gpuleak::text::printable(p).c_str());
   if (o.output.empty() || o.output == "-") {
     std::fwrite(text.data(), 1, text.size(), stdout);
     return std::fflush(stdout) == 0 ? 0 : kExitUsage;

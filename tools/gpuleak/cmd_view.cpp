@@ -17,15 +17,15 @@
 
 #include "analysis/analysis.h"
 #include "cli.h"
-#include "log/log.h"
 #include "format/capture_reader.h"
+#include "log/log.h"
 #include "output/front_door.h"
 #include "output/report_json.h"
 #include "output/view/html_document.h"
 #include "output/view/report_input.h"
 #include "output/view/view_data.h"
-#include "text/escape.h"
 #include "text/bounded_read.h"
+#include "text/escape.h"
 #include "text/limits.h"
 
 #ifndef GPULEAK_VERSION
