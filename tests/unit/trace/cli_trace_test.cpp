@@ -109,6 +109,23 @@ TEST(CliTrace, ExportCollapsedAddsUpToTheLeak) {
   EXPECT_EQ(peak.status, 0) << peak.err;
 }
 
+TEST(CliTrace, ExportSpeedscopeAddsUpToTheLeak) {
+  CliRun r = sh(kCli + " export --format speedscope --at end " + q(leaky_capture()));
+  ASSERT_EQ(r.status, 0) << r.err;
+  json doc = parse(r.out);
+  EXPECT_EQ(doc["$schema"], "https://www.speedscope.app/file-format-schema.json");
+  const json &profile = doc["profiles"].at(0);
+  EXPECT_EQ(profile["type"], "sampled");
+  EXPECT_EQ(profile["unit"], "bytes");
+  uint64_t total = 0;
+  for (const json &w : profile["weights"]) total += w.get<uint64_t>();
+  EXPECT_EQ(total, 30ull << 20);
+  bool named = false;
+  for (const json &f : doc["shared"]["frames"])
+    named |= f["name"].get<std::string>().rfind("cache_activation (", 0) == 0;
+  EXPECT_TRUE(named) << r.out;
+}
+
 TEST(CliTrace, MergeASyntheticCaptureWithARealTrace) {
   std::string dir = temp_dir("cli-merge");
   write_capture_file(dir + "/rich.gpuleak", rich_capture());
@@ -137,6 +154,7 @@ TEST(CliTrace, BadInputIsOneLineAndExitTwo) {
       kCli + " export --format svg " + q(leaky_capture()),
       kCli + " export --format collapsed --at oom " + q(leaky_capture()),
       kCli + " export --format collapsed --at noon " + q(leaky_capture()),
+      kCli + " export --format speedscope --at oom " + q(leaky_capture()),
       kCli + " merge " + q(leaky_capture()),
       kCli + " merge " + q(dir + "/garbage.gpuleak") + " -o " + q(dir + "/m.json"),
   };
