@@ -54,7 +54,8 @@ int export_command(const ExportCommandOptions &o) {
   if (!ok) throw UsageError{error};
   std::string text;
   if (o.format == "pprof") {
-    text = pprof_profile(live, static_cast<int64_t>(opened->capture().header.realtime_ns));
+    text = pprof_profile(live, static_cast<int64_t>(opened->capture().header.realtime_ns),
+                         std::filesystem::path(o.input).stem().string());
   } else {
     const std::string moment = o.iterations.empty() ? moment_name(at) : "iterations " + o.iterations;
     text =

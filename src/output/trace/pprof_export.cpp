@@ -16,8 +16,8 @@ namespace {
 
 // profile.proto field numbers (github.com/google/pprof/proto/profile.proto).
 namespace profile {
-constexpr uint32_t kSampleType = 1, kSample = 2, kLocation = 4, kFunction = 5, kStringTable = 6, kTimeNanos = 9,
-                   kPeriodType = 11, kPeriod = 12, kDefaultSampleType = 14;
+constexpr uint32_t kSampleType = 1, kSample = 2, kMapping = 3, kLocation = 4, kFunction = 5, kStringTable = 6,
+                   kTimeNanos = 9, kPeriodType = 11, kPeriod = 12, kDefaultSampleType = 14;
 }
 namespace value_type {
 constexpr uint32_t kType = 1, kUnit = 2;
@@ -28,8 +28,11 @@ constexpr uint32_t kLocationId = 1, kValue = 2, kLabel = 3;
 namespace label {
 constexpr uint32_t kKey = 1, kStr = 2;
 }
+namespace mapping {
+constexpr uint32_t kId = 1, kFilename = 5, kHasFunctions = 7, kHasFilenames = 8, kHasLineNumbers = 9;
+}
 namespace location {
-constexpr uint32_t kId = 1, kLine = 4;
+constexpr uint32_t kId = 1, kMappingId = 2, kLine = 4;
 }
 namespace line {
 constexpr uint32_t kFunctionId = 1, kLine = 2;
@@ -60,6 +63,7 @@ class Tables {
     for (size_t i = 0; i < location_order_.size(); ++i) {
       p.message_field(profile::kLocation, [&](ProtoEncoder &l) {
         l.varint_field(location::kId, i + 1);
+        l.varint_field(location::kMappingId, 1);
         l.message_field(location::kLine, [&](ProtoEncoder &ln) {
           ln.varint_field(line::kFunctionId, location_order_[i].first);
           if (location_order_[i].second > 0) ln.int_field(line::kLine, location_order_[i].second);
@@ -112,7 +116,8 @@ std::string gzip(const std::string &raw) {
 
 }  // namespace
 
-std::string pprof_profile_uncompressed(const std::vector<LiveStack> &live, int64_t time_ns) {
+std::string pprof_profile_uncompressed(const std::vector<LiveStack> &live, int64_t time_ns,
+                                       const std::string &program) {
   Tables t;
   ProtoEncoder p;
   auto value_type_field = [&](uint32_t field, const char *type, const char *unit) {
@@ -150,12 +155,22 @@ std::string pprof_profile_uncompressed(const std::vector<LiveStack> &live, int64
   p.int_field(profile::kPeriod, 1);
   if (time_ns > 0) p.int_field(profile::kTimeNanos, time_ns);
   p.int_field(profile::kDefaultSampleType, t.string("inuse_space"));
+  // One mapping, marked as already symbolized: pprof then neither looks for the binary nor
+  // warns that its name is unknown.
+  const int64_t program_index = t.string(valid_utf8(program));
+  p.message_field(profile::kMapping, [&](ProtoEncoder &m) {
+    m.varint_field(mapping::kId, 1);
+    m.int_field(mapping::kFilename, program_index);
+    m.bool_field(mapping::kHasFunctions, true);
+    m.bool_field(mapping::kHasFilenames, true);
+    m.bool_field(mapping::kHasLineNumbers, true);
+  });
   t.write(p);
   return p.take();
 }
 
-std::string pprof_profile(const std::vector<LiveStack> &live, int64_t time_ns) {
-  return gzip(pprof_profile_uncompressed(live, time_ns));
+std::string pprof_profile(const std::vector<LiveStack> &live, int64_t time_ns, const std::string &program) {
+  return gzip(pprof_profile_uncompressed(live, time_ns, program));
 }
 
 }  // namespace gpuleak::output::trace

@@ -8,9 +8,9 @@
 // as in the folded stacks), plus a "device" label so `-tagfocus device=cuda:1` selects a GPU.
 // Functions are named by the function alone (file and line go in Function/Line), so pprof's
 // -functions and -lines granularities both work; unknown functions take the headline-aware
-// label (sites.h frame_label). There are no mappings: symbols are already resolved, so pprof
-// has nothing to symbolize. Untrusted strings are repaired to valid UTF-8 (Go's decoder keeps
-// them as bytes, but its text and web outputs need valid text).
+// label (sites.h frame_label). One mapping (named `program`) holds every location and says it
+// is already symbolized, so pprof has nothing to look up. Untrusted strings are repaired to valid UTF-8 (Go's decoder
+// keeps them as bytes, but its text and web outputs need valid text).
 #pragma once
 
 #include <string>
@@ -21,10 +21,10 @@
 namespace gpuleak::output::trace {
 
 // The gzipped profile.proto bytes of `live`; `time_ns` (ns since the epoch, 0 = unknown) is the
-// profile's time_nanos.
-std::string pprof_profile(const std::vector<LiveStack> &live, int64_t time_ns);
+// profile's time_nanos; `program` names its one mapping.
+std::string pprof_profile(const std::vector<LiveStack> &live, int64_t time_ns, const std::string &program);
 
 // profile.proto's bytes before gzip (the tests decode these).
-std::string pprof_profile_uncompressed(const std::vector<LiveStack> &live, int64_t time_ns);
+std::string pprof_profile_uncompressed(const std::vector<LiveStack> &live, int64_t time_ns, const std::string &program);
 
 }  // namespace gpuleak::output::trace
