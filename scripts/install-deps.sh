@@ -7,8 +7,10 @@ packages=(cmake g++ make pkg-config binutils python3
   nlohmann-json3-dev libspdlog-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   libunwind-dev libdw-dev libelf-dev zlib1g-dev liblzma-dev libbz2-dev clang-14 clang-format python3-pytest protobuf-compiler
   python3-pip python3-setuptools python3-wheel python3-build python3-venv patchelf dpkg-dev)
-# For the viewer's browser test only (tests/browser): it reports itself skipped without them.
-optional=(chromium)
+# Optional: chromium for the viewer's browser test (tests/browser), golang-go for `go tool pprof`
+# on `gpuleak export --format pprof` (CliTrace.ExportPprofOpensInGoToolPprof); each test reports
+# itself skipped without its package.
+optional=(chromium golang-go)
 sudo_cmd=""
 [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
 cd "$(dirname "$0")/.."
@@ -24,7 +26,7 @@ fi
 for p in "${optional[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 && continue
   DEBIAN_FRONTEND=noninteractive ${sudo_cmd:-} apt-get install -y -qq --no-install-recommends "$p" >/dev/null 2>&1 ||
-    echo "gpuleak: optional package $p not installed (the browser test will be skipped)"
+    echo "gpuleak: optional package $p not installed (the test that needs it will be skipped)"
 done
 if command -v npm >/dev/null && [ -f viewer/package-lock.json ] && [ ! -d viewer/node_modules ]; then
   (cd viewer && npm ci --no-audit --no-fund >/dev/null 2>&1) ||

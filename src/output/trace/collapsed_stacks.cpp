@@ -1,7 +1,6 @@
 #include "output/trace/collapsed_stacks.h"
 
 #include <map>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -20,6 +19,18 @@ bool parse_moment(const std::string &text, Moment *out) {
   else
     return false;
   return true;
+}
+
+const char *moment_name(Moment at) {
+  switch (at) {
+    case Moment::kEnd:
+      return "end";
+    case Moment::kPeak:
+      return "peak";
+    case Moment::kOom:
+      return "oom";
+  }
+  return "end";
 }
 
 std::string folded_frame(const std::string &name) {
@@ -67,35 +78,106 @@ bool collapsed_stacks(const format::Capture &capture, const analysis::Analysis &
   return collapsed_stacks(capture, analysis, sites, at, out, error);
 }
 
-bool collapsed_stacks(const format::Capture &capture, const analysis::Analysis &analysis, Sites &sites, Moment at,
-                      std::string *out, std::string *error) {
+namespace {
+
+// Groups the allocations live on each (device, position) by call site; only those born at or
+// after `born_from` (an event position) count.
+void group_live(const MemoryReplay &replay, Sites &sites, const std::vector<std::pair<int, uint32_t>> &points,
+                uint32_t born_from, std::vector<LiveStack> *out) {
+  out->clear();
+  for (const auto &[device, position] : points) {
+    std::map<uint64_t, LiveStack> by_site;  // (stack, py stack) -> live
+    for (uint32_t i : replay.live_before(position, device)) {
+      const Life &l = replay.lives[i];
+      if (l.birth < born_from) continue;
+      LiveStack &s = by_site[static_cast<uint64_t>(l.stack_id) << 32 | l.py_stack_id];
+      s.bytes += l.size;
+      s.count += 1;
+    }
+    for (auto &[key, s] : by_site) {
+      s.device = device;
+      s.frames = sites.resolve(static_cast<uint32_t>(key >> 32), static_cast<uint32_t>(key)).frames;
+      out->push_back(std::move(s));
+    }
+  }
+}
+
+}  // namespace
+
+bool live_stacks(const format::Capture &capture, const analysis::Analysis &analysis, Sites &sites, Moment at,
+                 std::vector<LiveStack> *out, std::string *error) {
   MemoryReplay replay(capture, analysis);
   error->clear();
   auto points = moments(replay, analysis, at, error);
   if (!error->empty()) return false;
+  group_live(replay, sites, points, 0, out);
+  return true;
+}
 
-  std::map<std::string, uint64_t> folded;
-  for (const auto &[device, position] : points) {
-    std::unordered_map<uint64_t, uint64_t> by_site;  // (stack, py stack) -> bytes
-    for (uint32_t i : replay.live_before(position, device)) {
-      const Life &l = replay.lives[i];
-      by_site[static_cast<uint64_t>(l.stack_id) << 32 | l.py_stack_id] += l.size;
-    }
-    const std::string root = "cuda:" + std::to_string(device);
-    for (const auto &[key, bytes] : by_site) {
-      const Stack &frames = sites.resolve(static_cast<uint32_t>(key >> 32), static_cast<uint32_t>(key)).frames;
-      std::string line = root;
-      if (frames.empty()) line += ";unknown site";
-      for (auto f = frames.rbegin(); f != frames.rend(); ++f) line += ";" + folded_frame(frame_label(*f));
-      folded[line] += bytes;
-    }
+bool parse_iteration_span(const std::string &text, IterationSpan *out) {
+  auto number = [](const std::string &t, uint32_t *v) {
+    if (t.empty() || t.size() > 9 || t.find_first_not_of("0123456789") != std::string::npos) return false;
+    *v = static_cast<uint32_t>(std::stoul(t));
+    return true;
+  };
+  size_t colon = text.find(':');
+  if (colon == std::string::npos) {
+    if (!number(text, &out->first)) return false;
+    out->last = out->first;
+    return true;
   }
-  out->clear();
+  return number(text.substr(0, colon), &out->first) && number(text.substr(colon + 1), &out->last) &&
+         out->first <= out->last;
+}
+
+bool live_stacks_in_iterations(const format::Capture &capture, const analysis::Analysis &analysis, Sites &sites,
+                               IterationSpan span, std::vector<LiveStack> *out, std::string *error) {
+  const analysis::Iteration *first = nullptr, *last = nullptr;
+  uint32_t count = 0;
+  for (const analysis::Iteration &it : analysis.iterations) {
+    if (!it.primary) continue;
+    ++count;
+    if (it.index == span.first) first = &it;
+    if (it.index == span.last) last = &it;
+  }
+  if (!first || !last) {
+    *error = count == 0 ? "export: the capture has no iterations (--iterations)"
+                        : "export: --iterations " + std::to_string(span.first) + ":" + std::to_string(span.last) +
+                              " is outside the capture's iterations 0:" + std::to_string(count - 1);
+    return false;
+  }
+  MemoryReplay replay(capture, analysis);
+  error->clear();
+  const uint32_t born_from = replay.lower_bound(replay.anchor() + first->start_ns);
+  const uint32_t end = replay.lower_bound(replay.anchor() + last->end_ns);
+  std::vector<std::pair<int, uint32_t>> points;
+  for (int d : replay.devices) points.emplace_back(d, end);
+  group_live(replay, sites, points, born_from, out);
+  return true;
+}
+
+bool collapsed_stacks(const format::Capture &capture, const analysis::Analysis &analysis, Sites &sites, Moment at,
+                      std::string *out, std::string *error) {
+  std::vector<LiveStack> live;
+  if (!live_stacks(capture, analysis, sites, at, &live, error)) return false;
+  *out = collapsed_stacks(live);
+  return true;
+}
+
+std::string collapsed_stacks(const std::vector<LiveStack> &live) {
+  std::map<std::string, uint64_t> folded;
+  for (const LiveStack &s : live) {
+    std::string line = "cuda:" + std::to_string(s.device);
+    if (s.frames.empty()) line += ";unknown site";
+    for (auto f = s.frames.rbegin(); f != s.frames.rend(); ++f) line += ";" + folded_frame(frame_label(*f));
+    folded[line] += s.bytes;
+  }
+  std::string out;
   for (const auto &[line, bytes] : folded) {
     if (bytes == 0) continue;  // zero-byte allocations draw nothing
-    *out += line + " " + std::to_string(bytes) + "\n";
+    out += line + " " + std::to_string(bytes) + "\n";
   }
-  return true;
+  return out;
 }
 
 }  // namespace gpuleak::output::trace

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "analysis/analysis.h"
 #include "format/capture_reader.h"
@@ -26,6 +27,7 @@ enum class Moment {
 
 // Parses "end", "peak", "oom"; false for anything else.
 bool parse_moment(const std::string &text, Moment *out);
+const char *moment_name(Moment at);  // "end", "peak", "oom"
 
 // The folded stacks. False with a one-line reason when the moment does not exist (kOom in a
 // capture without an out-of-memory failure). The bytes on each device's lines add up to the
@@ -34,6 +36,36 @@ bool collapsed_stacks(const format::Capture &capture, const analysis::Analysis &
                       std::string *out, std::string *error);
 bool collapsed_stacks(const format::Capture &capture, const analysis::Analysis &analysis, const SymbolizeFn &symbolize,
                       Moment at, std::string *out, std::string *error);
+
+// The allocations live at one moment, grouped by (device, call site): what every export format
+// draws. In device order, then site order (stable for one capture). Frames innermost first,
+// as Sites gives them; an empty stack is a site that could not be resolved.
+struct LiveStack {
+  int device = 0;
+  Stack frames;
+  uint64_t bytes = 0;
+  uint64_t count = 0;  // allocations
+};
+bool live_stacks(const format::Capture &capture, const analysis::Analysis &analysis, Sites &sites, Moment at,
+                 std::vector<LiveStack> *out, std::string *error);
+
+// Iterations `first` to `last` (inclusive) of the loop the verdicts are computed on
+// (Iteration::primary), numbered from 0.
+struct IterationSpan {
+  uint32_t first = 0, last = 0;
+};
+// Parses "A:B" (A <= B) or "A" (A:A); false for anything else.
+bool parse_iteration_span(const std::string &text, IterationSpan *out);
+
+// The allocations born during the span and still live when its last iteration ended: what the
+// span added for good. Two spans from the same start, exported as pprof profiles, diff into the
+// growth between their ends (`pprof -diff_base`). False with a one-line reason when the capture
+// has no such iterations.
+bool live_stacks_in_iterations(const format::Capture &capture, const analysis::Analysis &analysis, Sites &sites,
+                               IterationSpan span, std::vector<LiveStack> *out, std::string *error);
+
+// The folded stacks of `live` (the text collapsed_stacks returns).
+std::string collapsed_stacks(const std::vector<LiveStack> &live);
 
 // A frame name made safe for the folded format (see above).
 std::string folded_frame(const std::string &name);

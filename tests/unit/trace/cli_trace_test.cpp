@@ -109,6 +109,52 @@ TEST(CliTrace, ExportCollapsedAddsUpToTheLeak) {
   EXPECT_EQ(peak.status, 0) << peak.err;
 }
 
+TEST(CliTrace, ExportSpeedscopeAddsUpToTheLeak) {
+  CliRun r = sh(kCli + " export --format speedscope --at end " + q(leaky_capture()));
+  ASSERT_EQ(r.status, 0) << r.err;
+  json doc = parse(r.out);
+  EXPECT_EQ(doc["$schema"], "https://www.speedscope.app/file-format-schema.json");
+  const json &profile = doc["profiles"].at(0);
+  EXPECT_EQ(profile["type"], "sampled");
+  EXPECT_EQ(profile["unit"], "bytes");
+  uint64_t total = 0;
+  for (const json &w : profile["weights"]) total += w.get<uint64_t>();
+  EXPECT_EQ(total, 30ull << 20);
+  bool named = false;
+  for (const json &f : doc["shared"]["frames"])
+    named |= f["name"].get<std::string>().rfind("cache_activation (", 0) == 0;
+  EXPECT_TRUE(named) << r.out;
+}
+
+// pprof's own reader on the file: Go's `go tool pprof` (Debian's golang-go, an optional
+// dependency in scripts/install-deps.sh). The leak is 1 MiB per iteration at cache_activation, so
+// the diff between iterations 0:2 and 0:20 is 18 iterations' worth there.
+TEST(CliTrace, ExportPprofOpensInGoToolPprof) {
+  std::string dir = temp_dir("cli-pprof");
+  for (const char *span : {"0:2", "0:20"}) {
+    CliRun r = sh(kCli + " export --format pprof --iterations " + span + " -o " + q(dir + "/" + span + ".pb.gz") + " " +
+                  q(leaky_capture()));
+    ASSERT_EQ(r.status, 0) << r.err;
+  }
+  CliRun end = sh(kCli + " export --format pprof -o " + q(dir + "/end.pb.gz") + " " + q(leaky_capture()));
+  ASSERT_EQ(end.status, 0) << end.err;
+  char magic[2] = {};
+  std::ifstream(dir + "/end.pb.gz", std::ios::binary).read(magic, 2);  // read_text would gunzip
+  EXPECT_EQ(std::string(magic, 2), "\x1f\x8b");
+  if (std::system("command -v go > /dev/null 2>&1") != 0)
+    GTEST_SKIP() << "go not installed (Debian golang-go): `go tool pprof` check skipped";
+  const std::string go = "HOME=" + q(dir) + " GOCACHE=" + q(dir + "/gocache") + " go tool pprof -top ";
+  CliRun top = sh(go + q(dir + "/end.pb.gz"));
+  ASSERT_EQ(top.status, 0) << top.err;
+  EXPECT_NE(top.out.find("Type: inuse_space"), std::string::npos) << top.out;
+  EXPECT_NE(top.out.find("accounting for 30MB, 100% of 30MB total"), std::string::npos) << top.out;
+  EXPECT_NE(top.out.find("cache_activation"), std::string::npos) << top.out;
+  CliRun diff = sh(go + "-diff_base " + q(dir + "/0:2.pb.gz") + " " + q(dir + "/0:20.pb.gz"));
+  ASSERT_EQ(diff.status, 0) << diff.err;
+  EXPECT_NE(diff.out.find("18MB"), std::string::npos) << diff.out;
+  EXPECT_NE(diff.out.find("cache_activation"), std::string::npos) << diff.out;
+}
+
 TEST(CliTrace, MergeASyntheticCaptureWithARealTrace) {
   std::string dir = temp_dir("cli-merge");
   write_capture_file(dir + "/rich.gpuleak", rich_capture());
@@ -137,6 +183,10 @@ TEST(CliTrace, BadInputIsOneLineAndExitTwo) {
       kCli + " export --format svg " + q(leaky_capture()),
       kCli + " export --format collapsed --at oom " + q(leaky_capture()),
       kCli + " export --format collapsed --at noon " + q(leaky_capture()),
+      kCli + " export --format speedscope --at oom " + q(leaky_capture()),
+      kCli + " export --format pprof --iterations 5:2 " + q(leaky_capture()),
+      kCli + " export --format pprof --iterations 0:999 " + q(leaky_capture()),
+      kCli + " export --format pprof --at end --iterations 1 " + q(leaky_capture()),
       kCli + " merge " + q(leaky_capture()),
       kCli + " merge " + q(dir + "/garbage.gpuleak") + " -o " + q(dir + "/m.json"),
   };
