@@ -7,7 +7,7 @@ program itself measured (framework_loops.py's result file).
 
 A --leak run passes when: verdict is leak; the first (largest) entry of leak_groups[] (leaks[] in
 a report without groups) has a headline with user true naming the program's own file and its
-keep line; that entry's bytes_per_iteration is within the tolerance (10%) of the program's
+keep line (`# @keep-FRAMEWORK`); that entry's bytes_per_iteration is within the tolerance (10%) of the program's
 kept_bytes_per_step. A --clean run passes when verdict is clean. --iteration-source also requires
 the report's iteration_source (e.g. python_loop for the runs without marks).
 Prints one line, "ok: ..." or "FAIL: ..."; exit status 0 pass, 1 fail, 77 when the program

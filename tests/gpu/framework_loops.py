@@ -5,11 +5,11 @@
                      --result FILE [--steps N]
 
 Each step does some work whose arrays die in the step, then either keeps one array on the GPU
-(--leak: the line marked `# @keep`, a list that grows by one array per step) or keeps a Python
+(--leak: the line marked `# @keep-FRAMEWORK`, a list that grows by one array per step) or keeps a Python
 float (--clean: nothing stays on the GPU). The program measures what it keeps itself, from the
 framework's own array (nbytes / numel * element_size), and writes FILE, JSON:
 
-  {"framework", "mode", "marks", "steps", "file" (this file), "keep_line" (the @keep line),
+  {"framework", "mode", "marks", "steps", "file" (this file), "keep_line" (that line),
    "kept_bytes_per_step" (0 when clean), "version", "note"}
 
 --marks: each step is an iteration (torch: an NVTX range "step"; jax, cupy: gpuleak.iterate()).
@@ -29,12 +29,12 @@ KEEP_BYTES = 4 << 20  # the array kept per step: 4 MiB (1M float32)
 _KEPT = []
 
 
-def keep_line():
-    """The line of this file ending in `# @keep` (the one gpuleak must name)."""
+def keep_line(framework):
+    """The line of this file ending in `# @keep-FRAMEWORK` (the one gpuleak must name)."""
     with open(__file__, encoding="utf-8") as f:
-        hits = [i + 1 for i, text in enumerate(f) if text.rstrip().endswith("# @" + "keep")]
+        hits = [i + 1 for i, text in enumerate(f) if text.rstrip().endswith("# @keep-" + framework)]
     if len(hits) != 1:
-        raise SystemExit(f"framework_loops.py: {len(hits)} @keep lines (expected 1)")
+        raise SystemExit(f"framework_loops.py: {len(hits)} @keep-{framework} lines (expected 1)")
     return hits[0]
 
 
@@ -66,7 +66,7 @@ def run_torch(a):
             loss.backward()
             opt.step()
             if a.leak:
-                _KEPT.append(torch.tanh(out.detach()))  # @keep
+                _KEPT.append(torch.tanh(out.detach()))  # @keep-torch
                 kept_bytes = _KEPT[-1].numel() * _KEPT[-1].element_size()
             else:
                 _KEPT.append(loss.item())
@@ -91,7 +91,7 @@ def run_jax(a):
             h = jnp.concatenate([h, h * 2.0])  # sometimes one more, larger buffer
         total = float(h.sum())
         if a.leak:
-            _KEPT.append(jnp.sin(base + step))  # @keep
+            _KEPT.append(jnp.sin(base + step))  # @keep-jax
             kept_bytes = _KEPT[-1].nbytes
             _KEPT[-1].block_until_ready()
         else:
@@ -102,8 +102,8 @@ def run_jax(a):
 
 # ---- CuPy: elementwise work on random sizes; the leak keeps one array per step ------------------
 def run_cupy(a):
+    import cupy as cp  # ImportError: main() says the framework is missing
     try:
-        import cupy as cp
         cp.cuda.runtime.getDeviceCount()
     except Exception as e:  # noqa: BLE001 - cupy present but no CUDA device / driver
         return None, f"cupy sees no GPU ({type(e).__name__}: {e})"
@@ -114,7 +114,7 @@ def run_cupy(a):
         x = cp.random.random(rng.choice((1, 2, 3)) << 18, dtype=cp.float32)
         total = float((x * 2.0).sum())
         if a.leak:
-            _KEPT.append(cp.sin(base + step))  # @keep
+            _KEPT.append(cp.sin(base + step))  # @keep-cupy
             kept_bytes = _KEPT[-1].nbytes
         else:
             _KEPT.append(total)
@@ -136,7 +136,7 @@ def main():
     ap.add_argument("--steps", type=int, default=40)
     a = ap.parse_args()
     result = {"framework": a.framework, "mode": "leak" if a.leak else "clean", "marks": a.marks,
-              "steps": a.steps, "file": os.path.abspath(__file__), "keep_line": keep_line()}
+              "steps": a.steps, "file": os.path.abspath(__file__), "keep_line": keep_line(a.framework)}
     try:
         kept, note = {"torch": run_torch, "jax": run_jax, "cupy": run_cupy}[a.framework](a)
     except ImportError as e:

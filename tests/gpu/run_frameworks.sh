@@ -6,7 +6,7 @@
 #
 # Every case runs tests/gpu/framework_loops.py under `gpuleak run`; the program writes what it kept
 # per step (its own measure) and check_framework_case.py compares the report with it: verdict leak,
-# the headline at the program's `# @keep` line, bytes_per_iteration within 10%; clean stays clean;
+# the headline at the program's `# @keep-FRAMEWORK` line, bytes_per_iteration within 10%; clean stays clean;
 # without marks the loop must be found from the Python frames (iteration_source python_loop).
 # Prints PASS/FAIL/SKIP per case. OUT_DIR (default $OUT/frameworks when $OUT is set, else
 # BUILD_DIR/gpu-frameworks) receives frameworks.log (the same lines and each check's detail) and
