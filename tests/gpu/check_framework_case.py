@@ -3,13 +3,16 @@
 program itself measured (framework_loops.py's result file).
 
   check_framework_case.py --report REPORT.json --measured RESULT.json [--tolerance 0.10]
-                          [--iteration-source SOURCE]
+                          [--iteration-source SOURCE] [--pool-refusal-ok TEXT]
 
 A --leak run passes when: verdict is leak; the first (largest) entry of leak_groups[] (leaks[] in
 a report without groups) has a headline with user true naming the program's own file and its
 keep line (`# @keep-FRAMEWORK`); that entry's bytes_per_iteration is within the tolerance (10%) of the program's
 kept_bytes_per_step. A --clean run passes when verdict is clean. --iteration-source also requires
 the report's iteration_source (e.g. python_loop for the runs without marks).
+--pool-refusal-ok TEXT also passes the documented refusal of a framework pool without marks
+(src/analysis/frameworks.cpp): verdict inconclusive, iteration_source none, and run.allocator_note
+containing TEXT (the per-object mode it recommends); the line says which of the two it saw.
 Prints one line, "ok: ..." or "FAIL: ..."; exit status 0 pass, 1 fail, 77 when the program
 skipped (its result says so), 2 on unreadable input.
 """
@@ -32,11 +35,15 @@ def mib(n):
     return f"{n / 1048576:.3f} MiB" if isinstance(n, (int, float)) else repr(n)
 
 
-def judge(report, measured, tolerance, source):
+def judge(report, measured, tolerance, source, refusal_ok):
     """(ok, text)."""
     verdict = report.get("verdict")
     seen = f"verdict {verdict}, iteration_source {report.get('iteration_source')}, " \
            f"{(report.get('analysis') or {}).get('primary_iterations')} iterations"
+    note = (report.get("run") or {}).get("allocator_note") or ""
+    if refusal_ok and verdict == "inconclusive" and report.get("iteration_source") == "none" \
+            and refusal_ok in note:
+        return True, f"{seen}; refused as documented: the allocator note recommends {refusal_ok!r}"
     if source and report.get("iteration_source") != source:
         return False, f"expected iteration_source {source}; {seen}"
     if measured["mode"] == "clean":
@@ -69,6 +76,7 @@ def main():
     ap.add_argument("--measured", required=True)
     ap.add_argument("--tolerance", type=float, default=0.10)
     ap.add_argument("--iteration-source", default=None)
+    ap.add_argument("--pool-refusal-ok", default=None, metavar="TEXT")
     a = ap.parse_args()
     measured = load(a.measured, "program's result")
     if measured.get("skipped"):
@@ -78,7 +86,7 @@ def main():
         if key not in measured:
             print(f"FAIL: the program's result {a.measured} lacks {key!r}")
             return 2
-    ok, text = judge(load(a.report, "report"), measured, a.tolerance, a.iteration_source)
+    ok, text = judge(load(a.report, "report"), measured, a.tolerance, a.iteration_source, a.pool_refusal_ok)
     print(("ok: " if ok else "FAIL: ") + text)
     return 0 if ok else 1
 

@@ -42,7 +42,7 @@ def steps(n, marks):
     """The loop's steps; with marks each is a gpuleak iteration (a no-op without gpuleak)."""
     if not marks:
         return range(n)
-    import gpuleak  # on PYTHONPATH under `gpuleak run`
+    import gpuleak  # main() checked it is importable
     return gpuleak.iterate(range(n), loop="train")
 
 
@@ -135,6 +135,12 @@ def main():
     ap.add_argument("--result", required=True)
     ap.add_argument("--steps", type=int, default=40)
     a = ap.parse_args()
+    if a.marks and a.framework != "torch":
+        try:
+            import gpuleak  # noqa: F401 - the marks; run_frameworks.sh puts tools/python on PYTHONPATH
+        except ImportError as e:
+            print(f"framework_loops.py: --marks needs gpuleak's Python package ({e})", file=sys.stderr)
+            return 2
     result = {"framework": a.framework, "mode": "leak" if a.leak else "clean", "marks": a.marks,
               "steps": a.steps, "file": os.path.abspath(__file__), "keep_line": keep_line(a.framework)}
     try:
