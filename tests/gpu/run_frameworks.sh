@@ -13,7 +13,8 @@
 # cases/<case>/ (stdout, stderr, result.json, captures/ with the capture and report.json).
 # Cases of a framework that is not importable or sees no GPU are SKIP. PyTorch's default caching
 # allocator pins leaks on segments until its own issue lands: its cases are SKIP unless
-# GPULEAK_TEST_TORCH_DEFAULT=1. ONLY=REGEX runs the cases whose name matches.
+# GPULEAK_TEST_TORCH_DEFAULT=1. ONLY=REGEX runs the cases whose name matches (e.g. '^torch', to
+# split the run across commands). A passing case's capture is deleted unless KEEP_CAPTURES=1.
 # Exit status: 1 on any FAIL, 77 without a GPU or when every case was SKIP, 2 on bad usage, else 0.
 # PYTHON picks the interpreter (python3).
 set -uo pipefail
@@ -99,7 +100,7 @@ for spec in "${cases[@]}"; do
             -u XLA_PYTHON_CLIENT_PREALLOCATE -u GPULEAK_CUPY -u GPULEAK_PY_LOOP)
       [[ $extra_env != - ]] && IFS=, read -r -a more <<<"$extra_env" && envs+=("${more[@]}")
       start=$(date +%s%N)
-      (cd "$dir" && env "${envs[@]}" timeout -k 10 300 "$gpuleak" run --out "$dir/captures" "${run_opts[@]}" -- \
+      (cd "$dir" && env "${envs[@]}" timeout -k 10 240 "$gpuleak" run --out "$dir/captures" "${run_opts[@]}" -- \
         "$python" "$here/framework_loops.py" --framework "$framework" "--$kind" "--$marks" \
         --result "$dir/result.json" >"$dir/stdout" 2>"$dir/stderr")
       status=$?
@@ -127,6 +128,10 @@ for spec in "${cases[@]}"; do
         esac
       fi
       say "$verdict $name ($ms ms): $detail"
+      [[ $verdict == FAIL ]] && tail -n 5 "$dir/stderr" | sed 's/^/    stderr: /' | tee -a "$log"
+      # The reports stay; a passing case's capture goes unless KEEP_CAPTURES=1 (what comes back from
+      # a GPU machine's $OUT is limited in size).
+      [[ $verdict == PASS && ${KEEP_CAPTURES:-0} != 1 ]] && rm -f "$dir"/captures/*.gpuleak
       case $verdict in
         PASS) pass=$((pass + 1)) ;;
         SKIP) skip=$((skip + 1)) ;;
