@@ -45,7 +45,8 @@ log=$out_dir/frameworks.log
 python=${PYTHON:-python3}
 # gpuleak's Python package from this checkout: `import gpuleak` for the marks, and the start-up
 # hooks of --cupy (the build folder may have been carried to a machine where its source path is gone).
-export GPULEAK_PYTHONDIR=$(cd "$here/../../tools/python" && pwd)
+GPULEAK_PYTHONDIR=$(cd "$here/../../tools/python" && pwd) || exit 2
+export GPULEAK_PYTHONDIR
 export PYTHONPATH=$GPULEAK_PYTHONDIR${PYTHONPATH:+:$PYTHONPATH}
 use_hostlibs "$gpuleak" "$build_dir/gpu-tests/hostlibs"
 
