@@ -47,7 +47,7 @@ export LD_LIBRARY_PATH="$build/fake_cuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 unset GPULEAK_LIB GPULEAK_CLI
 (cd "$work" && "$usr/bin/gpuleak" run --out "$work/out" "$build/programs/prog_leaky_static" 30) 2>"$work/run.err" ||
   { cat "$work/run.err"; fail "gpuleak run"; }
-grep -q "leak: 1.0 MiB per iteration at cache_activation" "$work/run.err" || { cat "$work/run.err"; fail "no leak found"; }
+grep -q "leak: 1.0 MiB per iteration at leaky_loop.cpp:17 in cache_activation" "$work/run.err" || { cat "$work/run.err"; fail "no leak found"; }
 "$usr/bin/gpuleak" view --quiet -o "$work/view.html" "$(ls "$work"/out/*.report.json)" || fail "gpuleak view"
 PYTHONPATH=$usr/lib/python3/dist-packages python3 -c "
 import gpuleak._locate as l
