@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Judges one framework loop of run_frameworks.sh: the report gpuleak wrote against what the
+program itself measured (framework_loops.py's result file).
+
+  check_framework_case.py --report REPORT.json --measured RESULT.json [--tolerance 0.10]
+                          [--iteration-source SOURCE] [--pool-refusal-ok TEXT]
+
+A --leak run passes when: verdict is leak; the first (largest) entry of leak_groups[] (leaks[] in
+a report without groups) has a headline with user true naming the program's own file and its
+keep line (`# @keep-FRAMEWORK`); that entry's bytes_per_iteration is within the tolerance (10%) of the program's
+kept_bytes_per_step. A --clean run passes when verdict is clean. --iteration-source also requires
+the report's iteration_source (e.g. python_loop for the runs without marks).
+--pool-refusal-ok TEXT also passes the documented refusal of a framework pool without marks
+(src/analysis/frameworks.cpp): verdict inconclusive, iteration_source none, and run.allocator_note
+containing TEXT (the per-object mode it recommends); the line says which of the two it saw.
+Prints one line, "ok: ..." or "FAIL: ..."; exit status 0 pass, 1 fail, 77 when the program
+skipped (its result says so), 2 on unreadable input.
+"""
+import argparse
+import json
+import os
+import sys
+
+
+def load(path, what):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"FAIL: cannot read the {what} {path}: {e}")
+        sys.exit(2)
+
+
+def mib(n):
+    return f"{n / 1048576:.3f} MiB" if isinstance(n, (int, float)) else repr(n)
+
+
+def judge(report, measured, tolerance, source, refusal_ok):
+    """(ok, text)."""
+    verdict = report.get("verdict")
+    seen = f"verdict {verdict}, iteration_source {report.get('iteration_source')}, " \
+           f"{(report.get('analysis') or {}).get('primary_iterations')} iterations"
+    note = (report.get("run") or {}).get("allocator_note") or ""
+    if refusal_ok and verdict == "inconclusive" and report.get("iteration_source") == "none" \
+            and refusal_ok in note:
+        return True, f"{seen}; refused as documented: the allocator note recommends {refusal_ok!r}"
+    if source and report.get("iteration_source") != source:
+        return False, f"expected iteration_source {source}; {seen}"
+    if measured["mode"] == "clean":
+        leaks = report.get("leaks") or []
+        extra = f"; leaks: {[(l.get('headline') or {}).get('text') for l in leaks[:3]]}" if leaks else ""
+        return verdict == "clean", seen + extra
+    if verdict != "leak":
+        return False, f"expected verdict leak; {seen}"
+    entries = report.get("leak_groups")
+    if entries is None:
+        entries = report.get("leaks") or []
+    if not entries:
+        return False, f"verdict leak but no leak entries; {seen}"
+    top = entries[0]
+    head = top.get("headline") or {}
+    want_file = os.path.basename(measured["file"])
+    where = f"headline {head.get('text')!r}"
+    if not head.get("user") or os.path.basename(head.get("file") or "") != want_file \
+            or head.get("line") != measured["keep_line"]:
+        return False, f"expected the headline {want_file}:{measured['keep_line']} (user code); {where}; {seen}"
+    rate, want = top.get("bytes_per_iteration"), measured["kept_bytes_per_step"]
+    if not isinstance(rate, (int, float)) or not want or abs(rate - want) > tolerance * want:
+        return False, f"rate {mib(rate)}/iteration, the program kept {mib(want)}/step (±{tolerance:.0%}); {where}"
+    return True, f"{seen}; {where}; rate {mib(rate)}/iteration vs {mib(want)}/step measured"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--report", required=True)
+    ap.add_argument("--measured", required=True)
+    ap.add_argument("--tolerance", type=float, default=0.10)
+    ap.add_argument("--iteration-source", default=None)
+    ap.add_argument("--pool-refusal-ok", default=None, metavar="TEXT")
+    a = ap.parse_args()
+    measured = load(a.measured, "program's result")
+    if measured.get("skipped"):
+        print(f"skipped: {measured['skipped']}")
+        return 77
+    for key in ("mode", "file", "keep_line", "kept_bytes_per_step"):
+        if key not in measured:
+            print(f"FAIL: the program's result {a.measured} lacks {key!r}")
+            return 2
+    ok, text = judge(load(a.report, "report"), measured, a.tolerance, a.iteration_source, a.pool_refusal_ok)
+    print(("ok: " if ok else "FAIL: ") + text)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
