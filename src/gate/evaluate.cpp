@@ -97,7 +97,8 @@ void evaluate_devices(ReportOutcome *out, const Budgets &budgets) {
                   rate(static_cast<double>(budgets.max_growth)) +
                   "): a caching pool's reserve, fragmentation or growth spread over many sites";
       f.status = g > static_cast<double>(budgets.max_growth) ? Status::kFail : Status::kPass;
-      if (budgets.warmup > 0 && !d.growth_after_warmup.empty() && g <= 0) f.status = Status::kIgnored, f.note = "no growth after the warm-up";
+      if (budgets.warmup > 0 && !d.growth_after_warmup.empty() && g <= 0)
+        f.status = Status::kIgnored, f.note = "no growth after the warm-up";
       out->findings.push_back(std::move(f));
     }
     if (auto peak = budgets.peak_budget_for(d.index)) {
