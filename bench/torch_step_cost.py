@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Issue #15, goal 1 (and #14's cost): what gpuleak adds to a real PyTorch training step.
+
+Two workloads, each a full training step (forward, backward, optimizer) on the GPU:
+  transformer: 6-layer nn.TransformerEncoder, d_model 512, 8 heads, batch 16 x 128 tokens, AdamW
+  cnn:         a 6-conv ResNet-style network, batch 64 x 3 x 64 x 64, SGD with momentum
+
+Configurations (every one a fresh process; rounds interleave them so that the machine's drift hits
+all alike):
+  plain            no gpuleak, PyTorch's default caching allocator
+  plain-async      no gpuleak, PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync (per-tensor's baseline)
+  torch-history    no gpuleak, default allocator, torch.cuda.memory._record_memory_history() on
+  gl-default       gpuleak run, default allocator (what most users run)
+  gl-tensor        gpuleak run --torch per-tensor, default stacks (native 32 + Python)
+  gl-tensor-py     the same with GPULEAK_STACK_DEPTH=0 (Python frames only)
+  gl-tensor-nat8   the same with GPULEAK_STACK_DEPTH=8
+  gl-tensor-nopy   the same with GPULEAK_PY_STACK_DEPTH=0 (native 32 only)
+  gl-tracker       gpuleak run --torch tracker (per tensor inside the default allocator, issue #14),
+                   only when that mode exists in this build
+
+Each process runs WARMUP steps, then BLOCKS blocks of STEPS steps, synchronizing the device after
+each block; its figure is the median block's time per step. Printed: one line per configuration
+and workload (median over rounds, min-max), and the overhead against its baseline (plain-async for
+the per-tensor configurations, plain for the rest). --json FILE writes every figure.
+
+usage: torch_step_cost.py GPULEAK_CLI [--rounds N] [--only REGEX] [--json FILE]
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+CHILD = r"""
+import json, os, sys, time
+import torch
+import torch.nn as nn
+
+workload, warmup, blocks, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+torch.manual_seed(0)
+dev = torch.device("cuda")
+if os.environ.get("BENCH_TORCH_HISTORY") == "1":
+    torch.cuda.memory._record_memory_history(max_entries=100000)
+
+if workload == "transformer":
+    layer = nn.TransformerEncoderLayer(d_model=512, nhead=8, dim_feedforward=2048, batch_first=True)
+    model = nn.TransformerEncoder(layer, num_layers=6, enable_nested_tensor=False).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    x = torch.randn(16, 128, 512, device=dev)
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = model(x).square().mean()
+        loss.backward()
+        opt.step()
+else:
+    def block(cin, cout, stride):
+        return nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU())
+    model = nn.Sequential(block(3, 64, 1), block(64, 64, 1), block(64, 128, 2), block(128, 128, 1),
+                          block(128, 256, 2), block(256, 256, 1), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                          nn.Linear(256, 100)).to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randn(64, 3, 64, 64, device=dev)
+    y = torch.randint(0, 100, (64,), device=dev)
+    lossf = nn.CrossEntropyLoss()
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = lossf(model(x), y)
+        loss.backward()
+        opt.step()
+
+for _ in range(warmup):
+    step()
+torch.cuda.synchronize()
+per_step = []
+for _ in range(blocks):
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    torch.cuda.synchronize()
+    per_step.append((time.perf_counter() - t0) / steps * 1e3)
+print("RESULT " + json.dumps({"median_ms": statistics.median(per_step), "blocks": per_step}))
+"""
+
+# name: (gpuleak run options or None for a plain run, extra environment)
+CONFIGS = {
+    "plain": (None, {}),
+    "plain-async": (None, {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"}),
+    "torch-history": (None, {"BENCH_TORCH_HISTORY": "1"}),
+    "gl-default": ([], {}),
+    "gl-tensor": (["--torch", "per-tensor"], {}),
+    "gl-tensor-py": (["--torch", "per-tensor"], {"GPULEAK_STACK_DEPTH": "0"}),
+    "gl-tensor-nat8": (["--torch", "per-tensor"], {"GPULEAK_STACK_DEPTH": "8"}),
+    "gl-tensor-nopy": (["--torch", "per-tensor"], {"GPULEAK_PY_STACK_DEPTH": "0"}),
+    "gl-tracker": (["--torch", "tracker"], {}),
+}
+BASELINE = {name: ("plain-async" if name.startswith("gl-tensor") else "plain") for name in CONFIGS}
+
+
+def has_tracker_mode(cli):
+    out = subprocess.run([cli, "run", "--help"], capture_output=True, text=True).stdout
+    return "tracker" in out
+
+
+def run_one(cli, name, workload, args, outdir):
+    opts, extra = CONFIGS[name]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GPULEAK_", "PYTORCH_CUDA_ALLOC"))}
+    env.update(extra)
+    cmd = [sys.executable, "-c", CHILD, workload, str(args.warmup), str(args.blocks), str(args.steps)]
+    if opts is not None:
+        env["GPULEAK_QUIET"] = "1"
+        cmd = [cli, "run", "--out", outdir, *opts, "--", *cmd]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    for line in p.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])["median_ms"]
+    sys.stderr.write(f"{name}/{workload} failed ({p.returncode}): {p.stderr[-2000:]}\n")
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("cli")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--blocks", type=int, default=15)
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--workloads", default="transformer,cnn")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    names = [n for n in CONFIGS if re.search(args.only, n)]
+    if "gl-tracker" in names and not has_tracker_mode(args.cli):
+        names.remove("gl-tracker")
+    workloads = args.workloads.split(",")
+    figures = {(n, w): [] for n in names for w in workloads}
+    with tempfile.TemporaryDirectory() as outdir:
+        for r in range(args.rounds):
+            for w in workloads:
+                for n in names:
+                    ms = run_one(args.cli, n, w, args, outdir)
+                    if ms is not None:
+                        figures[(n, w)].append(ms)
+                    print(f"round {r + 1} {w:11} {n:15} {ms if ms is None else f'{ms:.3f}'} ms", flush=True)
+    print()
+    print(f"{'workload':11} {'configuration':15} {'median ms':>9} {'min-max':>15} {'vs baseline':>12}")
+    summary = {}
+    for w in workloads:
+        for n in names:
+            v = figures[(n, w)]
+            if not v:
+                print(f"{w:11} {n:15} {'failed':>9}")
+                continue
+            med = statistics.median(v)
+            base = figures.get((BASELINE[n], w)) or []
+            rel = "" if n == BASELINE[n] or not base else f"{(med / statistics.median(base) - 1) * 100:+.1f}%"
+            print(f"{w:11} {n:15} {med:9.3f} {min(v):7.3f}-{max(v):7.3f} {rel:>12} ({BASELINE[n]})")
+            summary[f"{w}/{n}"] = {"median_ms": med, "runs": v, "baseline": BASELINE[n]}
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(summary, f, indent=1)
+    return 0 if all(figures.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
