@@ -247,11 +247,18 @@ struct DeviceTotals {
 };
 
 struct Ledger {
-  std::vector<int> devices;                            // slot -> device index, ascending
-  std::vector<DeviceTotals> totals;                    // per slot
-  std::vector<std::vector<IterationDevice>> per_span;  // per span, per slot
+  std::vector<int> devices;          // slot -> device index, ascending
+  std::vector<DeviceTotals> totals;  // per slot
+  // Sparse per-iteration numbers (ledger.cpp): span s's cells, the devices that allocated or
+  // released memory while it was open, are cells[cell_start[s] .. cell_start[s + 1]), by device.
+  std::vector<IterationDevice> cells;
+  std::vector<uint32_t> cell_start;
+  std::vector<std::vector<LiveStep>> live_steps;           // per slot: the rest of the cells
+  std::vector<std::pair<uint32_t, uint32_t>> span_bounds;  // per span: (begin, end)
   Accounting accounting;
   int slot_of(int device) const;  // -1 when the device was never seen
+  // Span s's numbers for one slot, touched or not.
+  IterationDevice row(uint32_t span, size_t slot) const;
 };
 // One replay of every event: fills *ledger and tells the observers.
 void replay(const format::Capture &capture, const Timeline &timeline, const SiteTable &sites,

@@ -149,7 +149,7 @@ void decide(const Ledger &ledger, const SiteTable &sites, const Primary &primary
       dev.verdict = Verdict::kInconclusive;
     } else {
       std::vector<double> y(n);
-      for (uint32_t j = 0; j < n; ++j) y[j] = static_cast<double>(ledger.per_span[primary.spans[j]][d].live_end_bytes);
+      for (uint32_t j = 0; j < n; ++j) y[j] = static_cast<double>(ledger.row(primary.spans[j], d).live_end_bytes);
       Trend t = trend(y, w, &scratch, true);
       dev.growth_bytes_per_iteration = t.fit.slope;
       dev.growth_fit_quality = t.fit.quality;

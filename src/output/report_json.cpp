@@ -250,7 +250,8 @@ json iterations_json(const analysis::Analysis &a) {
     if (!reported(i, a.iterations.size())) continue;
     const auto &it = a.iterations[i];
     json devices = json::array();
-    for (const auto &d : it.devices) {
+    for (size_t k = 0; k < a.devices.size(); ++k) {
+      const analysis::IterationDevice d = a.iteration_device(i, k);
       devices.push_back({{"index", d.device},
                          {"live_end_bytes", d.live_end_bytes},
                          {"peak_bytes", d.peak_bytes},
