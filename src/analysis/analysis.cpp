@@ -292,6 +292,7 @@ Analysis analyze(const format::Capture &capture, const format::MemorySource &mem
     if (!spans.empty()) out.iteration_source = IterationSource::kAuto;
   }
   std::vector<uint32_t>().swap(sites.alloc_sequence);
+  std::vector<uint32_t>().swap(sites.alloc_positions);
   std::stable_sort(spans.begin(), spans.end(), [](const Span &a, const Span &b) {
     return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.begin < b.begin;
   });
