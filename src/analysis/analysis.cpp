@@ -293,16 +293,19 @@ Analysis analyze(const format::Capture &capture, const format::MemorySource &mem
   }
   std::vector<uint32_t>().swap(sites.alloc_sequence);
   std::vector<uint32_t>().swap(sites.alloc_positions);
-  std::stable_sort(spans.begin(), spans.end(), [](const Span &a, const Span &b) {
+  // Usually in that order already (one loop, found in order): then nothing moves.
+  auto by_start = [](const Span &a, const Span &b) {
     return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.begin < b.begin;
-  });
+  };
+  if (!std::is_sorted(spans.begin(), spans.end(), by_start)) std::stable_sort(spans.begin(), spans.end(), by_start);
 
   Primary primary;
   out.primary_loop = primary_loop(spans);
   for (uint32_t s = 0; s < spans.size(); ++s)
     if (spans[s].loop == out.primary_loop) primary.spans.push_back(s);
-  std::stable_sort(primary.spans.begin(), primary.spans.end(),
-                   [&](uint32_t a, uint32_t b) { return spans[a].end < spans[b].end; });
+  auto by_end = [&](uint32_t a, uint32_t b) { return spans[a].end < spans[b].end; };
+  if (!std::is_sorted(primary.spans.begin(), primary.spans.end(), by_end))
+    std::stable_sort(primary.spans.begin(), primary.spans.end(), by_end);
   for (uint32_t s : primary.spans) primary.end_pos.push_back(spans[s].end);
   primary.warmup = warmup_for(static_cast<uint32_t>(primary.spans.size()), options.warmup_iterations);
   out.primary_iterations = static_cast<uint32_t>(primary.spans.size());

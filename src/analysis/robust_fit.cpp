@@ -50,17 +50,22 @@ double robust_slope(const double *y, size_t n, std::vector<double> *scratch) {
   // The points paired: all of them, or p evenly spaced ones.
   const size_t p = std::min(n, kMaxExactFitPoints);
   auto index = [&](size_t k) { return p == n ? k : static_cast<size_t>((k * (n - 1) + (p - 1) / 2) / (p - 1)); };
-  s.clear();
-  s.reserve(p * (p - 1) / 2);
+  // Each point's index and value once, not once per pair (a division each).
+  std::vector<size_t> at(p);
+  std::vector<double> value(p);
+  for (size_t a = 0; a < p; ++a) at[a] = index(a), value[a] = y[at[a]];
+  s.resize(p * (p - 1) / 2);
+  size_t pairs = 0;
   for (size_t a = 0; a < p; ++a) {
-    size_t i = index(a);
+    const size_t i = at[a];
+    const double yi = value[a];
     for (size_t b = a + 1; b < p; ++b) {
-      size_t j = index(b);
+      const size_t j = at[b];
       if (j == i) continue;
-      s.push_back((y[j] - y[i]) / static_cast<double>(j - i));
+      s[pairs++] = (value[b] - yi) / static_cast<double>(j - i);
     }
   }
-  return s.empty() ? 0 : median_of(s.data(), s.size());
+  return pairs == 0 ? 0 : median_of(s.data(), pairs);
 }
 
 RobustFit fit_robust(const double *y, size_t n, std::vector<double> *scratch) {
