@@ -75,6 +75,7 @@ inline constexpr uint32_t kAnnotationUint = 3;
 inline constexpr uint32_t kAnnotationInt = 4;
 inline constexpr uint32_t kAnnotationDouble = 5;
 inline constexpr uint32_t kAnnotationString = 6;
+inline constexpr uint32_t kAnnotationPointer = 7;  // uint64, shown in hex
 inline constexpr uint32_t kAnnotationName = 10;
 inline constexpr uint32_t kAnnotationDictEntries = 11;  // repeated DebugAnnotation
 inline constexpr uint32_t kAnnotationArrayValues = 12;  // repeated DebugAnnotation

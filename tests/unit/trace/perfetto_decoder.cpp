@@ -1,5 +1,7 @@
 #include "perfetto_decoder.h"
 
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
 
 #include "output/trace/perfetto_fields.h"
@@ -98,6 +100,11 @@ class Reader {
           double d;
           std::memcpy(&d, &f.value, sizeof d);
           return d;
+        }
+        case pf::kAnnotationPointer: {  // what the JSON spells as hex (Perfetto shows it so)
+          char hex[24];
+          std::snprintf(hex, sizeof hex, "0x%" PRIx64, f.value);
+          return hex;
         }
         case pf::kAnnotationString:
           ++out_->inline_strings;
