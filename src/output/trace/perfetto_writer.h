@@ -6,10 +6,11 @@
 // derived from the pid.
 //
 // It is 0.36-0.46x the JSON's size (docs/benchmarks.md "Trace sizes") and much cheaper for
-// trace_processor to load: the format for very long runs. Timestamps: TracePacket.timestamp is the capture's CLOCK_MONOTONIC in ns (the
-// header's monotonic anchor + ns since the start; no clock snapshot is written, so Perfetto takes
-// it as its trace clock). Arguments become debug annotations (nested objects as dict entries;
-// hex addresses as pointer values). Untrusted strings are repaired to valid UTF-8.
+// trace_processor to load: the format for very long runs. Timestamps: TracePacket.timestamp is
+// the capture's CLOCK_MONOTONIC in ns (the header's monotonic anchor + ns since the start; no
+// clock snapshot is written, so Perfetto takes it as its trace clock). Arguments become debug
+// annotations (nested objects as dict entries; hex addresses as pointer values). Untrusted
+// strings are repaired to valid UTF-8.
 //
 // One packet sequence (trusted_packet_sequence_id 1) whose first packet clears its incremental
 // state: event names, categories, argument names and repeated string values are interned there
