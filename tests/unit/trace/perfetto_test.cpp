@@ -11,6 +11,7 @@
 #include <set>
 
 #include "output/trace/perfetto_fields.h"
+#include "output/trace/perfetto_interning.h"
 #include "perfetto_decoder.h"
 #include "trace_test_support.h"
 
@@ -202,6 +203,43 @@ TEST(PerfettoTrace, ConcatenatedTracesKeepTheirOwnInternedStrings) {
   std::set<uint64_t> a_tracks;
   for (const auto &[uuid, t] : decode(perfetto_trace(a)).tracks) a_tracks.insert(uuid);
   for (const auto &[uuid, t] : second.tracks) EXPECT_FALSE(a_tracks.count(uuid)) << t.name;
+}
+
+TEST(PerfettoInterning, ThirdSightingDefinesOnceThenRefersAndTablesAreBounded) {
+  using output::trace::InternedStrings;
+  using output::trace::ProtoEncoder;
+  InternedStrings interned;
+  ProtoEncoder packet;
+  EXPECT_EQ(interned.iid(InternedStrings::kEventNames, "cudaMalloc"), 0u);  // inline, twice
+  EXPECT_EQ(interned.iid(InternedStrings::kEventNames, "cudaMalloc"), 0u);
+  EXPECT_FALSE(interned.write_pending(packet));
+  EXPECT_TRUE(packet.data().empty());
+  EXPECT_EQ(interned.iid(InternedStrings::kEventNames, "cudaMalloc"), 1u);
+  EXPECT_EQ(interned.iid(InternedStrings::kAnnotationValues, "cudaMalloc"), 0u);  // tables are apart
+  EXPECT_TRUE(interned.write_pending(packet));
+  std::vector<PbField> fields;
+  ASSERT_TRUE(pb_decode(packet.data(), &fields));
+  ASSERT_EQ(fields.size(), 1u);
+  EXPECT_EQ(fields[0].number, pf::kPacketInternedData);
+  auto data = pb_message(fields[0]);
+  ASSERT_EQ(data.size(), 1u);
+  EXPECT_EQ(data[0].number, pf::kInternedEventNames);
+  auto entry = pb_message(data[0]);
+  EXPECT_EQ(pb_field(entry, pf::kInternedIid)->value, 1u);
+  EXPECT_EQ(pb_field(entry, pf::kInternedString)->bytes, "cudaMalloc");
+  // Later uses refer to it without defining it again.
+  packet.clear();
+  EXPECT_EQ(interned.iid(InternedStrings::kEventNames, "cudaMalloc"), 1u);
+  EXPECT_TRUE(interned.write_pending(packet));
+  EXPECT_TRUE(packet.data().empty());
+  // A full table writes new strings inline and keeps resolving the ones it has.
+  for (size_t i = 1; i < InternedStrings::kMaxEntries; ++i)
+    for (int sighting = 0; sighting < 3; ++sighting) interned.iid(InternedStrings::kEventNames, std::to_string(i));
+  EXPECT_EQ(interned.interned(InternedStrings::kEventNames), InternedStrings::kMaxEntries);
+  for (int sighting = 0; sighting < 5; ++sighting)
+    EXPECT_EQ(interned.iid(InternedStrings::kEventNames, "one too many"), 0u);
+  EXPECT_EQ(interned.iid(InternedStrings::kEventNames, "cudaMalloc"), 1u);
+  EXPECT_EQ(interned.iid(InternedStrings::kEventNames, "7"), 8u);
 }
 
 TEST(PerfettoTrace, ProtocDecodesItWithPerfettosSchema) {
