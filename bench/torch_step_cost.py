@@ -17,6 +17,7 @@ all alike):
   gl-tensor-py     the same with GPULEAK_STACK_DEPTH=0 (Python frames only)
   gl-tensor-nat8   the same with GPULEAK_STACK_DEPTH=8
   gl-tensor-nopy   the same with GPULEAK_PY_STACK_DEPTH=0 (native 32 only)
+  gl-*-nomemo      the same as gl-* with GPULEAK_STACK_MEMO=0 (every stack from libunwind's unw_backtrace)
 
 Each process runs WARMUP steps, then BLOCKS blocks of STEPS steps, synchronizing the device after
 each block; its figure is the median block's time per step. Printed: one line per configuration
@@ -95,6 +96,8 @@ CONFIGS = {
     "gl-tensor-py": (["--torch", "per-tensor"], {"GPULEAK_STACK_DEPTH": "0"}),
     "gl-tensor-nat8": (["--torch", "per-tensor"], {"GPULEAK_STACK_DEPTH": "8"}),
     "gl-tensor-nopy": (["--torch", "per-tensor"], {"GPULEAK_PY_STACK_DEPTH": "0"}),
+    "gl-default-nomemo": ([], {"GPULEAK_STACK_MEMO": "0"}),
+    "gl-tensor-nomemo": (["--torch", "per-tensor"], {"GPULEAK_STACK_MEMO": "0"}),
 }
 BASELINE = {name: ("plain-async" if name.startswith("gl-tensor") else "plain") for name in CONFIGS}
 
