@@ -4,10 +4,11 @@
 // `TracePacket.interned_data` of the packet that first needs it, and every later use is a small
 // integer id (iid) that the reader resolves through the sequence's incremental state.
 //
-// A string is interned at its third sighting; the first two are written inline. Values that do
-// not recur would only grow the tables, here and in trace_processor, and pay for a definition on
-// top of their use: "train #12345" appears once, an allocation's address twice (at its allocation
-// and at its free). A direct-mapped filter of string hashes counts the sightings; a collision only
+// A string is interned at its third sighting; the first two are written inline. A value seen
+// once or twice (an iteration's "train #12345", the message of one NVTX range, a name that an
+// event and its marker share) would only grow the tables, here and in trace_processor, and pay
+// for a definition on top of its uses; one seen a third time usually recurs with every
+// iteration or call. A direct-mapped filter of string hashes counts the sightings; a collision only
 // makes a string inline a little longer, or interned a little early, never wrong. The tables stop
 // growing at kMaxEntries each (later strings are written inline), so that a --full trace of
 // millions of events holds bounded memory.
