@@ -205,6 +205,39 @@ TEST(PerfettoTrace, ConcatenatedTracesKeepTheirOwnInternedStrings) {
   for (const auto &[uuid, t] : second.tracks) EXPECT_FALSE(a_tracks.count(uuid)) << t.name;
 }
 
+// The reader's checks can fail: an iid without a definition, or a definition cleared by a later
+// SEQ_INCREMENTAL_STATE_CLEARED, or a packet that uses one without SEQ_NEEDS_INCREMENTAL_STATE.
+TEST(PerfettoTrace, TheReaderRejectsIidsUsedBeforeTheirDefinition) {
+  using output::trace::ProtoEncoder;
+  auto packet = [](uint32_t flags, bool define, uint64_t name_iid) {
+    ProtoEncoder p;
+    p.varint_field(pf::kPacketTimestamp, 1);
+    p.varint_field(pf::kPacketTrustedSequenceId, 1);
+    if (flags) p.varint_field(pf::kPacketSequenceFlags, flags);
+    if (define)
+      p.message_field(pf::kPacketInternedData, [](ProtoEncoder &d) {
+        d.message_field(pf::kInternedEventNames, [](ProtoEncoder &e) {
+          e.varint_field(pf::kInternedIid, 1);
+          e.bytes_field(pf::kInternedString, "cudaMalloc");
+        });
+      });
+    p.message_field(pf::kPacketTrackEvent, [&](ProtoEncoder &te) {
+      te.varint_field(pf::kEventType, pf::kTypeInstant);
+      te.varint_field(pf::kEventTrackUuid, 1);
+      te.varint_field(pf::kEventNameIid, name_iid);
+    });
+    ProtoEncoder frame;
+    frame.bytes_field(pf::kTracePacket, p.data());
+    return frame.take();
+  };
+  const uint32_t cleared = pf::kSeqIncrementalStateCleared, needs = pf::kSeqNeedsIncrementalState;
+  EXPECT_TRUE(decode_perfetto(packet(cleared | needs, true, 1) + packet(needs, false, 1)).problems.empty());
+  EXPECT_EQ(decode_perfetto(packet(cleared | needs, true, 1) + packet(needs, false, 2)).problems.size(), 1u);
+  EXPECT_EQ(decode_perfetto(packet(cleared | needs, true, 1) + packet(cleared | needs, false, 1)).problems.size(), 1u);
+  EXPECT_EQ(decode_perfetto(packet(cleared | needs, true, 1) + packet(0, false, 1)).problems.size(), 1u);
+  EXPECT_EQ(decode_perfetto(packet(needs, true, 1)).problems.size(), 2u);  // no state was ever cleared
+}
+
 TEST(PerfettoInterning, ThirdSightingDefinesOnceThenRefersAndTablesAreBounded) {
   using output::trace::InternedStrings;
   using output::trace::ProtoEncoder;
