@@ -75,6 +75,9 @@ def run_torch(a):
             torch.cuda.synchronize()
     # PyTorch's own view of the same moment (issue 14): the caching allocator's segments and the
     # blocks in use, for check_framework_case.py to hold the report's segment and tensor figures to.
+    # Only for the caching allocator itself (not backend:cudaMallocAsync, not no-caching).
+    if torch.cuda.get_allocator_backend() != "native" or os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING") == "1":
+        return kept_bytes, f"torch {torch.__version__}"
     snap = torch.cuda.memory._snapshot()
     segs = [s for s in snap.get("segments", []) if s.get("device") == 0]
     _SNAPSHOT.update(segments=len(segs), reserved_bytes=sum(s["total_size"] for s in segs),
