@@ -57,10 +57,13 @@ class Replayer {
     by_end_.resize(spans_.size());
     std::iota(by_begin_.begin(), by_begin_.end(), 0u);
     std::iota(by_end_.begin(), by_end_.end(), 0u);
-    std::stable_sort(by_begin_.begin(), by_begin_.end(),
-                     [&](uint32_t a, uint32_t b) { return spans_[a].begin < spans_[b].begin; });
-    std::stable_sort(by_end_.begin(), by_end_.end(),
-                     [&](uint32_t a, uint32_t b) { return spans_[a].end < spans_[b].end; });
+    // Both are usually in order already (spans come sorted by start): then nothing moves.
+    auto by_begin = [&](uint32_t a, uint32_t b) { return spans_[a].begin < spans_[b].begin; };
+    auto by_end = [&](uint32_t a, uint32_t b) { return spans_[a].end < spans_[b].end; };
+    if (!std::is_sorted(by_begin_.begin(), by_begin_.end(), by_begin))
+      std::stable_sort(by_begin_.begin(), by_begin_.end(), by_begin);
+    if (!std::is_sorted(by_end_.begin(), by_end_.end(), by_end))
+      std::stable_sort(by_end_.begin(), by_end_.end(), by_end);
     open_pos_.assign(spans_.size(), kNone);
     timeline_.replay([&](uint32_t k, const MemoryRecord &r) {
       boundaries(k);
@@ -135,9 +138,10 @@ class Replayer {
 
   // The cells by span, then device: Ledger::cells and cell_start.
   void index_cells() {
-    std::stable_sort(cells_.begin(), cells_.end(), [](const Cell &a, const Cell &b) {
+    auto order = [](const Cell &a, const Cell &b) {
       return a.span != b.span ? a.span < b.span : a.row.device < b.row.device;
-    });
+    };
+    if (!std::is_sorted(cells_.begin(), cells_.end(), order)) std::stable_sort(cells_.begin(), cells_.end(), order);
     out_.cells.reserve(cells_.size());
     out_.cell_start.assign(spans_.size() + 1, 0);
     for (const Cell &c : cells_) {
