@@ -91,6 +91,7 @@ MemoryReplay::MemoryReplay(const format::Capture &capture, const analysis::Analy
     l.stack_id = a.site.stack_id;
     l.py_stack_id = a.site.py_stack_id;
     l.device = a.device;
+    l.pool_block = a.pool_block;
     const uint32_t index = static_cast<uint32_t>(lives.size());
     steps.push_back({l.birth, true, index});
     if (l.death != kNoEvent) {
@@ -108,6 +109,7 @@ MemoryReplay::MemoryReplay(const format::Capture &capture, const analysis::Analy
   peak_at.assign(devices.size(), 0);
   for (const Step &st : steps) {
     const Life &l = lives[st.index];
+    if (l.pool_block) continue;  // a tensor inside a segment counted already (analysis/lives.h)
     const int slot = l.device < 0 ? -1 : slot_of(l.device);
     const uint16_t t = slot < 0 ? host_track : static_cast<uint16_t>(slot);
     live[t] = st.birth ? live[t] + l.size : live[t] - l.size;

@@ -26,6 +26,9 @@ struct Life {
   uint32_t stack_id = 0;      // call site (a VMM allocation: the site of its first mapping)
   uint32_t py_stack_id = 0;
   int device = 0;  // device index (host memory: -1)
+  // A framework allocator's block (a tensor, format 1.3): shown as an allocation, never in a
+  // counter (its segment's bytes are the device's already).
+  bool pool_block = false;
 };
 
 // A counter value after one event: track 0..devices.size()-1 are the devices (same order),

@@ -36,7 +36,9 @@ AllocationLives::AllocationLives(const format::Capture &capture, const analysis:
   impl_->anchor = capture.header.monotonic_ns;
   impl_->lives = lives_of(capture, analysis);
   for (const analysis::AllocationLife &l : impl_->lives->lives) {
-    if (l.device < 0) continue;  // host pinned/registered memory is not device memory
+    // Host pinned/registered memory is not device memory; a framework allocator's block (a tensor)
+    // lies inside a segment drawn already: drawn too, the device would hold its bytes twice.
+    if (l.device < 0 || l.pool_block) continue;
     Life life;
     life.device = l.device;
     life.size = l.size;
