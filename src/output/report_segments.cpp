@@ -67,8 +67,16 @@ std::string segments_text(const json &report, int64_t device) {
     if (blocks == s.end() || !blocks->is_array()) continue;
     for (const json &b : *blocks) {
       if (!b.is_object()) continue;
-      in_tensors += u64(b, "live_at_exit_bytes");
-      if (u64(b, "live_at_exit_bytes") > 0) tensors.push_back({&b, u64(b, "live_at_exit_bytes"), u64(b, "live_at_exit_count")});
+      const uint64_t bytes = u64(b, "live_at_exit_bytes");
+      in_tensors += bytes;
+      if (bytes == 0) continue;
+      // One line per tensor site, over every segment site it lives in.
+      auto same = std::find_if(tensors.begin(), tensors.end(),
+                               [&](const Tensors &t) { return t.entry->value("site_id", "") == b.value("site_id", ""); });
+      if (same == tensors.end())
+        tensors.push_back({&b, bytes, u64(b, "live_at_exit_count")});
+      else
+        same->bytes += bytes, same->count += u64(b, "live_at_exit_count");
     }
   }
   if (sites == 0) return "";
