@@ -74,7 +74,7 @@ std::vector<Span> marked_iterations(const Capture &capture, uint64_t end_ns, con
 // and the trace. The site is read at the death and at the end, since a VMM mapping may move it.
 class LifeRecorder : public Observer {
  public:
-  explicit LifeRecorder(const SiteTable &sites) : sites_(sites) {}
+  LifeRecorder(const SiteTable &sites, const PoolBlocks *segments) : sites_(sites), segments_(segments) {}
   void before(uint32_t, const format::MemoryRecord *r, const LiveSet &) override {
     if (r) lives->times.push_back(r->ts_ns);
   }
@@ -89,10 +89,10 @@ class LifeRecorder : public Observer {
   }
   void died(uint32_t k, const format::MemoryRecord &, const Life &a) override {
     entries_[a.ordinal].life.death = k;
-    entries_[a.ordinal].life.site = sites_.sites[a.site];
+    ended(a);
   }
   void finish(const LiveSet &live) override {
-    live.for_each([&](const LiveKey &, const Life &a) { entries_[a.ordinal].life.site = sites_.sites[a.site]; });
+    live.for_each([&](const LiveKey &, const Life &a) { ended(a); });
   }
   // Device indices are known once the ledger has its slots.
   std::shared_ptr<const Lives> take(const Ledger &ledger) {
@@ -112,7 +112,13 @@ class LifeRecorder : public Observer {
     uint16_t slot = 0;
     bool on_device = false;
   };
+  // What is known of an allocation once it is gone, or at the end: its site, whether a segment.
+  void ended(const Life &a) {
+    entries_[a.ordinal].life.site = sites_.sites[a.site];
+    entries_[a.ordinal].life.segment = segments_ && segments_->segment(a);
+  }
   const SiteTable &sites_;
+  const PoolBlocks *segments_;
   std::vector<Entry> entries_;
 };
 
@@ -300,7 +306,7 @@ Analysis analyze(const format::Capture &capture, const format::MemorySource &mem
   if (blocks) observers.insert(observers.begin(), &*blocks);
   for (Observer *o : advisor.observers()) observers.push_back(o);
   std::optional<LifeRecorder> lives;
-  if (options.record_lives) observers.push_back(&lives.emplace(sites));
+  if (options.record_lives) observers.push_back(&lives.emplace(sites, segments));
   Ledger ledger;
   replay(capture, timeline, sites, spans, observers, &ledger);
   if (lives) out.lives = lives->take(ledger);

@@ -24,6 +24,8 @@ struct AllocationLife {
   // A framework allocator's block (a tensor inside a segment, format 1.3): not device memory of its
   // own, so never in a device's live bytes (its segment is).
   bool pool_block = false;
+  // A device allocation that held such blocks: a segment (device memory, holding tensors).
+  bool segment = false;
 };
 
 // Positions count memory events in effective-time order: position k is "the k-th event".

@@ -35,11 +35,12 @@ int MemoryReplay::slot_of(int device) const {
   return it != devices.end() && *it == device ? static_cast<int>(it - devices.begin()) : -1;
 }
 
-std::vector<uint32_t> MemoryReplay::live_before(uint32_t p, int device) const {
+std::vector<uint32_t> MemoryReplay::live_before(uint32_t p, int device, bool per_tensor) const {
   std::vector<uint32_t> out;
   for (uint32_t i = 0; i < lives.size(); ++i) {
     const Life &l = lives[i];
     if (l.birth >= p) break;  // birth order
+    if (per_tensor ? l.segment : l.pool_block) continue;
     if (l.device == device && (l.death == kNoEvent || l.death >= p)) out.push_back(i);
   }
   return out;
@@ -92,6 +93,7 @@ MemoryReplay::MemoryReplay(const format::Capture &capture, const analysis::Analy
     l.py_stack_id = a.site.py_stack_id;
     l.device = a.device;
     l.pool_block = a.pool_block;
+    l.segment = a.segment;
     const uint32_t index = static_cast<uint32_t>(lives.size());
     steps.push_back({l.birth, true, index});
     if (l.death != kNoEvent) {

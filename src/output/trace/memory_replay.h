@@ -29,6 +29,7 @@ struct Life {
   // A framework allocator's block (a tensor, format 1.3): shown as an allocation, never in a
   // counter (its segment's bytes are the device's already).
   bool pool_block = false;
+  bool segment = false;  // device memory that held such blocks
 };
 
 // A counter value after one event: track 0..devices.size()-1 are the devices (same order),
@@ -66,8 +67,10 @@ class MemoryReplay {
   // Device slot of a device index, -1 when never seen.
   int slot_of(int device) const;
 
-  // Live allocations on `device` just before position p (p = size(): at the end), by index.
-  std::vector<uint32_t> live_before(uint32_t p, int device) const;
+  // Live allocations on `device` just before position p (p = size(): at the end), by index: its
+  // device memory; `per_tensor`: what the report names sites of instead, a framework allocator's
+  // blocks in place of the segments holding them (analysis/pool_blocks.h).
+  std::vector<uint32_t> live_before(uint32_t p, int device, bool per_tensor = false) const;
 
  private:
   const format::MemoryRecord *memory_ = nullptr;
