@@ -221,9 +221,9 @@ struct SegmentBlock {
 };
 struct SegmentSite {
   int device = 0;
-  Site site;                 // where the segments were allocated (VMM: the site of their first mapping)
-  uint64_t count = 0;        // segments from here over the run (an allocation that ever held a block)
-  uint64_t peak_bytes = 0;   // the most this site's segments held at one moment
+  Site site;                // where the segments were allocated (VMM: the site of their first mapping)
+  uint64_t count = 0;       // segments from here over the run (an allocation that ever held a block)
+  uint64_t peak_bytes = 0;  // the most this site's segments held at one moment
   uint64_t live_at_exit_bytes = 0;
   uint64_t live_at_exit_count = 0;
   std::vector<SegmentBlock> blocks;  // largest at exit first, then by peak

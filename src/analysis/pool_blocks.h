@@ -59,14 +59,14 @@ class PoolBlocks : public Observer {
   void mark(uint32_t ordinal);
 
   const SiteTable &sites_;
-  const std::vector<int> &devices_;  // slot -> device
-  std::vector<std::map<uint64_t, Range>> ranges_;                                // per slot, by start
+  const std::vector<int> &devices_;                                                 // slot -> device
+  std::vector<std::map<uint64_t, Range>> ranges_;                                   // per slot, by start
   std::unordered_map<uint32_t, std::vector<std::pair<uint16_t, uint64_t>>> owned_;  // ordinal -> its ranges
-  std::vector<bool> segment_;                                                    // by ordinal
-  std::unordered_map<uint32_t, uint64_t> holder_of_;  // live block ordinal -> key(slot, segment site)
+  std::vector<bool> segment_;                                                       // by ordinal
+  std::unordered_map<uint32_t, uint64_t> holder_of_;                    // live block ordinal -> key(slot, segment site)
   std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> marked_;  // live segment -> (key, bytes)
-  std::unordered_map<uint64_t, SegmentTally> tallies_;  // key(slot, segment site)
-  format::MemoryRecord pending_map_{};  // a mapping seen in before(), placed in after()
+  std::unordered_map<uint64_t, SegmentTally> tallies_;                  // key(slot, segment site)
+  format::MemoryRecord pending_map_{};                                  // a mapping seen in before(), placed in after()
   bool map_pending_ = false;
 };
 

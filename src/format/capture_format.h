@@ -316,9 +316,9 @@ enum DeviceUsageFlags : uint32_t {
 // (1.3) A framework's allocator told gpuleak about its blocks (Kind::kPoolBlock records follow).
 enum class PoolFramework : int32_t { kPyTorch = 1 };  // PyTorch's CUDACachingAllocator
 struct PoolTrackerRecord {
-  uint64_t ts_ns;       // when it attached
-  int32_t framework;    // PoolFramework
-  uint32_t length;      // followed by the description (untrusted text, at most 4096 bytes)
+  uint64_t ts_ns;     // when it attached
+  int32_t framework;  // PoolFramework
+  uint32_t length;    // followed by the description (untrusted text, at most 4096 bytes)
 };
 static_assert(sizeof(PoolTrackerRecord) == 16);
 

@@ -71,8 +71,9 @@ std::string segments_text(const json &report, int64_t device) {
       in_tensors += bytes;
       if (bytes == 0) continue;
       // One line per tensor site, over every segment site it lives in.
-      auto same = std::find_if(tensors.begin(), tensors.end(),
-                               [&](const Tensors &t) { return t.entry->value("site_id", "") == b.value("site_id", ""); });
+      auto same = std::find_if(tensors.begin(), tensors.end(), [&](const Tensors &t) {
+        return t.entry->value("site_id", "") == b.value("site_id", "");
+      });
       if (same == tensors.end())
         tensors.push_back({&b, bytes, u64(b, "live_at_exit_count")});
       else
@@ -87,10 +88,12 @@ std::string segments_text(const json &report, int64_t device) {
     return out;
   }
   char share[32];
-  std::snprintf(share, sizeof share, " (%.0f %%)", 100.0 * static_cast<double>(in_tensors) / static_cast<double>(reserved));
+  std::snprintf(share, sizeof share, " (%.0f %%)",
+                100.0 * static_cast<double>(in_tensors) / static_cast<double>(reserved));
   out += std::to_string(count) + " of PyTorch's, " + human_bytes(static_cast<double>(reserved)) + " reserved, " +
          human_bytes(static_cast<double>(in_tensors)) + " in tensors" + share + "\n";
-  std::stable_sort(tensors.begin(), tensors.end(), [](const Tensors &a, const Tensors &b) { return a.bytes > b.bytes; });
+  std::stable_sort(tensors.begin(), tensors.end(),
+                   [](const Tensors &a, const Tensors &b) { return a.bytes > b.bytes; });
   for (size_t i = 0; i < tensors.size() && i < 3; ++i)
     out += "    in them: " + human_bytes(static_cast<double>(tensors[i].bytes)) + " in " +
            format::count_of(tensors[i].count, "tensor") + " at " + site_text(*tensors[i].entry) + "\n";

@@ -29,8 +29,8 @@ GPULEAK_API int gpuleak_api_pool_block(int op, int device, unsigned long long ad
   using gpuleak::format::Api;
   using gpuleak::format::Kind;
   using gpuleak::format::Op;
-  if ((op != 1 && op != 2) || framework != static_cast<int>(gpuleak::format::PoolFramework::kPyTorch) ||
-      device < 0 || device > INT16_MAX || address == 0)
+  if ((op != 1 && op != 2) || framework != static_cast<int>(gpuleak::format::PoolFramework::kPyTorch) || device < 0 ||
+      device > INT16_MAX || address == 0)
     return 0;
   if (!core::hook_enter()) return 0;
   core::CallFacts f{};

@@ -24,7 +24,8 @@ struct PoolRun {
 
 PoolRun run_pool(const std::string &mode) {
   std::string out = make_temp_dir("pool-blocks-" + mode);
-  std::map<std::string, std::string> env{{"LD_LIBRARY_PATH", GPULEAK_FAKE_CUDA_DIR}, {"GPULEAK_LIB", GPULEAK_SHIM_PATH}};
+  std::map<std::string, std::string> env{{"LD_LIBRARY_PATH", GPULEAK_FAKE_CUDA_DIR},
+                                         {"GPULEAK_LIB", GPULEAK_SHIM_PATH}};
   Result r = run({GPULEAK_CLI_PATH, "run", "--out", out, "--", program("prog_pool_blocks"), mode, "40"}, env);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   auto reports = files_with_suffix(out, ".report.json");
@@ -37,8 +38,9 @@ PoolRun run_pool(const std::string &mode) {
 
 std::string innermost(const nlohmann::json &entry) {
   const auto &stack = entry["stack"];
-  return stack.is_array() && !stack.empty() && stack[0]["function"].is_string() ? stack[0]["function"].get<std::string>()
-                                                                                 : std::string();
+  return stack.is_array() && !stack.empty() && stack[0]["function"].is_string()
+             ? stack[0]["function"].get<std::string>()
+             : std::string();
 }
 
 TEST(PoolBlocks, CaptureHoldsBlocksAndTheTracker) {
