@@ -10,6 +10,7 @@ needs nothing beyond glibc) and lays the result out as a prefix inside the packa
     gpuleak/_native/lib/libgpuleak.so             the shim, found by the CLI as ../lib
     gpuleak/_native/lib/libunwind.so.8, liblzma.so.5   the shim's unwinder (dlopened via $ORIGIN)
     gpuleak/_native/share/gpuleak/viewer.html     the viewer template, ../share/gpuleak
+    gpuleak/_native/share/gpuleak/torch_adapter/trace_tracker.cpp   the PyTorch adapter's source (gpuleak._torch)
 
 so the CLI finds its shim and template exactly as in a build tree or a CMake install. The `gpuleak`
 console command and `python -m gpuleak` exec that CLI (gpuleak/__main__.py). The wheel is tagged
@@ -90,6 +91,9 @@ class build_native(build_py):
         for sub, name in (("bin", "gpuleak"), ("lib", "libgpuleak.so"), ("share/gpuleak", "viewer.html")):
             (native / sub).mkdir(parents=True, exist_ok=True)
             shutil.copy2(cmake_dir / sub / name, native / sub / name)
+        # The PyTorch adapter's source, compiled at run time against the installed torch (gpuleak._torch).
+        (native / "share/gpuleak/torch_adapter").mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / "src/torch_adapter/trace_tracker.cpp", native / "share/gpuleak/torch_adapter")
         for soname in BUNDLED:
             shutil.copy2(system_library(soname), native / "lib" / soname)
         # libunwind finds the bundled liblzma beside itself; the shim's RUNPATH is already $ORIGIN.

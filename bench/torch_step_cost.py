@@ -10,13 +10,14 @@ all alike):
   plain            no gpuleak, PyTorch's default caching allocator
   plain-async      no gpuleak, PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync (per-tensor's baseline)
   torch-history    no gpuleak, default allocator, torch.cuda.memory._record_memory_history() on
-  gl-default       gpuleak run, default allocator (what most users run)
+  gl-default       gpuleak run, default allocator (what most users run): each tensor seen through the
+                   allocator's trace tracker (issue #14), default stacks
+  gl-segments      gpuleak run --torch segments: the caching allocator's segments only
   gl-tensor        gpuleak run --torch per-tensor, default stacks (native 32 + Python)
   gl-tensor-py     the same with GPULEAK_STACK_DEPTH=0 (Python frames only)
   gl-tensor-nat8   the same with GPULEAK_STACK_DEPTH=8
   gl-tensor-nopy   the same with GPULEAK_PY_STACK_DEPTH=0 (native 32 only)
-  gl-tracker       gpuleak run --torch tracker (per tensor inside the default allocator, issue #14),
-                   only when that mode exists in this build
+  gl-*-nomemo      the same as gl-* with GPULEAK_STACK_MEMO=0 (every stack from libunwind's unw_backtrace)
 
 Each process runs WARMUP steps, then BLOCKS blocks of STEPS steps, synchronizing the device after
 each block; its figure is the median block's time per step. Printed: one line per configuration
@@ -35,7 +36,7 @@ import sys
 import tempfile
 
 CHILD = r"""
-import json, os, sys, time
+import json, os, statistics, sys, time
 import torch
 import torch.nn as nn
 
@@ -90,18 +91,15 @@ CONFIGS = {
     "plain-async": (None, {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"}),
     "torch-history": (None, {"BENCH_TORCH_HISTORY": "1"}),
     "gl-default": ([], {}),
+    "gl-segments": (["--torch", "segments"], {}),
     "gl-tensor": (["--torch", "per-tensor"], {}),
     "gl-tensor-py": (["--torch", "per-tensor"], {"GPULEAK_STACK_DEPTH": "0"}),
     "gl-tensor-nat8": (["--torch", "per-tensor"], {"GPULEAK_STACK_DEPTH": "8"}),
     "gl-tensor-nopy": (["--torch", "per-tensor"], {"GPULEAK_PY_STACK_DEPTH": "0"}),
-    "gl-tracker": (["--torch", "tracker"], {}),
+    "gl-default-nomemo": ([], {"GPULEAK_STACK_MEMO": "0"}),
+    "gl-tensor-nomemo": (["--torch", "per-tensor"], {"GPULEAK_STACK_MEMO": "0"}),
 }
 BASELINE = {name: ("plain-async" if name.startswith("gl-tensor") else "plain") for name in CONFIGS}
-
-
-def has_tracker_mode(cli):
-    out = subprocess.run([cli, "run", "--help"], capture_output=True, text=True).stdout
-    return "tracker" in out
 
 
 def run_one(cli, name, workload, args, outdir):
@@ -132,8 +130,6 @@ def main():
     ap.add_argument("--json")
     args = ap.parse_args()
     names = [n for n in CONFIGS if re.search(args.only, n)]
-    if "gl-tracker" in names and not has_tracker_mode(args.cli):
-        names.remove("gl-tracker")
     workloads = args.workloads.split(",")
     figures = {(n, w): [] for n in names for w in workloads}
     with tempfile.TemporaryDirectory() as outdir:

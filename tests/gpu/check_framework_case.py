@@ -13,6 +13,9 @@ the report's iteration_source (e.g. python_loop for the runs without marks).
 --pool-refusal-ok TEXT also passes the documented refusal of a framework pool without marks
 (src/analysis/frameworks.cpp): verdict inconclusive, iteration_source none, and run.allocator_note
 containing TEXT (the per-object mode it recommends); the line says which of the two it saw.
+With a torch_snapshot in the program's result (the default caching allocator), the report must also
+have seen tensors (a `segments` section, no segments-only note), its segments' bytes at exit must be
+within 5% of the snapshot's reserved bytes, and the leak's live tensors no more than the snapshot's.
 Prints one line, "ok: ..." or "FAIL: ..."; exit status 0 pass, 1 fail, 77 when the program
 skipped (its result says so), 2 on unreadable input.
 """
@@ -70,6 +73,32 @@ def judge(report, measured, tolerance, source, refusal_ok):
     return True, f"{seen}; {where}; rate {mib(rate)}/iteration vs {mib(want)}/step measured"
 
 
+def snapshot_check(report, measured, tolerance):
+    """PyTorch's caching allocator (issue 14): the report saw tensors, and its figures agree with
+    torch.cuda.memory._snapshot() of the same run (taken at the loop's end; nothing is allocated
+    after it, and the allocator keeps its segments to the end). (ok, text), or None without one."""
+    snap = measured.get("torch_snapshot")
+    if not snap:
+        return None
+    note = (report.get("run") or {}).get("allocator_note") or ""
+    segments = [s for s in report.get("segments") or [] if s.get("device") == 0]
+    if not segments or "not tensors" in note:
+        return False, f"no tensors seen in the caching allocator (segments: {len(segments)}; note {note[:120]!r})"
+    reserved = sum(s.get("live_at_exit_bytes") or 0 for s in segments)
+    want = snap["reserved_bytes"]
+    text = f"segments {mib(reserved)} at exit vs {mib(want)} reserved in torch's snapshot"
+    if abs(reserved - want) > 0.05 * max(want, 1):
+        return False, text
+    if measured["mode"] == "leak":
+        groups = report.get("leak_groups") or report.get("leaks") or []
+        top = groups[0] if groups else {}
+        if (top.get("live_bytes") or 0) > snap["active_bytes"] or (top.get("live_count") or 0) > snap["kept_blocks"]:
+            return False, (f"{text}; the leak holds {mib(top.get('live_bytes'))} in {top.get('live_count')} tensors, "
+                           f"the snapshot {mib(snap['active_bytes'])} active, {snap['kept_blocks']} blocks of the kept size")
+        text += f"; leak {top.get('live_count')} tensors, snapshot {snap['kept_blocks']} blocks of that size"
+    return True, text
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--report", required=True)
@@ -86,7 +115,12 @@ def main():
         if key not in measured:
             print(f"FAIL: the program's result {a.measured} lacks {key!r}")
             return 2
-    ok, text = judge(load(a.report, "report"), measured, a.tolerance, a.iteration_source, a.pool_refusal_ok)
+    report = load(a.report, "report")
+    ok, text = judge(report, measured, a.tolerance, a.iteration_source, a.pool_refusal_ok)
+    snap = snapshot_check(report, measured, a.tolerance)
+    if snap is not None:
+        ok = ok and snap[0]
+        text += "; " + ("" if snap[0] else "FAIL: ") + snap[1]
     print(("ok: " if ok else "FAIL: ") + text)
     return 0 if ok else 1
 

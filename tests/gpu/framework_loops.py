@@ -10,7 +10,8 @@ float (--clean: nothing stays on the GPU). The program measures what it keeps it
 framework's own array (nbytes / numel * element_size), and writes FILE, JSON:
 
   {"framework", "mode", "marks", "steps", "file" (this file), "keep_line" (that line),
-   "kept_bytes_per_step" (0 when clean), "version", "note"}
+   "kept_bytes_per_step" (0 when clean), "version", "note", and for torch "torch_snapshot": segments,
+   reserved_bytes, active_bytes and kept_blocks from torch.cuda.memory._snapshot() at the loop's end}
 
 --marks: each step is an iteration (torch: an NVTX range "step"; jax, cupy: gpuleak.iterate()).
 --no-marks: nothing marks the steps; gpuleak must find the loop from the Python frames.
@@ -27,6 +28,7 @@ import sys
 
 KEEP_BYTES = 4 << 20  # the array kept per step: 4 MiB (1M float32)
 _KEPT = []
+_SNAPSHOT = {}  # torch only: torch.cuda.memory._snapshot() at the loop's end
 
 
 def keep_line(framework):
@@ -71,6 +73,17 @@ def run_torch(a):
             else:
                 _KEPT.append(loss.item())
             torch.cuda.synchronize()
+    # PyTorch's own view of the same moment (issue 14): the caching allocator's segments and the
+    # blocks in use, for check_framework_case.py to hold the report's segment and tensor figures to.
+    # Only for the caching allocator itself (not backend:cudaMallocAsync, not no-caching).
+    if torch.cuda.get_allocator_backend() != "native" or os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING") == "1":
+        return kept_bytes, f"torch {torch.__version__}"
+    snap = torch.cuda.memory._snapshot()
+    segs = [s for s in snap.get("segments", []) if s.get("device") == 0]
+    _SNAPSHOT.update(segments=len(segs), reserved_bytes=sum(s["total_size"] for s in segs),
+                     active_bytes=sum(b["size"] for s in segs for b in s["blocks"] if b["state"] == "active_allocated"),
+                     kept_blocks=sum(1 for s in segs for b in s["blocks"]
+                                     if b["state"] == "active_allocated" and b["size"] == kept_bytes))
     return kept_bytes, f"torch {torch.__version__}"
 
 
@@ -152,6 +165,8 @@ def main():
         print(f"SKIPPED: {note}")
     else:
         result.update(kept_bytes_per_step=kept, version=note, kept_objects=len(_KEPT))
+        if _SNAPSHOT:
+            result["torch_snapshot"] = _SNAPSHOT
         print(f"FRAMEWORK_LOOP {json.dumps(result)}")
     with open(a.result, "w", encoding="utf-8") as f:
         json.dump(result, f, indent=1)

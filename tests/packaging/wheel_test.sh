@@ -38,6 +38,7 @@ names = set(z.namelist())
 need = ["gpuleak/__init__.py", "gpuleak/__main__.py", "gpuleak/pytest_plugin.py", "gpuleak/report.py",
         "gpuleak/_native/bin/gpuleak", "gpuleak/_native/lib/libgpuleak.so",
         "gpuleak/_native/lib/libunwind.so.8", "gpuleak/_native/share/gpuleak/viewer.html",
+        "gpuleak/_native/share/gpuleak/torch_adapter/trace_tracker.cpp",
         "gpuleak/_hooks.py", "gpuleak/_startup/sitecustomize.py"]
 missing = [n for n in need if n not in names]
 assert not missing, "missing from the wheel: %s" % missing

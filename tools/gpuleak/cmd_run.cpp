@@ -172,8 +172,20 @@ int run_command(const RunOptions &o) {
   std::string shim = absolute(find_shim());
   int leak_exit = leak_exit_code(o);
   // The Python start-up hooks, found before anything is changed (a missing package is a usage error).
-  const bool hooks = !o.loop.empty() || o.cupy != "default";
-  const std::string python = hooks ? absolute(python_dir()) : std::string();
+  // PyTorch's tensors inside its default caching allocator come through the same hook (issue #14);
+  // asked for by default, so a missing package there only means the segment view.
+  const bool asked = !o.loop.empty() || o.cupy != "default";
+  const bool torch_tracker = o.torch == "default";
+  std::string python;
+  if (asked) {
+    python = absolute(python_dir());
+  } else if (torch_tracker) {
+    try {
+      python = absolute(python_dir());
+    } catch (const UsageError &) {
+    }
+  }
+  const bool hooks = !python.empty();
   std::string out = absolute(o.out_dir);
   make_directories(out);
   std::set<std::string> before = captures_in(out);
@@ -207,6 +219,7 @@ int run_command(const RunOptions &o) {
     prepend_path("PYTHONPATH", python + "/gpuleak/_startup");
   }
   if (o.cupy != "default") setenv("GPULEAK_CUPY", o.cupy.c_str(), 1);
+  if (torch_tracker && hooks) setenv("GPULEAK_TORCH_TRACKER", "1", 0);
   if (!o.loop.empty()) setenv("GPULEAK_PY_LOOP", o.loop.c_str(), 1);
 
   GPULEAK_LOG_DEBUG("run: LD_PRELOAD=%s GPULEAK_OUT=%s; running %s (%zu arguments)", preload.c_str(), out.c_str(),
@@ -276,9 +289,10 @@ void register_run(CLI::App &app, Action *action) {
   cmd->add_flag("--cupti", o->cupti, "Use CUPTI too (cross-check, GPU activity); off by default");
   cmd->add_flag("--quiet", o->quiet, "No summary on stderr");
   cmd->add_option("--torch", o->torch,
-                  "PyTorch allocator: per-tensor (backend:cudaMallocAsync), no-caching "
-                  "(PYTORCH_NO_CUDA_MEMORY_CACHING=1) or default")
-      ->check(CLI::IsMember({"default", "per-tensor", "no-caching"}));
+                  "PyTorch allocator: default (its caching allocator, each tensor seen through the "
+                  "allocator's trace), segments (the caching allocator's segments only), per-tensor "
+                  "(backend:cudaMallocAsync) or no-caching (PYTORCH_NO_CUDA_MEMORY_CACHING=1)")
+      ->check(CLI::IsMember({"default", "segments", "per-tensor", "no-caching"}));
   cmd->add_option("--jax", o->jax,
                   "JAX allocator: per-buffer (XLA_PYTHON_CLIENT_ALLOCATOR=platform, "
                   "XLA_PYTHON_CLIENT_PREALLOCATE=false) or default")

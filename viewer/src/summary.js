@@ -47,9 +47,13 @@ export function verdictSummary(report) {
   const oom = oomLead(report);
   let sentence;
   if (verdict === 'leak' && leaks.length > 0) {
-    const top = leaks[0];
-    const where = frameLabel(top.stack?.[0]);
-    const sites = leaks.length === 1 ? 'One call site keeps' : `${leaks.length} call sites keep`;
+    // The analysis's finding per user line (leak_groups) and its headline: the user's own frame,
+    // decided once in src/analysis; reports older than the headline fall back to frame 0.
+    const groups = report.leak_groups ?? [];
+    const top = groups[0] ?? leaks[0];
+    const where = top.headline?.text ?? frameLabel(top.stack?.[0]);
+    const n = groups.length || leaks.length;
+    const sites = n === 1 ? 'One call site keeps' : `${n} call sites keep`;
     sentence =
       `${sites} memory alive across iterations. The largest, ${where}, grows by ` +
       `${formatRate(top.bytes_per_iteration).replace('per iteration', `per ${per}`)} ` +

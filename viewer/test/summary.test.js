@@ -18,6 +18,24 @@ describe('verdictSummary', () => {
     expect(s.sentence).toContain('+18.0 MiB per "step" iteration');
     expect(s.sentence).toContain('1.41 GiB in 400 allocations');
   });
+  it('names the finding by its headline, the user\'s own line, when the report has one', () => {
+    const lib = (fn, line) => ({ kind: 'python', function: fn, file: '/venv/site-packages/torch/nn/modules/linear.py', line });
+    const report = {
+      ...structuredClone(leakReport),
+      leaks: [
+        { bytes_per_iteration: 8388608, live_bytes: 1, live_count: 1, stack: [lib('Linear.forward', 134)],
+          headline: { text: 'train.py:41 in train_step (via Linear.forward, torch/nn/modules/linear.py:134)' } },
+        { bytes_per_iteration: 4194304, live_bytes: 1, live_count: 1, stack: [lib('GELU.forward', 816)],
+          headline: { text: 'train.py:41 in train_step (via GELU.forward, torch/nn/modules/activation.py:816)' } },
+      ],
+      leak_groups: [{ bytes_per_iteration: 12582912, live_bytes: 503316480, live_count: 80,
+        headline: { text: 'train.py:41 in train_step' } }],
+    };
+    const s = verdictSummary(report);
+    expect(s.sentence).toContain('One call site keeps');
+    expect(s.sentence).toContain('The largest, train.py:41 in train_step, grows by +12.0 MiB per "step" iteration');
+    expect(s.sentence).not.toContain('Linear.forward');
+  });
   it('explains an inconclusive run without iterations', () => {
     const s = verdictSummary({ verdict: 'inconclusive', iteration_source: 'none', devices: [] });
     expect(s.sentence).toMatch(/No iterations were found/);

@@ -8,6 +8,9 @@ GPULEAK_PY_LOOP=FILE:LINE  every pass of that line is one iteration of loop "FIL
     other line is one iteration while it runs.
 GPULEAK_PY_LOOP=NAME       every call of the function NAME (its qualified name, `Trainer.step`, or
     its plain name) is one iteration, from its start to its return.
+GPULEAK_TORCH_TRACKER=1    right after `import torch`, PyTorch's caching allocator reports every
+    block (tensor) it hands out or takes back to the shim (gpuleak._torch), so leaks are per tensor
+    call site with no allocator switch.
 GPULEAK_CUPY=per-array     CuPy allocates every array with cudaMalloc and frees it with cudaFree
     (cupy.cuda.set_allocator(None): no memory pool); `async`: through CuPy's stream-ordered pool
     (cudaMallocAsync per array). Set when cupy is imported, before the program allocates.
@@ -39,6 +42,8 @@ def install_from_environment():
     cupy = os.environ.get("GPULEAK_CUPY", "")
     if cupy and cupy != "default":
         install_cupy(cupy)
+    if os.environ.get("GPULEAK_TORCH_TRACKER", "") == "1":
+        install_torch()
 
 
 # --- the loop ------------------------------------------------------------------------------------
@@ -263,15 +268,16 @@ def _configure_cupy(module, mode):
         _warn("--cupy %s: could not set CuPy's allocator (%s: %s); CuPy keeps its pool" % (mode, type(e).__name__, e))
 
 
-class _CupyFinder:
-    """A meta path finder that lets the real one find `cupy`, then sets the allocator right after
-    the package has run (before the program can allocate), and steps aside."""
+class _AfterImport:
+    """A meta path finder that lets the real one find the package `name`, then calls `then(module)`
+    right after the package has run (before the program can use it), and steps aside."""
 
-    def __init__(self, mode):
-        self.mode = mode
+    def __init__(self, name, then):
+        self.name = name
+        self.then = then
 
     def find_spec(self, name, path=None, target=None):
-        if name != "cupy":
+        if name != self.name:
             return None
         if self in sys.meta_path:
             sys.meta_path.remove(self)
@@ -280,21 +286,42 @@ class _CupyFinder:
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
         run = spec.loader.exec_module
-        mode = self.mode
+        then = self.then
 
         def exec_module(module):
             run(module)
-            _configure_cupy(module, mode)
+            then(module)
 
         spec.loader.exec_module = exec_module
         return spec
+
+
+def after_import(name, then):
+    """then(module) once `name` is imported: now when it is already (a .pth file imported it)."""
+    if name in sys.modules:
+        then(sys.modules[name])
+    else:
+        sys.meta_path.insert(0, _AfterImport(name, then))
 
 
 def install_cupy(mode):
     if mode not in ("per-array", "async"):
         _warn("--cupy %s: unknown mode; CuPy keeps its pool" % mode)
         return
-    if "cupy" in sys.modules:  # imported already (a .pth file): set it now
-        _configure_cupy(sys.modules["cupy"], mode)
-        return
-    sys.meta_path.insert(0, _CupyFinder(mode))
+    after_import("cupy", lambda module: _configure_cupy(module, mode))
+
+
+# --- PyTorch -------------------------------------------------------------------------------------
+
+def _attach_torch(module):
+    try:
+        from gpuleak import _torch
+        _torch.attach(module)
+    except Exception as e:  # never the program's problem
+        _warn("PyTorch tensors not seen (%s: %s); the report shows the caching allocator's segments"
+              % (type(e).__name__, e))
+
+
+def install_torch():
+    """GPULEAK_TORCH_TRACKER=1 (gpuleak run's default): tensors through the caching allocator's trace."""
+    after_import("torch", _attach_torch)

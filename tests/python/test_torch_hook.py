@@ -1,0 +1,97 @@
+"""The PyTorch start-up hook (gpuleak._hooks.install_torch, gpuleak._torch) where no PyTorch is
+installed: it must wait for `import torch`, and every way it cannot attach must be one line on
+stderr and leave the program alone. The attaching itself runs on the GPU machine
+(tests/gpu/run_frameworks.sh, torch-default cases)."""
+import os
+import subprocess
+import sys
+import textwrap
+import types
+from pathlib import Path
+
+from gpuleak import _hooks, _torch
+
+
+def test_after_import_runs_once_the_package_has_run(tmp_path, monkeypatch):
+    pkg = tmp_path / "gl_fake_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("READY = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    seen = []
+    _hooks.after_import("gl_fake_pkg", lambda m: seen.append(getattr(m, "READY", False)))
+    assert seen == []
+    import gl_fake_pkg  # noqa: F401
+    assert seen == [True]
+    assert not any(isinstance(f, _hooks._AfterImport) for f in sys.meta_path)
+    _hooks.after_import("gl_fake_pkg", lambda m: seen.append("again"))  # imported already: at once
+    assert seen == [True, "again"]
+
+
+def fake_torch(tmp_path, headers):
+    root = tmp_path / "site" / "torch"
+    (root / "lib").mkdir(parents=True)
+    if headers:
+        h = root / "include" / "c10" / "cuda"
+        h.mkdir(parents=True)
+        (h / "CUDACachingAllocator.h").write_text("#error not PyTorch's header\n")
+    (root / "__init__.py").write_text("")
+    return types.SimpleNamespace(__file__=str(root / "__init__.py"), __version__="9.9.9+test",
+                                 _C=types.SimpleNamespace(_GLIBCXX_USE_CXX11_ABI=True))
+
+
+def test_a_torch_without_headers_keeps_the_segment_view(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("GPULEAK_TORCH_ADAPTER", raising=False)
+    assert _torch.attach(fake_torch(tmp_path, headers=False)) is False
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "ships no C++ headers" in err[0] and "segments" in err[0], err
+
+
+def test_headers_that_do_not_fit_are_said_in_one_line_and_not_cached(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("GPULEAK_TORCH_ADAPTER", raising=False)
+    monkeypatch.setenv("GPULEAK_CACHE_DIR", str(tmp_path / "cache"))
+    cuda = tmp_path / "cuda" / "include"
+    cuda.mkdir(parents=True)
+    (cuda / "cuda_runtime_api.h").write_text("")
+    monkeypatch.setenv("CUDA_HOME", str(cuda.parent))
+    if not (os.environ.get("CXX") or any(Path(d, "c++").exists() for d in os.environ["PATH"].split(":"))):
+        return  # no compiler here: the no-compiler line is the answer, tested below in effect
+    assert _torch.attach(fake_torch(tmp_path, headers=True)) is False
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "do not fit the adapter" in err[0] and "9.9.9+test" in err[0], err
+    assert not list((tmp_path / "cache").rglob("*.so")), "a failed build left a library in the cache"
+
+
+def test_a_prebuilt_adapter_that_is_missing_is_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("GPULEAK_TORCH_ADAPTER", str(tmp_path / "nope.so"))
+    assert _torch.attach(fake_torch(tmp_path, headers=False)) is False
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "GPULEAK_TORCH_ADAPTER" in err[0], err
+
+
+def test_the_adapter_source_ships_with_the_package():
+    src = _torch.adapter_source()
+    assert src is not None and src.name == "trace_tracker.cpp"
+    assert "attachAllocatorTraceTracker" in src.read_text()
+
+
+def test_gpuleak_run_asks_for_the_tracker_only_with_the_default_allocator(gpu_env, tmp_path):
+    probe = "import os; print(os.environ.get('GPULEAK_TORCH_TRACKER'))"
+    seen = {}
+    for mode in ("default", "segments", "per-tensor"):
+        p = subprocess.run([str(gpu_env.cli), "run", "--quiet", "--no-report", "--out", str(tmp_path), "--torch", mode,
+                            "--", sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        seen[mode] = p.stdout.strip()
+    assert seen == {"default": "1", "segments": "None", "per-tensor": "None"}
+
+
+def test_a_program_that_imports_no_torch_pays_nothing_visible(gpu_env, tmp_path):
+    prog = tmp_path / "prog.py"
+    prog.write_text(textwrap.dedent("""
+        import sys
+        print("finders", sum(type(f).__name__ == "_AfterImport" for f in sys.meta_path))
+    """))
+    p = subprocess.run([str(gpu_env.cli), "run", "--quiet", "--no-report", "--out", str(tmp_path), "--",
+                        sys.executable, str(prog)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == "finders 1", (p.stdout, p.stderr)
+    assert "gpuleak" not in p.stderr, p.stderr

@@ -1,0 +1,145 @@
+"""Per-tensor call sites inside PyTorch's default caching allocator (issue #14), with no allocator
+switch: right after `import torch`, gpuleak's start-up hook (gpuleak._hooks) attaches the adapter
+library built from src/torch_adapter/trace_tracker.cpp to the allocator's trace tracker, and every
+block the allocator hands out or takes back reaches the shim with its call site.
+
+The adapter is compiled against the installed torch's own headers (torch/include), once per torch
+version, and cached:
+    $GPULEAK_CACHE_DIR, else $XDG_CACHE_HOME/gpuleak, else ~/.cache/gpuleak
+        torch-<torch version>-<key>/libgpuleak_torch.so
+so its use of PyTorch's C++ classes is checked by the compiler against the very version that runs
+it. GPULEAK_TORCH_ADAPTER=PATH uses a library built beforehand (it must have been built against
+this torch version). Anything that stops it (no C++ compiler, no headers, a torch whose headers
+have no tracker, a non-native allocator) is one line on stderr, and the report keeps the segment
+view of the caching allocator.
+"""
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+_SOURCE_NAME = "trace_tracker.cpp"
+
+
+def _warn(message):
+    sys.stderr.write("gpuleak: " + message + "\n")
+
+
+def adapter_source():
+    """The adapter's source: the wheel's or install's copy, else the checkout's; None when absent."""
+    candidates = [os.environ.get("GPULEAK_TORCH_ADAPTER_SRC", ""),
+                  _HERE / "_native" / "share" / "gpuleak" / "torch_adapter" / _SOURCE_NAME,
+                  _HERE.parents[2] / "src" / "torch_adapter" / _SOURCE_NAME]
+    try:
+        from . import _layout  # a CMake install: share/gpuleak relative to this folder
+        share = getattr(_layout, "SHARE", None)
+        if share:
+            candidates.insert(2, (_HERE / share / "torch_adapter" / _SOURCE_NAME).resolve())
+    except ImportError:
+        pass
+    for c in candidates:
+        if c and Path(c).is_file():
+            return Path(c)
+    return None
+
+
+def _cuda_include(torch_dir):
+    """A folder with cuda_runtime_api.h (the c10/cuda headers include it): CUDA_HOME, the toolkit, or
+    the NVIDIA runtime wheels next to torch."""
+    roots = [os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", ""), "/usr/local/cuda"]
+    site = torch_dir.parent
+    dirs = [Path(r) / "include" for r in roots if r]
+    dirs += [site / "nvidia" / "cu13" / "include", site / "nvidia" / "cuda_runtime" / "include"]
+    for d in dirs:
+        if (d / "cuda_runtime_api.h").is_file():
+            return d
+    return None
+
+
+def _cache_root():
+    if os.environ.get("GPULEAK_CACHE_DIR"):
+        return Path(os.environ["GPULEAK_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "gpuleak"
+
+
+def _build(torch, source):
+    """The cached adapter for this torch, built when missing. Returns (path, None) or (None, why)."""
+    torch_dir = Path(torch.__file__).resolve().parent
+    include, lib = torch_dir / "include", torch_dir / "lib"
+    if not (include / "c10" / "cuda" / "CUDACachingAllocator.h").is_file():
+        return None, "torch %s ships no C++ headers (torch/include)" % torch.__version__
+    cuda_include = _cuda_include(torch_dir)
+    if cuda_include is None:
+        return None, "no CUDA headers found (set CUDA_HOME)"
+    cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
+    if not cxx:
+        return None, "no C++ compiler to build the adapter (set CXX)"
+    abi = int(bool(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", True)))
+    text = source.read_bytes()
+    key = hashlib.sha256(b"|".join([text, torch.__version__.encode(), str(abi).encode(), str(include).encode()]))
+    folder = _cache_root() / ("torch-%s-%s" % (torch.__version__.replace("/", "_"), key.hexdigest()[:16]))
+    target = folder / "libgpuleak_torch.so"
+    if target.is_file():
+        return target, None
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, tmp = tempfile.mkstemp(prefix=".build-", suffix=".so", dir=str(folder))
+    os.close(fd)
+    cmd = [cxx, "-std=c++17", "-O2", "-fPIC", "-shared", "-D_GLIBCXX_USE_CXX11_ABI=%d" % abi,
+           "-isystem", str(include), "-isystem", str(cuda_include), str(source), "-o", tmp,
+           "-L" + str(lib), "-lc10_cuda", "-lc10", "-Wl,-rpath," + str(lib)]
+    started = time.monotonic()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        os.unlink(tmp)
+        return None, "building the adapter failed (%s)" % e
+    if p.returncode != 0:
+        os.unlink(tmp)
+        first = next((ln for ln in p.stderr.splitlines() if "error" in ln), p.stderr.strip()[:200])
+        return None, "torch %s's headers do not fit the adapter (%s)" % (torch.__version__, first.strip()[:200])
+    os.replace(tmp, target)  # atomic: a concurrent run sees the old state or the whole library
+    if os.environ.get("GPULEAK_LOG"):
+        _warn("built the PyTorch adapter for torch %s in %.1f s: %s" % (torch.__version__,
+                                                                       time.monotonic() - started, target))
+    return target, None
+
+
+def attach(torch):
+    """Attaches the adapter to the imported `torch`. True when tensors will be seen."""
+    import ctypes
+    explicit = os.environ.get("GPULEAK_TORCH_ADAPTER", "")
+    if explicit:
+        path, why = Path(explicit), None
+        if not path.is_file():
+            path, why = None, "GPULEAK_TORCH_ADAPTER=%s is no file" % explicit
+    else:
+        source = adapter_source()
+        path, why = (None, "the adapter's source is missing") if source is None else _build(torch, source)
+    if path is None:
+        _warn("PyTorch tensors not seen (%s); the report shows the caching allocator's segments" % why)
+        return False
+    try:
+        # libc10_cuda.so is loaded already (by torch._C), local to it: the adapter binds to that copy.
+        lib = ctypes.CDLL(str(path), mode=os.RTLD_NOW | os.RTLD_LOCAL)
+        fn = lib.gpuleak_torch_attach
+        fn.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+        fn.restype = ctypes.c_int
+        buf = ctypes.create_string_buffer(512)
+        ok = fn(torch.__version__.encode(), buf, len(buf))
+    except (OSError, AttributeError) as e:
+        _warn("PyTorch tensors not seen (loading %s failed: %s); the report shows the caching allocator's "
+              "segments" % (path, e))
+        return False
+    if not ok:
+        reason = buf.value.decode(errors="replace")
+        if "not the caching allocator" not in reason:  # per-tensor mode: nothing is hidden
+            _warn("PyTorch tensors not seen (%s); the report shows the caching allocator's segments" % reason)
+        return False
+    return True
