@@ -20,6 +20,7 @@ struct PoolRun {
   nlohmann::json report;
   std::string err;
   format::Capture capture;
+  std::string capture_path;
 };
 
 PoolRun run_pool(const std::string &mode) {
@@ -33,7 +34,9 @@ PoolRun run_pool(const std::string &mode) {
     ADD_FAILURE() << "no report: " << r.err;
     return {};
   }
-  return PoolRun{nlohmann::json::parse(std::ifstream(reports[0])), r.err, read_only_capture(out)};
+  auto captures = files_with_suffix(out, ".gpuleak");
+  return PoolRun{nlohmann::json::parse(std::ifstream(reports[0])), r.err, read_only_capture(out),
+                 captures.empty() ? std::string() : captures[0]};
 }
 
 std::string innermost(const nlohmann::json &entry) {
@@ -117,6 +120,11 @@ TEST(PoolBlocks, SegmentsListTheTensorsInThem) {
   EXPECT_NE(r.err.find("segments: 8 of PyTorch's, 160.0 MiB reserved, 40.0 MiB in tensors (25 %)"), std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("in them: 40.0 MiB in 40 tensors at pool_blocks.cpp:"), std::string::npos) << r.err;
+  Result md = run({GPULEAK_CLI_PATH, "report", "--format", "markdown", r.capture_path}, {});
+  EXPECT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("| 0 | pool\\_blocks.cpp:"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find(" in grow\\_segment | 8 | 160.0 MiB | 40.0 MiB at pool\\_blocks.cpp:"), std::string::npos)
+      << md.out;
 }
 
 TEST(PoolBlocks, CleanLoopStaysCleanWhileSegmentsGrowEarly) {
