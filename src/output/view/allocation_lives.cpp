@@ -36,15 +36,15 @@ AllocationLives::AllocationLives(const format::Capture &capture, const analysis:
   impl_->anchor = capture.header.monotonic_ns;
   impl_->lives = lives_of(capture, analysis);
   for (const analysis::AllocationLife &l : impl_->lives->lives) {
-    // Host pinned/registered memory is not device memory; a framework allocator's block (a tensor)
-    // lies inside a segment drawn already: drawn too, the device would hold its bytes twice.
-    if (l.device < 0 || l.pool_block) continue;
+    if (l.device < 0) continue;  // host pinned/registered memory is not device memory
     Life life;
     life.device = l.device;
     life.size = l.size;
     life.birth = l.birth;
     life.death = l.death == analysis::kStillAlive ? kAlive : l.death;
     life.site = l.site;
+    life.pool_block = l.pool_block;
+    life.segment = l.segment;
     life.birth_ns = time_of(l.birth);
     if (life.death != kAlive) life.death_ns = time_of(life.death);
     lives_.push_back(life);
