@@ -18,7 +18,7 @@ namespace {
 // and every allocation paid a full unwind through libtorch (docs/benchmarks.md, run 8). 128 x 2
 // entries of up to 2 x (depth + 16) + 2 slots: about 400 KB per allocating thread at depth 32.
 constexpr unsigned kBuckets = 128;
-constexpr unsigned kWays = 2;     // two call paths at one stack pointer keep both proofs
+constexpr unsigned kWays = 2;  // two call paths at one stack pointer keep both proofs
 constexpr unsigned kOwnFrames = 16;
 constexpr int kLearnCredit = 4;  // unwinds with proof a bucket may spend before it pays them back
 constexpr int kLearnCreditMax = 16;

@@ -14,8 +14,34 @@ namespace {
 
 constexpr uint32_t kSequenceId = 1;  // one writer, one sequence
 
+// An address or handle as the JSON args spell it ("0x7f3a00200000": hex(), lowercase, no leading
+// zeros). Perfetto has a pointer type that it shows in the same hex: 8 bytes or fewer on the wire
+// instead of 16, and never a candidate for interning.
+bool hex_pointer(const std::string &s, uint64_t *value) {
+  if (s.size() < 3 || s.size() > 18 || s[0] != '0' || s[1] != 'x' || (s[2] == '0' && s.size() > 3)) return false;
+  uint64_t v = 0;
+  for (size_t i = 2; i < s.size(); ++i) {
+    const char c = s[i];
+    const int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (digit < 0) return false;
+    v = v << 4 | static_cast<uint64_t>(digit);
+  }
+  *value = v;
+  return true;
+}
+
+}  // namespace
+
+void PerfettoWriter::string_or_iid(ProtoEncoder &message, InternedStrings::Table table, uint32_t iid_field,
+                                   uint32_t text_field, const std::string &text) {
+  if (const uint64_t iid = interned_.iid(table, text))
+    message.varint_field(iid_field, iid);
+  else
+    message.bytes_field(text_field, text);
+}
+
 // The value half of a DebugAnnotation.
-void annotation_value(ProtoEncoder &a, const json &v) {
+void PerfettoWriter::annotation_value(ProtoEncoder &a, const json &v) {
   switch (v.type()) {
     case json::value_t::boolean:
       a.bool_field(pf::kAnnotationBool, v.get<bool>());
@@ -29,11 +55,17 @@ void annotation_value(ProtoEncoder &a, const json &v) {
     case json::value_t::number_float:
       a.double_field(pf::kAnnotationDouble, v.get<double>());
       break;
-    case json::value_t::string:
-      a.bytes_field(pf::kAnnotationString, valid_utf8(v.get_ref<const std::string &>()));
+    case json::value_t::string: {
+      const std::string &text = v.get_ref<const std::string &>();
+      if (uint64_t pointer; hex_pointer(text, &pointer))
+        a.varint_field(pf::kAnnotationPointer, pointer);
+      else
+        string_or_iid(a, InternedStrings::kAnnotationValues, pf::kAnnotationStringIid, pf::kAnnotationString,
+                      valid_utf8(text));
       break;
+    }
     case json::value_t::object:
-      write_debug_annotations(a, pf::kAnnotationDictEntries, v);
+      annotations(a, pf::kAnnotationDictEntries, v);
       break;
     case json::value_t::array:
       for (const json &item : v)
@@ -45,13 +77,11 @@ void annotation_value(ProtoEncoder &a, const json &v) {
   }
 }
 
-}  // namespace
-
-void write_debug_annotations(ProtoEncoder &message, uint32_t field, const json &args) {
+void PerfettoWriter::annotations(ProtoEncoder &message, uint32_t field, const json &args) {
   if (!args.is_object()) return;
   for (const auto &[key, value] : args.items()) {
     message.message_field(field, [&](ProtoEncoder &a) {
-      a.bytes_field(pf::kAnnotationName, valid_utf8(key));
+      string_or_iid(a, InternedStrings::kAnnotationNames, pf::kAnnotationNameIid, pf::kAnnotationName, valid_utf8(key));
       annotation_value(a, value);
     });
   }
@@ -68,8 +98,11 @@ void PerfettoWriter::begin(const TraceInfo &info, const std::vector<Track> &trac
   pid_ = info.pid;
   anchor_ = info.monotonic_anchor_ns;
   tracks_ = tracks;
-  // Unique per process, so that the traces of several processes concatenate without clashes.
-  process_uuid_ = 0x67706c6b00000000ull ^ (static_cast<uint64_t>(info.pid) << 20);
+  // Unique per process, so that the traces of several processes concatenate without clashes
+  // (the pid, then a track's number in the low 20 bits; never 0, which means "no track"), and
+  // short: every event repeats its track's uuid, 5 or 6 bytes as a varint where a full 64-bit
+  // value takes 10.
+  process_uuid_ = (static_cast<uint64_t>(info.pid) << 20) + 1;
 
   packet_.clear();
   packet_.varint_field(pf::kPacketTrustedSequenceId, kSequenceId);
@@ -132,26 +165,32 @@ bool PerfettoWriter::end() {
 }
 
 void PerfettoWriter::track_event(int64_t ts_ns, uint32_t type, uint64_t track_uuid, const Event *e) {
+  ProtoEncoder &te = event_;
+  te.clear();
+  te.varint_field(pf::kEventType, type);
+  te.varint_field(pf::kEventTrackUuid, track_uuid);
+  if (e && type == pf::kTypeCounter) {
+    te.int_field(pf::kEventCounterValue, static_cast<int64_t>(e->value));
+  } else if (e) {
+    if (e->category)
+      string_or_iid(te, InternedStrings::kCategories, pf::kEventCategoryIids, pf::kEventCategories, e->category);
+    if (!e->name.empty())
+      string_or_iid(te, InternedStrings::kEventNames, pf::kEventNameIid, pf::kEventName, valid_utf8(e->name));
+    annotations(te, pf::kEventDebugAnnotations, e->args);
+    if (type == pf::kTypeSliceBegin) {
+      for (uint64_t id : e->flows_out) te.fixed64_field(pf::kEventFlowIds, id);
+      if (e->flow_in) te.fixed64_field(pf::kEventTerminatingFlowIds, e->flow_in);
+    }
+  }
+
   packet_.clear();
   // The capture's own clock: records from before the header's anchor keep their place.
   const int64_t floor = -static_cast<int64_t>(std::min<uint64_t>(anchor_, INT64_MAX));
   packet_.varint_field(pf::kPacketTimestamp, anchor_ + static_cast<uint64_t>(std::max(ts_ns, floor)));
   packet_.varint_field(pf::kPacketTrustedSequenceId, kSequenceId);
-  packet_.message_field(pf::kPacketTrackEvent, [&](ProtoEncoder &te) {
-    te.varint_field(pf::kEventType, type);
-    te.varint_field(pf::kEventTrackUuid, track_uuid);
-    if (!e) return;
-    if (type == pf::kTypeCounter) {
-      te.int_field(pf::kEventCounterValue, static_cast<int64_t>(e->value));
-      return;
-    }
-    if (e->category && type != pf::kTypeSliceEnd) te.bytes_field(pf::kEventCategories, e->category);
-    if (!e->name.empty() && type != pf::kTypeSliceEnd) te.bytes_field(pf::kEventName, valid_utf8(e->name));
-    write_debug_annotations(te, pf::kEventDebugAnnotations, e->args);
-    if (type != pf::kTypeSliceBegin) return;
-    for (uint64_t id : e->flows_out) te.fixed64_field(pf::kEventFlowIds, id);
-    if (e->flow_in) te.fixed64_field(pf::kEventTerminatingFlowIds, e->flow_in);
-  });
+  // The definitions go in the packet that first uses them: every prefix of the file resolves.
+  if (interned_.write_pending(packet_)) packet_.varint_field(pf::kPacketSequenceFlags, pf::kSeqNeedsIncrementalState);
+  packet_.bytes_field(pf::kPacketTrackEvent, te.data());
   emit(packet_);
 }
 

@@ -5,17 +5,25 @@
 // point, and traces of several processes can be concatenated (`cat a b > both`): track uuids are
 // derived from the pid.
 //
-// It is smaller than the JSON and much cheaper for trace_processor to load: the format for very
-// long runs. Timestamps: TracePacket.timestamp is the capture's CLOCK_MONOTONIC in ns (the
-// header's monotonic anchor + ns since the start; no clock snapshot is written, so Perfetto takes
-// it as its trace clock). Arguments become debug annotations (nested objects as
-// dict entries). Untrusted strings are repaired to valid UTF-8. No interning.
+// It is 0.36-0.46x the JSON's size (docs/benchmarks.md "Trace sizes") and much cheaper for
+// trace_processor to load: the format for very long runs. Timestamps: TracePacket.timestamp is
+// the capture's CLOCK_MONOTONIC in ns (the header's monotonic anchor + ns since the start; no
+// clock snapshot is written, so Perfetto takes it as its trace clock). Arguments become debug
+// annotations (nested objects as dict entries; hex addresses as pointer values). Untrusted
+// strings are repaired to valid UTF-8.
+//
+// One packet sequence (trusted_packet_sequence_id 1) whose first packet clears its incremental
+// state: event names, categories, argument names and repeated string values are interned there
+// (perfetto_interning.h), and each packet that uses an iid carries SEQ_NEEDS_INCREMENTAL_STATE.
+// A concatenated file starts a new sequence generation with its own first packet, so its iids
+// never meet the previous file's.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "output/trace/file_io.h"
+#include "output/trace/perfetto_interning.h"
 #include "output/trace/protobuf_encoder.h"
 #include "output/trace/trace_sink.h"
 
@@ -38,6 +46,12 @@ class PerfettoWriter : public TraceSink {
   void emit(const ProtoEncoder &packet);
   void track_event(int64_t ts_ns, uint32_t type, uint64_t track_uuid, const Event *event);
   void write_about(int64_t before_ts);
+  // Writes a JSON value's members as DebugAnnotations (event args; nested objects as dict entries).
+  void annotations(ProtoEncoder &message, uint32_t field, const nlohmann::json &args);
+  void annotation_value(ProtoEncoder &annotation, const nlohmann::json &value);
+  // `text` (valid UTF-8) as `iid_field` when it is interned, else inline as `text_field`.
+  void string_or_iid(ProtoEncoder &message, InternedStrings::Table table, uint32_t iid_field, uint32_t text_field,
+                     const std::string &text);
 
   ByteStream *out_;
   int64_t pid_ = 0;
@@ -47,11 +61,10 @@ class PerfettoWriter : public TraceSink {
   uint64_t packets_ = 0;
   Event about_;  // the "gpuleak_trace" instant, written once events reach ts 0
   bool about_pending_ = false;
+  InternedStrings interned_;
+  ProtoEncoder event_;  // the TrackEvent being built
   ProtoEncoder packet_;
   ProtoEncoder frame_;
 };
-
-// Writes a JSON value's members as TrackEvent/DebugAnnotation fields (used for event args).
-void write_debug_annotations(ProtoEncoder &message, uint32_t field, const nlohmann::json &args);
 
 }  // namespace gpuleak::output::trace

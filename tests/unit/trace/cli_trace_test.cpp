@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "perfetto_decoder.h"
 #include "trace_test_support.h"
 
 namespace gpuleak::testing {
@@ -79,9 +80,11 @@ TEST(CliTrace, PerfettoAndGzipOutputs) {
   std::string capture = leaky_capture();
   std::string dir = temp_dir("cli-formats");
   ASSERT_EQ(sh(kCli + " trace --quiet --format perfetto -o " + q(dir + "/t.pftrace") + " " + q(capture)).status, 0);
-  std::vector<PbField> packets;
-  EXPECT_TRUE(pb_decode(read_text(dir + "/t.pftrace"), &packets));
-  EXPECT_GT(packets.size(), 50u);
+  // The real program's trace, read as trace_processor would: every interned string resolves.
+  PerfettoTrace pf = decode_perfetto(read_text(dir + "/t.pftrace"));
+  EXPECT_EQ(pf.problems, std::vector<std::string>{});
+  EXPECT_GT(pf.packets, 50u);
+  EXPECT_GT(pf.iid_references, 0u);
   CliRun gz = sh(kCli + " trace --quiet -o " + q(dir + "/t.trace.json.gz") + " " + q(capture));
   ASSERT_EQ(gz.status, 0) << gz.err;
   std::ifstream raw(dir + "/t.trace.json.gz", std::ios::binary);
