@@ -3,6 +3,8 @@
 // them are containers that make the device's bytes alone.
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "analysis/analysis.h"
 #include "analysis/capture_builder.h"
 
@@ -141,6 +143,69 @@ TEST(PoolBlocks, LivesMarkBlocksApartFromDeviceMemory) {
   EXPECT_FALSE(a.lives->lives[0].pool_block);
   EXPECT_TRUE(a.lives->lives[1].pool_block);
   EXPECT_EQ(a.lives->lives[1].device, 0);
+}
+
+// Whatever the blocks do (in segments or in none, freed twice, at reused addresses, across a
+// context reset, in VMM ranges mapped and unmapped), the device numbers are those of the capture
+// without them.
+TEST(PoolBlocks, BlocksNeverChangeTheDeviceNumbers) {
+  std::mt19937 rng(14);
+  for (int round = 0; round < 20; ++round) {
+    CaptureBuilder b;
+    std::vector<uint64_t> bases, blocks;
+    for (int i = 0; i < 200; ++i) {
+      if (i % 20 == 0) b.begin("train");
+      switch (rng() % 8) {
+        case 0:
+          bases.push_back(b.alloc((1 + rng() % 4) * 2 * kMiB, kSegmentSite, Kind::kDevice, rng() % 2));
+          break;
+        case 1:
+          if (!bases.empty()) b.free(bases[rng() % bases.size()], rng() % 2 ? Kind::kDevice : Kind::kUnknown);
+          break;
+        case 2: {
+          uint64_t handle = 0x900 + rng() % 16;
+          b.alloc(2 * kMiB, kSegmentSite, Kind::kVmm, 0, handle);
+          uint64_t va = 0x7c0000000000 + (rng() % 16) * 2 * kMiB;
+          b.map(va, handle, 2 * kMiB, kMapSite);
+          bases.push_back(va);
+          break;
+        }
+        case 3:
+          if (!bases.empty()) b.op(Op::kUnmap, Kind::kVmm).address = bases[rng() % bases.size()];
+          break;
+        case 4:
+        case 5: {
+          uint64_t at = bases.empty() || rng() % 5 == 0 ? 0x100000 * (rng() % 64)
+                                                        : bases[rng() % bases.size()] + (rng() % 4) * 4096;
+          blocks.push_back(b.alloc(4096 * (1 + rng() % 64), kTensorSite, Kind::kPoolBlock, rng() % 2, at));
+          break;
+        }
+        case 6:
+          if (!blocks.empty()) b.free(blocks[rng() % blocks.size()], Kind::kPoolBlock, rng() % 2);
+          break;
+        default:
+          if (rng() % 16 == 0) b.op(Op::kContextReset, Kind::kUnknown, rng() % 2);
+          break;
+      }
+      if (i % 20 == 19) b.end();
+    }
+    CaptureBuilder without = b;
+    std::vector<format::MemoryRecord> kept;
+    for (const auto &r : b.capture.memory)
+      if (r.kind != static_cast<uint8_t>(Kind::kPoolBlock)) kept.push_back(r);
+    without.capture.memory = kept;
+    AnalysisOptions o;
+    o.record_lives = true;
+    Analysis with = analyze(b.capture, o), plain = analyze(without.capture, o);
+    ASSERT_EQ(with.devices.size(), plain.devices.size());
+    for (size_t d = 0; d < with.devices.size(); ++d) {
+      EXPECT_EQ(with.devices[d].peak_live_bytes, plain.devices[d].peak_live_bytes) << round;
+      EXPECT_EQ(with.devices[d].live_at_exit_bytes, plain.devices[d].live_at_exit_bytes) << round;
+    }
+    for (size_t i = 0; i < with.iterations.size(); ++i)
+      for (size_t d = 0; d < with.iterations[i].devices.size(); ++d)
+        EXPECT_EQ(with.iterations[i].devices[d].live_end_bytes, plain.iterations[i].devices[d].live_end_bytes);
+  }
 }
 
 }  // namespace
