@@ -106,20 +106,23 @@ MemoryReplay::MemoryReplay(const format::Capture &capture, const analysis::Analy
   std::sort(steps.begin(), steps.end());
 
   const uint16_t host_track = static_cast<uint16_t>(devices.size());
-  std::vector<uint64_t> live(devices.size() + 1, 0);
+  std::vector<uint64_t> live(2 * devices.size() + 1, 0);
   peak.assign(devices.size(), 0);
   peak_at.assign(devices.size(), 0);
   for (const Step &st : steps) {
     const Life &l = lives[st.index];
-    if (l.pool_block) continue;  // a tensor inside a segment counted already (analysis/lives.h)
     const int slot = l.device < 0 ? -1 : slot_of(l.device);
-    const uint16_t t = slot < 0 ? host_track : static_cast<uint16_t>(slot);
+    // A tensor inside a segment: its own track, never the device's, which its segment makes.
+    if (l.pool_block && slot < 0) continue;
+    const uint16_t t = l.pool_block ? static_cast<uint16_t>(host_track + 1 + slot)
+                       : slot < 0   ? host_track
+                                    : static_cast<uint16_t>(slot);
     live[t] = st.birth ? live[t] + l.size : live[t] - l.size;
     changes.push_back({st.k, t, live[t]});
     if (!st.birth) continue;
     if (t == host_track) {
       host_peak = std::max(host_peak, live[t]);
-    } else if (live[t] > peak[t]) {
+    } else if (t < host_track && live[t] > peak[t]) {
       peak[t] = live[t];
       peak_at[t] = st.k + 1;
     }

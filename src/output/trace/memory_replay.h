@@ -33,7 +33,8 @@ struct Life {
 };
 
 // A counter value after one event: track 0..devices.size()-1 are the devices (same order),
-// track devices.size() is host pinned/registered memory.
+// track devices.size() is host pinned/registered memory, and devices.size() + 1 + slot the
+// tensors a framework allocator handed out inside that device's segments (capture format 1.3).
 struct LiveChange {
   uint32_t position = 0;
   uint16_t track = 0;

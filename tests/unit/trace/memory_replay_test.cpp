@@ -111,6 +111,12 @@ TEST(MemoryReplay, BlocksInsideSegmentsAreNotCountedTwice) {
   }
   EXPECT_EQ(device, 6 * 20 * kMiB);
   EXPECT_EQ(tensors, 6 * kMiB);
+  // The tensors' own counter (track devices + 1 + slot): at most the kept ones and one scratch.
+  uint64_t most = 0;
+  for (const auto &c : r.changes)
+    if (c.track == 2) most = std::max(most, c.live);
+  EXPECT_EQ(most, 6 * kMiB + 4 * kMiB);  // the last iteration: six kept, then its scratch
+  EXPECT_EQ(live_at(r, 2, r.size()), 6 * kMiB);
 }
 
 TEST(MemoryReplay, FollowsEffectiveTimeOrderNotFileOrder) {
