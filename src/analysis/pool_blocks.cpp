@@ -7,6 +7,8 @@
 namespace gpuleak::analysis::detail {
 
 namespace {
+// Bounds on what the report lists (a report stays small whatever the program does).
+constexpr size_t kMaxSegmentSites = 100;
 constexpr size_t kMaxBlockSitesPerSegmentSite = 20;
 }  // namespace
 
@@ -157,6 +159,7 @@ std::vector<SegmentSite> PoolBlocks::take() {
     return a.site.stack_id != b.site.stack_id ? a.site.stack_id < b.site.stack_id
                                               : a.site.py_stack_id < b.site.py_stack_id;
   });
+  if (out.size() > kMaxSegmentSites) out.resize(kMaxSegmentSites);
   return out;
 }
 
