@@ -5,6 +5,7 @@
 
 #include "analysis/advice_internal.h"
 #include "analysis/internal.h"
+#include "analysis/pool_blocks.h"
 
 namespace gpuleak::analysis {
 
@@ -98,7 +99,7 @@ std::vector<Span> marked_iterations(const Capture &capture, uint64_t end_ns, con
 // and the trace. The site is read at the death and at the end, since a VMM mapping may move it.
 class LifeRecorder : public Observer {
  public:
-  explicit LifeRecorder(const SiteTable &sites) : sites_(sites) {}
+  LifeRecorder(const SiteTable &sites, const PoolBlocks *segments) : sites_(sites), segments_(segments) {}
   void before(uint32_t, const format::MemoryRecord *r, const LiveSet &) override {
     if (r) lives->times.push_back(r->ts_ns);
   }
@@ -107,15 +108,16 @@ class LifeRecorder : public Observer {
     e.life.size = a.size;
     e.life.birth = k;
     e.slot = a.slot;
-    e.on_device = on_device(a.space);
+    e.on_device = on_device(a.space) || a.space == Space::kPoolBlock;
+    e.life.pool_block = a.space == Space::kPoolBlock;
     entries_.push_back(e);
   }
   void died(uint32_t k, const format::MemoryRecord &, const Life &a) override {
     entries_[a.ordinal].life.death = k;
-    entries_[a.ordinal].life.site = sites_.sites[a.site];
+    ended(a);
   }
   void finish(const LiveSet &live) override {
-    live.for_each([&](const LiveKey &, const Life &a) { entries_[a.ordinal].life.site = sites_.sites[a.site]; });
+    live.for_each([&](const LiveKey &, const Life &a) { ended(a); });
   }
   // Device indices are known once the ledger has its slots.
   std::shared_ptr<const Lives> take(const Ledger &ledger) {
@@ -135,18 +137,25 @@ class LifeRecorder : public Observer {
     uint16_t slot = 0;
     bool on_device = false;
   };
+  // What is known of an allocation once it is gone, or at the end: its site, whether a segment.
+  void ended(const Life &a) {
+    entries_[a.ordinal].life.site = sites_.sites[a.site];
+    entries_[a.ordinal].life.segment = segments_ && segments_->segment(a);
+  }
   const SiteTable &sites_;
+  const PoolBlocks *segments_;
   std::vector<Entry> entries_;
 };
 
 // What is still live at the end of the capture, by device and site.
 class LiveAtExit : public Observer {
  public:
-  LiveAtExit(const std::vector<int> &devices, const SiteTable &sites) : devices_(devices), sites_(sites) {}
+  LiveAtExit(const std::vector<int> &devices, const SiteTable &sites, const PoolBlocks *pool)
+      : devices_(devices), sites_(sites), pool_(pool) {}
   void finish(const LiveSet &live_set) override {
     std::unordered_map<uint64_t, size_t> index;
     live_set.for_each([&](const LiveKey &, const Life &a) {
-      if (!on_device(a.space)) return;
+      if (!leak_candidate(pool_, a)) return;
       auto [it, fresh] = index.try_emplace(static_cast<uint64_t>(a.slot) << 32 | a.site, live.size());
       if (fresh) live.push_back(LiveSite{devices_[a.slot], sites_.sites[a.site], 0, 0});
       live[it->second].live_bytes += a.size;
@@ -158,6 +167,7 @@ class LiveAtExit : public Observer {
  private:
   const std::vector<int> &devices_;
   const SiteTable &sites_;
+  const PoolBlocks *pool_;
 };
 
 uint32_t warmup_for(uint32_t n, int requested) {
@@ -181,6 +191,7 @@ bool loaded_pytorch_cuda(const Capture &capture) {
 std::string allocator_mode(const Capture &capture, const Frameworks &frameworks, const Timeline &timeline,
                            const Ledger &ledger) {
   std::string env = capture.run ? capture.run->allocator_env : std::string();
+  if (timeline.pool_block_allocs > 0) return "per-tensor (PyTorch's caching allocator, through its trace)";
   if (contains(env, "backend:cudaMallocAsync")) return "per-tensor (cudaMallocAsync)";
   // The other frameworks' per-object modes (gpuleak run --jax / --cupy); their pools: hiding_pool.
   if (frameworks.jax && allocator_setting(capture, "XLA_PYTHON_CLIENT_ALLOCATOR") == "platform")
@@ -314,13 +325,20 @@ Analysis analyze(const format::Capture &capture, const format::MemorySource &mem
   // Pass 1: the ledger, and everything that must see allocations while they live.
   ooms.place(oom_positions, timeline.devices);
   ooms.use_sites(&sites.sites);
-  SurvivorObserver survivors(primary);
-  LiveAtExit live_at_exit(timeline.devices, sites);
+  // A framework allocator's blocks, when the capture has them: first, so that every observer
+  // after it knows which allocations are segments (pool_blocks.h).
+  std::optional<PoolBlocks> blocks;
+  if (timeline.pool_block_allocs > 0) blocks.emplace(sites, timeline.devices);
+  const PoolBlocks *segments = blocks ? &*blocks : nullptr;
+  ooms.use_pool(segments);
+  SurvivorObserver survivors(primary, segments);
+  LiveAtExit live_at_exit(timeline.devices, sites, segments);
   Advisor advisor(capture, timeline, sites, spans, primary, options);
   std::vector<Observer *> observers = {&ooms, &survivors, &live_at_exit};
+  if (blocks) observers.insert(observers.begin(), &*blocks);
   for (Observer *o : advisor.observers()) observers.push_back(o);
   std::optional<LifeRecorder> lives;
-  if (options.record_lives) observers.push_back(&lives.emplace(sites));
+  if (options.record_lives) observers.push_back(&lives.emplace(sites, segments));
   Ledger ledger;
   replay(capture, timeline, sites, spans, observers, &ledger);
   if (lives) out.lives = lives->take(ledger);
@@ -334,6 +352,13 @@ Analysis analyze(const format::Capture &capture, const format::MemorySource &mem
         "gpuleak saw a caching allocator's segments, not tensors: a leak smaller than the cached segments (a "
         "scalar kept every step) may be hidden; for per-tensor call sites rerun with `gpuleak run --torch "
         "per-tensor` (PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync)";
+  if (blocks) {
+    out.segments = blocks->take();
+    for (const format::PoolTracker &t : capture.pool_trackers) out.pool_tracker = t.description;  // the last
+    out.allocator_note = "tensors were seen through " +
+                         (out.pool_tracker.empty() ? std::string("a caching allocator's trace") : out.pool_tracker) +
+                         ": leaks are per tensor site; the segments that hold them are listed apart";
+  }
   fill_devices(capture, ledger, &out);
   fill_iterations(capture, spans, ledger, out.primary_loop, &out);
 

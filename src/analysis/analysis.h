@@ -230,6 +230,24 @@ struct OomEvent {
   bool recovered = false;                 // a later allocation on the same device succeeded
 };
 
+// A framework allocator's blocks (tensors) inside its segments (capture format 1.3, kind
+// pool_block), by the site that allocated the segments: which tensors live in which segment.
+struct SegmentBlock {
+  Site site;  // where the blocks were handed out (the tensors' site)
+  uint64_t live_at_exit_bytes = 0;
+  uint64_t live_at_exit_count = 0;
+  uint64_t peak_bytes = 0;  // the most this site held in these segments at one moment
+};
+struct SegmentSite {
+  int device = 0;
+  Site site;                // where the segments were allocated (VMM: the site of their first mapping)
+  uint64_t count = 0;       // segments from here over the run (an allocation that ever held a block)
+  uint64_t peak_bytes = 0;  // the most this site's segments held at one moment
+  uint64_t live_at_exit_bytes = 0;
+  uint64_t live_at_exit_count = 0;
+  std::vector<SegmentBlock> blocks;  // largest at exit first, then by peak
+};
+
 // Counters over the whole capture.
 struct Accounting {
   uint64_t events = 0;              // memory records read
@@ -240,6 +258,7 @@ struct Accounting {
   uint64_t graph_reservations = 0;  // allocations made during stream capture (not live)
   uint64_t not_owned = 0;           // imported memory and address reservations
   uint64_t context_resets = 0;
+  uint64_t pool_blocks = 0;  // (format 1.3) blocks a framework allocator handed out (also in allocations)
   uint64_t host_pinned_live_at_exit_bytes = 0;
   uint64_t host_pinned_peak_bytes = 0;
 };
@@ -267,6 +286,12 @@ struct Analysis {
   Accounting accounting;
   std::vector<std::string> warnings;  // options that could not be honoured
   std::vector<Advice> advice;         // loop advice findings (advice.h), in AdviceKind order
+  // When the capture has a framework allocator's blocks (format 1.3): its segments by site, devices
+  // ascending then most bytes at exit first; and what the framework said when its tracker attached
+  // ("" when nothing attached). Then the leaks, live_at_exit and OOM sites are the blocks', and
+  // the segments, which hold them, are no leak candidates (they still make the device bytes).
+  std::vector<SegmentSite> segments;
+  std::string pool_tracker;
   // With AnalysisOptions::record_lives: every owned allocation's life from this analysis's replay.
   std::shared_ptr<const Lives> lives;
 

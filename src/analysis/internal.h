@@ -105,6 +105,7 @@ struct Timeline {
   std::vector<int> devices;  // every device index of a record or a device record, ascending
   // Successful allocations by kind, for the allocator mode (analysis.cpp).
   uint64_t device_allocs = 0, device_2mib_allocs = 0, async_allocs = 0, vmm_allocs = 0;
+  uint64_t pool_block_allocs = 0;  // a framework allocator's blocks (format 1.3)
 
   template <typename F>
   void replay(F &&visit) const {
@@ -177,6 +178,12 @@ struct LiveKeyHash {
   }
 };
 using LiveSet = FlatMap<LiveKey, Life, LiveKeyHash>;
+
+class PoolBlocks;  // pool_blocks.h
+// Whether an allocation's bytes are a call site's own, for leaks, live at exit and OOM sites: device
+// memory, and a framework allocator's blocks; not the segments that hold blocks (`pool` null: no
+// blocks in the capture).
+bool leak_candidate(const PoolBlocks *pool, const Life &a);
 
 // Told about every change as the replay makes it. Positions only grow; at one position a
 // release comes before a birth.
@@ -278,7 +285,7 @@ struct Primary {
 // the ends where an allocation started or stopped counting (verdicts.cpp).
 class SurvivorObserver : public Observer {
  public:
-  explicit SurvivorObserver(const Primary &primary) : primary_(primary) {}
+  SurvivorObserver(const Primary &primary, const PoolBlocks *pool) : primary_(primary), pool_(pool) {}
   void died(uint32_t k, const format::MemoryRecord &r, const Life &a) override;
   void finish(const LiveSet &live) override;
 
@@ -302,6 +309,7 @@ class SurvivorObserver : public Observer {
  private:
   void add(const Life &a, uint32_t ub);
   const Primary &primary_;
+  const PoolBlocks *pool_;
   std::unordered_map<uint64_t, uint32_t> index_;  // (slot, site) -> series
 };
 // Fills out->leaks, the devices' verdicts and growth fits, and out->verdict.
@@ -318,6 +326,7 @@ class OomObserver : public Observer {
   // Before the replay: the positions make_timeline found for times(), the sites and the devices.
   void place(const std::vector<uint32_t> &positions, const std::vector<int> &devices);
   void use_sites(const std::vector<Site> *sites) { sites_ = sites; }
+  void use_pool(const PoolBlocks *pool) { pool_ = pool; }
   void before(uint32_t k, const format::MemoryRecord *r, const LiveSet &live) override;
   void born(uint32_t k, const format::MemoryRecord &r, const Life &a) override;
   void remapped(uint32_t k, uint32_t old, const Life &a) override;
@@ -329,6 +338,7 @@ class OomObserver : public Observer {
   const AnalysisOptions &options_;
   uint64_t anchor_ = 0;
   const std::vector<Site> *sites_ = nullptr;
+  const PoolBlocks *pool_ = nullptr;
   std::vector<const format::OomRecord *> ooms_;  // newest first
   std::vector<uint64_t> times_;
   std::vector<uint32_t> positions_;

@@ -206,7 +206,9 @@ class Replayer {
     }
     live_map_.try_emplace(key, a);
     ++out_.accounting.allocations;
-    if (space == Space::kHost) {
+    if (space == Space::kPoolBlock) {
+      ++out_.accounting.pool_blocks;  // inside a segment counted already: no device bytes (pool_blocks.h)
+    } else if (space == Space::kHost) {
       host_live_ += a.size;
       host_peak_ = std::max(host_peak_, host_live_);
     } else {
@@ -231,10 +233,10 @@ class Replayer {
   // recorded is tried in every space; a device pointer freed while another device was current is
   // looked for on the other devices.
   Life *find(uint64_t address, int16_t device, uint8_t kind, LiveKey *key) {
-    static const Space kAll[] = {Space::kDevicePtr, Space::kArray, Space::kVmm, Space::kHost};
+    static const Space kAll[] = {Space::kDevicePtr, Space::kArray, Space::kVmm, Space::kHost, Space::kPoolBlock};
     Space space = space_of(kind);
     for (Space s : kAll) {
-      if (kind != 0 && s != space) continue;
+      if (kind != 0 ? s != space : s == Space::kPoolBlock) continue;  // a block's free always names its kind
       *key = key_of(address, device, s);
       if (Life *found = live_map_.find(*key)) return found;
       if (s == Space::kHost) continue;
@@ -263,7 +265,9 @@ class Replayer {
 
   void release(uint32_t k, const MemoryRecord &r, const Life &a, bool counted) {
     if (counted) ++out_.accounting.frees;
-    if (a.space != Space::kHost) {
+    if (a.space == Space::kPoolBlock) {
+      // no device bytes of its own
+    } else if (a.space != Space::kHost) {
       const uint64_t before = live_[a.slot];
       live_[a.slot] -= a.size;
       ++out_.totals[a.slot].frees;

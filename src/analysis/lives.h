@@ -21,6 +21,11 @@ struct AllocationLife {
   uint32_t birth = 0;            // event position of the allocation
   uint32_t death = kStillAlive;  // position of its release (a free, a context reset, its address reused)
   Site site;                     // a VMM allocation: the site of its first mapping
+  // A framework allocator's block (a tensor inside a segment, format 1.3): not device memory of its
+  // own, so never in a device's live bytes (its segment is).
+  bool pool_block = false;
+  // A device allocation that held such blocks: a segment (device memory, holding tensors).
+  bool segment = false;
 };
 
 // Positions count memory events in effective-time order: position k is "the k-th event".

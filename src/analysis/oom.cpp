@@ -84,13 +84,16 @@ void OomObserver::snapshot(uint32_t i, const LiveSet &live) {
       slot_it != devices_.end() && *slot_it == e.device ? static_cast<int>(slot_it - devices_.begin()) : -1;
   auto &by_site = by_site_[i];
   live.for_each([&](const LiveKey &, const Life &a) {
-    if (!on_device(a.space) || a.slot != slot) return;
+    if (a.slot != slot) return;
+    if (on_device(a.space)) {  // device memory, segments included
+      e.live_bytes += a.size;
+      ++e.live_count;
+    }
+    if (!leak_candidate(pool_, a)) return;  // by site: the tensors, not the segments holding them
     OomSiteLive &s = by_site[a.site];
     s.site = (*sites_)[a.site];
     s.bytes += a.size;
     ++s.count;
-    e.live_bytes += a.size;
-    ++e.live_count;
   });
   for (size_t d = 0; d < ring_devices_.size(); ++d)
     if (ring_devices_[d] == e.device) e.history.assign(rings_[d].begin(), rings_[d].end());
@@ -100,7 +103,7 @@ void OomObserver::snapshot(uint32_t i, const LiveSet &live) {
 // An allocation live at an OOM already taken is charged to the site of its first mapping, as if
 // that had been known then.
 void OomObserver::remapped(uint32_t, uint32_t old, const Life &a) {
-  if (!on_device(a.space)) return;
+  if (!leak_candidate(pool_, a)) return;
   for (const auto &[i, slot] : pending_) {
     if (slot != a.slot || a.birth >= positions_[i]) continue;
     auto &by_site = by_site_[i];

@@ -99,6 +99,9 @@ Timeline make_timeline(const Capture &capture, const format::MemorySource &sourc
         case Kind::kVmm:
           ++t.vmm_allocs;
           break;
+        case Kind::kPoolBlock:
+          ++t.pool_block_allocs;
+          break;
         default:
           break;
       }

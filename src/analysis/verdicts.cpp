@@ -114,7 +114,7 @@ void SurvivorObserver::add(const Life &a, uint32_t ub) {
 }
 
 void SurvivorObserver::died(uint32_t k, const format::MemoryRecord &, const Life &a) {
-  if (!on_device(a.space)) return;
+  if (!leak_candidate(pool_, a)) return;
   const auto &ends = primary_.end_pos;
   add(a, static_cast<uint32_t>(std::upper_bound(ends.begin(), ends.end(), k) - ends.begin()));
 }
@@ -122,10 +122,10 @@ void SurvivorObserver::died(uint32_t k, const format::MemoryRecord &, const Life
 void SurvivorObserver::finish(const LiveSet &live) {
   const uint32_t n = static_cast<uint32_t>(primary_.end_pos.size());
   live.for_each([&](const LiveKey &, const Life &a) {
-    if (on_device(a.space)) add(a, n);
+    if (leak_candidate(pool_, a)) add(a, n);
   });
   live.for_each([&](const LiveKey &, const Life &a) {  // what each site still holds at the end
-    if (!on_device(a.space)) return;
+    if (!leak_candidate(pool_, a)) return;
     auto it = index_.find(static_cast<uint64_t>(a.slot) << 32 | a.site);
     if (it == index_.end()) return;
     series[it->second].live_at_exit_bytes += a.size;

@@ -15,7 +15,15 @@
 namespace gpuleak::core {
 
 // Address spaces that must not be confused: a VMM handle may equal a device pointer value.
-enum class Space : uint8_t { kDevicePtr = 0, kVmmHandle = 1, kHost = 2, kArray = 3, kVirtual = 4, kPool = 5 };
+enum class Space : uint8_t {
+  kDevicePtr = 0,
+  kVmmHandle = 1,
+  kHost = 2,
+  kArray = 3,
+  kVirtual = 4,
+  kPool = 5,
+  kPoolBlock = 6
+};
 
 struct LiveEntry {
   uint64_t size = 0;

@@ -338,6 +338,19 @@ void record_marker(format::MarkerOp op, const char *label) {
 }
 
 bool recorder_active() { return g_state && buffering(g_state); }
+bool recorder_running() { return g_state && phase(g_state) == Phase::kRunning; }
+
+void record_pool_tracker(int32_t framework, const char *description) {
+  State *s = g_state;
+  if (!s || !buffering(s) || detail::t_in_hook) return;
+  detail::t_in_hook = true;
+  format::PoolTrackerRecord r{};
+  r.ts_ns = in_thread_order(capture_now_ns());
+  r.framework = framework;
+  r.length = description ? static_cast<uint32_t>(strnlen(description, 4096)) : 0;
+  append_record(s, format::RecordType::kPoolTracker, &r, sizeof r, description, r.length);
+  detail::t_in_hook = false;
+}
 
 namespace {
 // A bad setting's line, said at the first CUDA use (recorder_note_cuda_use). Never freed.

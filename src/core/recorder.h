@@ -103,6 +103,11 @@ uint16_t runtime_label_swap(uint16_t api);
 void record_nvtx(format::NvtxOp op, const char *message, size_t length, const char *domain, uint64_t range_id);
 void record_marker(format::MarkerOp op, const char *label);
 bool recorder_active();
+// The capture runs (not idle before the first allocation, not off).
+bool recorder_running();
+// A framework allocator's tracker attached (gpuleak_api_pool_attached): a PoolTrackerRecord,
+// buffered like a mark. `description` is untrusted text, cut at 4096 bytes.
+void record_pool_tracker(int32_t framework, const char *description);
 
 // Drains and closes the capture, prints the one-line summary and (under plain LD_PRELOAD) runs
 // `gpuleak report` on it. Returns the exit status the process should end with instead of its

@@ -9,7 +9,9 @@
 
 namespace gpuleak::format {
 
-enum class AddressSpace : uint8_t { kDevicePtr, kArray, kVmm, kHost, kNotOwned };
+// kPoolBlock: blocks inside a framework allocator's segments (format 1.3), matched among themselves
+// only (a block at a segment's start has the segment's address) and never counted as device memory.
+enum class AddressSpace : uint8_t { kDevicePtr, kArray, kVmm, kHost, kNotOwned, kPoolBlock };
 
 inline AddressSpace address_space_of(uint8_t kind) {
   switch (static_cast<Kind>(kind)) {
@@ -26,6 +28,8 @@ inline AddressSpace address_space_of(uint8_t kind) {
     case Kind::kHostPinned:
     case Kind::kHostRegistered:
       return AddressSpace::kHost;
+    case Kind::kPoolBlock:
+      return AddressSpace::kPoolBlock;
     default:
       return AddressSpace::kNotOwned;  // imported, virtual ranges, unknown
   }

@@ -23,7 +23,8 @@ namespace gpuleak::format {
 
 inline constexpr char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\0'};
 inline constexpr uint16_t kMajorVersion = 1;
-inline constexpr uint16_t kMinorVersion = 2;  // 1.1 added kGpuActivity and kDeviceUsage; 1.2 kFlagUntimed
+// 1.1 added kGpuActivity and kDeviceUsage; 1.2 kFlagUntimed; 1.3 Kind::kPoolBlock and kPoolTracker
+inline constexpr uint16_t kMinorVersion = 3;
 // A record larger than this is corruption, not data (the largest real one is a module record).
 inline constexpr uint32_t kMaxRecordSize = 1u << 20;
 
@@ -54,6 +55,7 @@ enum class RecordType : uint16_t {
   // GpuActivityRecord (format 1.1): a kernel, copy or memset CUPTI saw run on the GPU.
   kGpuActivity = 12,
   kDeviceUsage = 13,  // DeviceUsageRecord (since 1.1)
+  kPoolTracker = 14,  // PoolTrackerRecord + description (since 1.3): a framework allocator's tracker attached
 };
 
 struct RecordHeader {
@@ -90,6 +92,10 @@ enum class Kind : uint8_t {
   kMipmappedArray = 9,
   kImported = 10,  // IPC / shareable handles: tagged, not owned
   kVirtual = 11,   // VMM address range (cuMemAddressReserve)
+  // (1.3) A block a framework's own allocator handed out inside memory it already got from CUDA
+  // (a caching allocator's segment): a tensor's storage. Not device memory of its own, so never in
+  // device live bytes; its own address space, since a block at a segment's start has its address.
+  kPoolBlock = 12,
 };
 
 enum MemoryFlags : uint16_t {
@@ -167,7 +173,8 @@ enum MemoryFlags : uint16_t {
   X(cuStreamBeginCaptureToGraph, "cuStreamBeginCaptureToGraph")                                    \
   X(cuStreamBeginCaptureToGraph_ptsz, "cuStreamBeginCaptureToGraph_ptsz")                          \
   X(cuStreamEndCapture, "cuStreamEndCapture")                                                      \
-  X(cuStreamEndCapture_ptsz, "cuStreamEndCapture_ptsz")
+  X(cuStreamEndCapture_ptsz, "cuStreamEndCapture_ptsz")                                          \
+  X(torchCachingAllocator, "torch.CUDACachingAllocator")
 
 // clang-format on
 enum class Api : uint16_t {
@@ -305,6 +312,15 @@ enum DeviceUsageFlags : uint32_t {
   kUsageAtExit = 1u << 1,        // read at the end of the capture
   kUsageSample = 1u << 2,        // read by the writer thread while the capture ran (periodic)
 };
+
+// (1.3) A framework's allocator told gpuleak about its blocks (Kind::kPoolBlock records follow).
+enum class PoolFramework : int32_t { kPyTorch = 1 };  // PyTorch's CUDACachingAllocator
+struct PoolTrackerRecord {
+  uint64_t ts_ns;     // when it attached
+  int32_t framework;  // PoolFramework
+  uint32_t length;    // followed by the description (untrusted text, at most 4096 bytes)
+};
+static_assert(sizeof(PoolTrackerRecord) == 16);
 
 struct RunInfoRecord {
   uint32_t pid;

@@ -43,6 +43,13 @@ struct Device {
   uint64_t total_bytes = 0;
 };
 
+// A framework allocator's tracker that reported its blocks (format 1.3, PoolTrackerRecord).
+struct PoolTracker {
+  uint64_t ts_ns = 0;
+  int32_t framework = 0;    // PoolFramework
+  std::string description;  // untrusted text: "torch 2.11.0+cu130 CUDACachingAllocator trace tracker"
+};
+
 // One DeviceUsageRecord as read (capture_format.h).
 using DeviceUsage = DeviceUsageRecord;
 
@@ -59,6 +66,7 @@ struct Capture {
   std::vector<Device> devices;
   std::vector<GpuActivityRecord> gpu_activity;  // file order (not time order: CUPTI delivers late)
   std::vector<DeviceUsage> device_usage;        // NVML's view (format 1.1), in file order
+  std::vector<PoolTracker> pool_trackers;       // (format 1.3) framework allocators whose blocks are seen
   std::optional<StatsRecord> stats;             // the last one in the file
   std::vector<std::string> disabled;            // reasons tracking was turned off, in order
   bool truncated = false;                       // the file ends inside a record (killed mid-write)

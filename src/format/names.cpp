@@ -13,9 +13,9 @@ const char *api_name(uint16_t api) {
 }
 
 const char *kind_name(uint8_t kind) {
-  static const char *const names[] = {"unknown", "device",          "async",       "vmm",
-                                      "managed", "pitched",         "host_pinned", "host_registered",
-                                      "array",   "mipmapped_array", "imported",    "virtual"};
+  static const char *const names[] = {"unknown",  "device",      "async",           "vmm",   "managed",
+                                      "pitched",  "host_pinned", "host_registered", "array", "mipmapped_array",
+                                      "imported", "virtual",     "pool_block"};
   return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "unknown";
 }
 

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "output/report_advice.h"
+#include "output/report_segments.h"
 #include "text/paths.h"
 
 namespace gpuleak::output {
@@ -178,6 +179,7 @@ json run_json(const format::Capture &c, const analysis::Analysis &a, const Repor
   run["allocator_env"] = std::move(env);
   run["allocator_mode"] = a.allocator_mode;
   run["allocator_note"] = text_or_null(a.allocator_note);
+  run["pool_tracker"] = text_or_null(a.pool_tracker);
   run["unwinder"] = info ? text_or_null(info->unwinder) : json(nullptr);
   run["stack_depth"] = info ? json(info->fixed.stack_depth) : json(nullptr);
   json cap;
@@ -333,6 +335,7 @@ json analysis_json(const analysis::Analysis &a) {
           {"graph_reservations", c.graph_reservations},
           {"not_owned", c.not_owned},
           {"context_resets", c.context_resets},
+          {"pool_blocks", c.pool_blocks},
           {"host_pinned_peak_bytes", c.host_pinned_peak_bytes},
           {"host_pinned_live_at_exit_bytes", c.host_pinned_live_at_exit_bytes},
           {"live_at_exit_sites", a.live_at_exit_sites},
@@ -398,6 +401,7 @@ json make_report(const format::Capture &capture, const analysis::Analysis &a, Si
   }
   r["live_at_exit"] = std::move(live);
   r["advice"] = advice_json(a.advice, [&](const analysis::Site &site, json &j) { describe(sites, site, j); });
+  r["segments"] = segments_json(a.segments, [&](const analysis::Site &site, json &j) { describe(sites, site, j); });
   r["oom"] = oom_json(a, sites);
   return r;
 }

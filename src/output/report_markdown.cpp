@@ -177,6 +177,27 @@ void devices(std::string &out, const json &r) {
   out += "\n";
 }
 
+// A framework allocator's segments and the tensors in them (report segments[]; only with blocks).
+void segments(std::string &out, const json &r) {
+  const json &list = array(r, "segments");
+  if (list.empty()) return;
+  out += "## Segments (the tensors in them)\n\n";
+  out += "| device | segments from | count | reserved at exit | tensors in them at exit (largest) |\n";
+  out += "|---|---|---|---|---|\n";
+  for (const json &s : list) {
+    std::string tensors;
+    size_t shown = 0;
+    for (const json &b : array(s, "blocks")) {
+      if (!b.is_object() || !b.contains("live_at_exit_bytes") || b["live_at_exit_bytes"] == 0) continue;
+      if (shown++ == 3) break;
+      tensors += (tensors.empty() ? "" : "; ") + bytes(b, "live_at_exit_bytes") + " at " + location(b);
+    }
+    out += "| " + integer(s, "device") + " | " + location(s) + " | " + integer(s, "count") + " | " +
+           bytes(s, "live_at_exit_bytes") + " | " + (tensors.empty() ? "-" : tensors) + " |\n";
+  }
+  out += "\n";
+}
+
 void ooms(std::string &out, const json &r) {
   const json &events = array(member(r, "oom"), "events");
   out += "## Out of memory\n\n";
@@ -245,6 +266,7 @@ std::string report_markdown(const json &report) {
   if (failed) ooms(out, report);
   leaks(out, report);
   devices(out, report);
+  segments(out, report);
   if (!failed) ooms(out, report);
   advice(out, report);
   notes(out, report);

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "format/words.h"
+#include "output/report_segments.h"
 #include "text/escape.h"
 
 namespace gpuleak::output {
@@ -205,6 +206,7 @@ std::string text_summary(const nlohmann::json &r, const std::string &report_path
                                      number(forecast, "seconds_left")) +
              " at this rate";
     out += "\n";
+    out += segments_text(r, integer(d, "index"));
   }
   if (verdict == "inconclusive") {
     size_t shown = 0;

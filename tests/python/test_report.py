@@ -61,6 +61,17 @@ def test_absent_fields_are_none_or_empty():
     assert r.leaks == [] and r.oom is None and r.run.program is None and r.analysis.warmup_iterations == 0
 
 
+def test_segments_and_the_pool_tracker():
+    doc = dict(EXAMPLE, segments=[{"device": 0, "site_id": "aa", "count": 3, "live_at_exit_bytes": 62914560,
+                                   "blocks": [{"site_id": "bb", "live_at_exit_bytes": 1048576}]}])
+    doc["run"] = dict(EXAMPLE["run"], pool_tracker="torch 2.11.0+cu130 CUDACachingAllocator trace tracker")
+    doc["analysis"] = dict(EXAMPLE["analysis"], pool_blocks=160)
+    r = report.from_dict(doc, "seg.json")
+    assert r.run.pool_tracker.startswith("torch 2.11.0") and r.analysis.pool_blocks == 160
+    assert r.segments[0]["count"] == 3 and r.segments[0]["blocks"][0]["site_id"] == "bb"
+    assert report.from_dict(EXAMPLE, "old.json").segments == []  # reports before segments
+
+
 def error_of(tmp_path, name, text):
     path = tmp_path / name
     if text is not None:

@@ -9,6 +9,7 @@ Each --expect is checked against `gpuleak report --json` of the one capture:
   iterations: primary iterations == VALUE;
   rate: exactly one leak, bytes_per_iteration == VALUE;
   note: allocator_note contains VALUE ("none": it is null);
+  headline: the first leak group's headline text starts with VALUE;
   no_rate: no leak of VALUE bytes per iteration;
   env.NAME: run.allocator_env[NAME] == VALUE.
 Relative paths in the gpuleak run options and PROGRAM are taken from this folder, where the
@@ -100,7 +101,8 @@ def main():
     seen = {"verdict": r.get("verdict"), "iteration_source": r.get("iteration_source"),
             "primary_loop": analysis.get("primary_loop"), "iterations": analysis.get("primary_iterations"),
             "allocator_mode": run_info.get("allocator_mode"), "note": run_info.get("allocator_note"),
-            "leaks": [(l["bytes_per_iteration"], l["live_count"]) for l in r.get("leaks", [])]}
+            "leaks": [(l["bytes_per_iteration"], l["live_count"]) for l in r.get("leaks", [])],
+            "headline": [((g.get("headline") or {}).get("text")) for g in r.get("leak_groups", [])]}
     for e in a.expect:
         key, _, value = e.partition("=")
         if key == "iterations":
@@ -111,6 +113,8 @@ def main():
             ok = all(rate != float(value) for rate, _ in seen["leaks"])
         elif key == "note":
             ok = seen["note"] is None if value == "none" else value in (seen["note"] or "")
+        elif key == "headline":
+            ok = bool(seen["headline"]) and (seen["headline"][0] or "").startswith(value)
         elif key.startswith("env."):
             ok = (run_info.get("allocator_env") or {}).get(key[4:]) == value
         elif key in seen:

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "format/address_space.h"
 #include "format/capture_reader.h"
 #include "text/limits.h"
 
@@ -226,6 +227,49 @@ TEST(CaptureReader, DeviceUsageRecordsOfFormat11) {
   EXPECT_EQ(c.device_usage[0].flags, 3u);
   EXPECT_EQ(c.unknown_records, 1u);  // only the type-999 one
   EXPECT_FALSE(parse(header() + record(RecordType::kDeviceUsage, "short"), &c, &error));
+}
+
+// Format 1.3: memory records of kind pool_block (a framework allocator's blocks) read like any
+// other, and the PoolTracker record says which tracker reported them. A reader of 1.2 or older
+// skips the PoolTracker record (an unknown type) and takes kind 12 for an unknown kind: never
+// device memory (address_space_of), so its device bytes stay the segments' alone.
+TEST(CaptureReader, PoolBlocksOfFormat13) {
+  EXPECT_GE(kMinorVersion, 3u);
+  MemoryRecord m{};
+  m.ts_ns = 200;
+  m.address = 0x1000;  // the segment's own address: a block at its start
+  m.size = 1 << 20;
+  m.op = static_cast<uint8_t>(Op::kAlloc);
+  m.kind = static_cast<uint8_t>(Kind::kPoolBlock);
+  m.api = static_cast<uint16_t>(Api::torchCachingAllocator);
+  m.flags = kFlagUntimed;
+  PoolTrackerRecord t{};
+  t.ts_ns = 150;
+  t.framework = static_cast<int32_t>(PoolFramework::kPyTorch);
+  const std::string description = "torch 2.11.0+cu130 CUDACachingAllocator trace tracker";
+  t.length = static_cast<uint32_t>(description.size());
+  Capture c;
+  std::string error;
+  // A later minor version may append fields after the description: ignored.
+  ASSERT_TRUE(parse(sample() + record(RecordType::kPoolTracker, bytes(t) + description + "more") +
+                        record(RecordType::kMemory, bytes(m)),
+                    &c, &error))
+      << error;
+  ASSERT_EQ(c.memory.size(), 2u);
+  EXPECT_EQ(c.memory[1].kind, static_cast<uint8_t>(Kind::kPoolBlock));
+  EXPECT_STREQ(kind_name(c.memory[1].kind), "pool_block");
+  EXPECT_STREQ(api_name(c.memory[1].api), "torch.CUDACachingAllocator");
+  EXPECT_EQ(address_space_of(c.memory[1].kind), AddressSpace::kPoolBlock);
+  ASSERT_EQ(c.pool_trackers.size(), 1u);
+  EXPECT_EQ(c.pool_trackers[0].framework, 1);
+  EXPECT_EQ(c.pool_trackers[0].ts_ns, 150u);
+  EXPECT_EQ(c.pool_trackers[0].description, description);
+  EXPECT_EQ(c.unknown_records, 1u);  // only the type-999 one
+  // A description longer than the record, or than 4096 bytes, is corruption.
+  t.length = 5000;
+  EXPECT_FALSE(parse(header() + record(RecordType::kPoolTracker, bytes(t) + std::string(5000, 'x')), &c, &error));
+  t.length = 10;
+  EXPECT_FALSE(parse(header() + record(RecordType::kPoolTracker, bytes(t) + "short"), &c, &error));
 }
 
 // The file is read through a 4 MiB buffer: records straddling its edges, and a cut at the end,

@@ -87,7 +87,7 @@ void group_live(const MemoryReplay &replay, Sites &sites, const std::vector<std:
   out->clear();
   for (const auto &[device, position] : points) {
     std::map<uint64_t, LiveStack> by_site;  // (stack, py stack) -> live
-    for (uint32_t i : replay.live_before(position, device)) {
+    for (uint32_t i : replay.live_before(position, device, /*per_tensor=*/true)) {
       const Life &l = replay.lives[i];
       if (l.birth < born_from) continue;
       LiveStack &s = by_site[static_cast<uint64_t>(l.stack_id) << 32 | l.py_stack_id];

@@ -35,11 +35,12 @@ int MemoryReplay::slot_of(int device) const {
   return it != devices.end() && *it == device ? static_cast<int>(it - devices.begin()) : -1;
 }
 
-std::vector<uint32_t> MemoryReplay::live_before(uint32_t p, int device) const {
+std::vector<uint32_t> MemoryReplay::live_before(uint32_t p, int device, bool per_tensor) const {
   std::vector<uint32_t> out;
   for (uint32_t i = 0; i < lives.size(); ++i) {
     const Life &l = lives[i];
     if (l.birth >= p) break;  // birth order
+    if (per_tensor ? l.segment : l.pool_block) continue;
     if (l.device == device && (l.death == kNoEvent || l.death >= p)) out.push_back(i);
   }
   return out;
@@ -91,6 +92,8 @@ MemoryReplay::MemoryReplay(const format::Capture &capture, const analysis::Analy
     l.stack_id = a.site.stack_id;
     l.py_stack_id = a.site.py_stack_id;
     l.device = a.device;
+    l.pool_block = a.pool_block;
+    l.segment = a.segment;
     const uint32_t index = static_cast<uint32_t>(lives.size());
     steps.push_back({l.birth, true, index});
     if (l.death != kNoEvent) {
@@ -103,19 +106,23 @@ MemoryReplay::MemoryReplay(const format::Capture &capture, const analysis::Analy
   std::sort(steps.begin(), steps.end());
 
   const uint16_t host_track = static_cast<uint16_t>(devices.size());
-  std::vector<uint64_t> live(devices.size() + 1, 0);
+  std::vector<uint64_t> live(2 * devices.size() + 1, 0);
   peak.assign(devices.size(), 0);
   peak_at.assign(devices.size(), 0);
   for (const Step &st : steps) {
     const Life &l = lives[st.index];
     const int slot = l.device < 0 ? -1 : slot_of(l.device);
-    const uint16_t t = slot < 0 ? host_track : static_cast<uint16_t>(slot);
+    // A tensor inside a segment: its own track, never the device's, which its segment makes.
+    if (l.pool_block && slot < 0) continue;
+    const uint16_t t = l.pool_block ? static_cast<uint16_t>(host_track + 1 + slot)
+                       : slot < 0   ? host_track
+                                    : static_cast<uint16_t>(slot);
     live[t] = st.birth ? live[t] + l.size : live[t] - l.size;
     changes.push_back({st.k, t, live[t]});
     if (!st.birth) continue;
     if (t == host_track) {
       host_peak = std::max(host_peak, live[t]);
-    } else if (live[t] > peak[t]) {
+    } else if (t < host_track && live[t] > peak[t]) {
       peak[t] = live[t];
       peak_at[t] = st.k + 1;
     }

@@ -26,10 +26,15 @@ struct Life {
   uint32_t stack_id = 0;      // call site (a VMM allocation: the site of its first mapping)
   uint32_t py_stack_id = 0;
   int device = 0;  // device index (host memory: -1)
+  // A framework allocator's block (a tensor, format 1.3): shown as an allocation, never in a
+  // counter (its segment's bytes are the device's already).
+  bool pool_block = false;
+  bool segment = false;  // device memory that held such blocks
 };
 
 // A counter value after one event: track 0..devices.size()-1 are the devices (same order),
-// track devices.size() is host pinned/registered memory.
+// track devices.size() is host pinned/registered memory, and devices.size() + 1 + slot the
+// tensors a framework allocator handed out inside that device's segments (capture format 1.3).
 struct LiveChange {
   uint32_t position = 0;
   uint16_t track = 0;
@@ -63,8 +68,10 @@ class MemoryReplay {
   // Device slot of a device index, -1 when never seen.
   int slot_of(int device) const;
 
-  // Live allocations on `device` just before position p (p = size(): at the end), by index.
-  std::vector<uint32_t> live_before(uint32_t p, int device) const;
+  // Live allocations on `device` just before position p (p = size(): at the end), by index: its
+  // device memory; `per_tensor`: what the report names sites of instead, a framework allocator's
+  // blocks in place of the segments holding them (analysis/pool_blocks.h).
+  std::vector<uint32_t> live_before(uint32_t p, int device, bool per_tensor = false) const;
 
  private:
   const format::MemoryRecord *memory_ = nullptr;

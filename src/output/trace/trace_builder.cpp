@@ -81,14 +81,17 @@ void add_slice(std::vector<Item> *items, Source s, uint32_t index, int64_t start
 
 void plan_tracks(Plan &p) {
   const auto &a = p.analysis;
-  // Counters: one per device, then host memory when the program had any.
+  // Counters: one per device, then host memory when the program had any, then the tensors inside
+  // each device's segments when a framework allocator reported them (memory_replay.h).
   const size_t devices = p.replay.devices.size();
-  p.counter_track.assign(devices + 1, 0);
-  for (size_t d = 0; d <= devices; ++d) {
-    if (d == devices && !(d < p.counters.used.size() && p.counters.used[d])) continue;
+  p.counter_track.assign(2 * devices + 1, 0);
+  for (size_t d = 0; d <= 2 * devices; ++d) {
+    if (d >= devices && !(d < p.counters.used.size() && p.counters.used[d])) continue;
     Track t;
     t.kind = TrackKind::kCounter;
-    t.name = d < devices ? "cuda:" + std::to_string(p.replay.devices[d]) + " live" : "host pinned live";
+    t.name = d < devices    ? "cuda:" + std::to_string(p.replay.devices[d]) + " live"
+             : d == devices ? "host pinned live"
+                            : "cuda:" + std::to_string(p.replay.devices[d - devices - 1]) + " tensors";
     t.bytes_unit = true;
     t.sort_index = static_cast<int>(d);
     p.counter_track[d] = static_cast<uint32_t>(p.tracks.size());
@@ -206,7 +209,7 @@ TraceSummary build_trace(const format::Capture &capture, const analysis::Analysi
 TraceSummary build_trace(const format::Capture &capture, const analysis::Analysis &analysis, Sites &sites,
                          const TraceOptions &options, TraceSink *sink, bool *ok) {
   Plan p(capture, analysis, options, sites);
-  const size_t counter_tracks = p.replay.devices.size() + 1;
+  const size_t counter_tracks = 2 * p.replay.devices.size() + 1;
   const uint64_t max_points = options.full ? 0 : options.max_counter_points;
   p.counters = decimate(p.replay, counter_tracks, options.counter_resolution_ns, max_points);
   p.nvtx = pair_nvtx(capture, static_cast<int64_t>(analysis.duration_ns));

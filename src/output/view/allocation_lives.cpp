@@ -43,6 +43,8 @@ AllocationLives::AllocationLives(const format::Capture &capture, const analysis:
     life.birth = l.birth;
     life.death = l.death == analysis::kStillAlive ? kAlive : l.death;
     life.site = l.site;
+    life.pool_block = l.pool_block;
+    life.segment = l.segment;
     life.birth_ns = time_of(l.birth);
     if (life.death != kAlive) life.death_ns = time_of(life.death);
     lives_.push_back(life);

@@ -26,6 +26,11 @@ struct Life {
   uint64_t birth_ns = 0;    // since the run's start
   uint64_t death_ns = 0;    // since the run's start; meaningless while death == kAlive
   analysis::Site site;
+  // A framework allocator's block (a tensor inside a segment, capture format 1.3): drawn by site
+  // like any allocation, but never in the device's curve, which its segment makes already.
+  bool pool_block = false;
+  // A device allocation that held such blocks: in the curve, but its tensors stand for it by site.
+  bool segment = false;
 };
 
 class AllocationLives {

@@ -20,7 +20,7 @@ std::vector<DeviceTimeline> device_timelines(const AllocationLives &lives, const
   for (int device : devices) {
     std::vector<Delta> deltas;
     for (const Life &l : lives.lives()) {
-      if (l.device != device) continue;
+      if (l.device != device || l.pool_block) continue;  // a tensor's bytes are its segment's
       deltas.push_back({l.birth, true, l.size});
       if (l.death != kAlive) deltas.push_back({l.death, false, l.size});
     }

@@ -33,7 +33,7 @@ json snapshot_json(const AllocationLives &lives, int device, IsLive is_live, Sit
   std::unordered_map<uint64_t, std::tuple<analysis::Site, uint64_t, uint64_t>> by_site;
   uint64_t total = 0, count = 0;
   for (const Life &l : lives.lives()) {
-    if (l.device != device || !is_live(l)) continue;
+    if (l.device != device || !is_live(l) || l.segment) continue;  // by site: the tensors, not their segments
     auto &[site, bytes, n] = by_site[static_cast<uint64_t>(l.site.stack_id) << 32 | l.site.py_stack_id];
     site = l.site;
     bytes += l.size;
@@ -95,6 +95,7 @@ json temporal_json(const AllocationLives &lives, const analysis::Analysis &a, Si
   };
   std::map<std::tuple<uint32_t, int, int64_t, int64_t>, std::pair<uint64_t, uint64_t>> groups;
   for (const Life &l : lives.lives()) {
+    if (l.segment) continue;  // the tensors in it are drawn instead
     int64_t born = n ? birth_iteration(l.birth_ns) : -1;
     if (born < 0) continue;
     int64_t died = l.death == kAlive ? -1 : death_iteration(l.death_ns);

@@ -82,6 +82,44 @@ TEST(MemoryReplay, AgreesOnEveryKindOfMemoryAndEveryWayOfReleasingIt) {
   for (const auto &l : r.lives) EXPECT_NE(l.stack_id, 6u);
 }
 
+// A framework allocator's blocks (format 1.3) lie inside segments the device counts already: the
+// counters stay the segments', and per tensor the blocks stand in for the segments.
+TEST(MemoryReplay, BlocksInsideSegmentsAreNotCountedTwice) {
+  CaptureBuilder b;
+  b.device(0, "a", 1ull << 30);
+  std::vector<uint64_t> kept;
+  for (int i = 0; i < 6; ++i) {
+    b.begin("step");
+    uint64_t segment = b.alloc(20 * kMiB, 1, Kind::kDevice, 0, 0x7e0000000000 + i * 32 * kMiB);
+    b.alloc(kMiB, 2, Kind::kPoolBlock, 0, segment);  // at the segment's own address
+    uint64_t scratch = b.alloc(4 * kMiB, 3, Kind::kPoolBlock, 0, segment + 8 * kMiB);
+    b.free(scratch, Kind::kPoolBlock);
+    b.end("step");
+  }
+  b.oom(64 * kMiB, 0, 1ull << 30, 1);
+  expect_agrees(b.capture);
+
+  analysis::AnalysisOptions options;
+  options.record_lives = true;
+  MemoryReplay r(b.capture, analysis::analyze(b.capture, options));
+  EXPECT_EQ(r.peak[0], 6 * 20 * kMiB);
+  EXPECT_EQ(r.host_peak, 0u);
+  uint64_t device = 0, tensors = 0;
+  for (uint32_t i : r.live_before(r.size(), 0)) device += r.lives[i].size;
+  for (uint32_t i : r.live_before(r.size(), 0, /*per_tensor=*/true)) {
+    EXPECT_TRUE(r.lives[i].pool_block);
+    tensors += r.lives[i].size;
+  }
+  EXPECT_EQ(device, 6 * 20 * kMiB);
+  EXPECT_EQ(tensors, 6 * kMiB);
+  // The tensors' own counter (track devices + 1 + slot): at most the kept ones and one scratch.
+  uint64_t most = 0;
+  for (const auto &c : r.changes)
+    if (c.track == 2) most = std::max(most, c.live);
+  EXPECT_EQ(most, 6 * kMiB + 4 * kMiB);  // the last iteration: six kept, then its scratch
+  EXPECT_EQ(live_at(r, 2, r.size()), 6 * kMiB);
+}
+
 TEST(MemoryReplay, FollowsEffectiveTimeOrderNotFileOrder) {
   CaptureBuilder b;
   uint64_t p = b.alloc(kMiB, 1);

@@ -113,6 +113,31 @@ TEST(ViewData, SnapshotsAtTheEndAndAtThePeak) {
   EXPECT_EQ(peak["t_ns"], v["timeline"][0]["peak"]["t_ns"]);
 }
 
+// A caching allocator's blocks (capture format 1.3): the curve is the segments' (device memory),
+// the snapshots and the temporal view name the tensors (the blocks) instead of their segments.
+TEST(ViewData, BlocksInSegmentsAreDrawnByTensorSiteWithoutDoubleCounting) {
+  CaptureBuilder b;
+  b.device(0, "Fake GPU", 512 * kMiB);
+  uint64_t segment = 0;
+  for (int i = 0; i < 10; ++i) {
+    b.begin("train");
+    if (i % 5 == 0) segment = b.alloc(20 * kMiB, 1, CaptureBuilder::Kind::kDevice, 0, 0x7e0000000000 + i * 32 * kMiB);
+    b.alloc(kMiB, 2, CaptureBuilder::Kind::kPoolBlock, 0, segment + static_cast<uint64_t>(i % 5) * kMiB);
+    b.end("train");
+  }
+  analysis::AnalysisOptions options;
+  options.record_lives = true;
+  analysis::Analysis a = analysis::analyze(b.capture, options);
+  json v = view_of(b.capture, a);
+  const json &t = v["timeline"][0];
+  EXPECT_EQ(t["peak"]["bytes"], 40 * kMiB);
+  EXPECT_EQ(t["live_bytes"].back(), 40 * kMiB);
+  const json &end = v["snapshots"][0];
+  ASSERT_EQ(end["site"].size(), 1u);
+  EXPECT_EQ(v["sites"]["site_id"][end["site"][0].get<size_t>()], site_id(fake_symbolize(2)));
+  EXPECT_EQ(end["bytes"][0], 10 * kMiB);
+}
+
 TEST(ViewData, FramesAreSharedAcrossSites) {
   CaptureBuilder b = leaky_loop();
   analysis::Analysis a = analysis::analyze(b.capture);

@@ -207,6 +207,7 @@ class Run:
     cuda_driver_version: Optional[int] = None
     allocator_env: Dict[str, str] = field(default_factory=dict)
     allocator_mode: Optional[str] = None
+    pool_tracker: Optional[str] = None  # a framework allocator's tracker (PyTorch's), when its blocks were seen
     unwinder: Optional[str] = None
     stack_depth: Optional[int] = None
     capture: Capture = field(default_factory=Capture)
@@ -225,6 +226,7 @@ class Analysis:
     graph_reservations: int = 0
     not_owned: int = 0
     context_resets: int = 0
+    pool_blocks: int = 0
     host_pinned_peak_bytes: int = 0
     host_pinned_live_at_exit_bytes: int = 0
     live_at_exit_sites: int = 0
@@ -245,6 +247,8 @@ class Report:
     leaks: List[Leak] = field(default_factory=list)
     live_at_exit: List[LiveSite] = field(default_factory=list)
     advice: List[Dict[str, Any]] = field(default_factory=list)
+    # A framework allocator's segments and the tensors in them (docs/report-format.md "segments").
+    segments: List[Dict[str, Any]] = field(default_factory=list)
     oom: Optional[List[OomEvent]] = None  # None: no out-of-memory; else newest first
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
