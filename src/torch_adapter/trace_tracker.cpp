@@ -48,7 +48,7 @@ void say(char *why, size_t size, const std::string &text) {
 }  // namespace
 
 // 1 when attached; 0 with `why` (one line) otherwise. `version` is torch.__version__, for the
-// capture's description. Called once, from Python, right after `import torch` finished.
+// capture's description. Called once, from Python, once CUDA is initialized in the process.
 extern "C" __attribute__((visibility("default"))) int gpuleak_torch_attach(const char *version, char *why,
                                                                            size_t why_size) {
   auto pool_block = reinterpret_cast<PoolBlockFn>(dlsym(RTLD_DEFAULT, "gpuleak_api_pool_block"));
@@ -68,6 +68,12 @@ extern "C" __attribute__((visibility("default"))) int gpuleak_torch_attach(const
     const std::string name = allocator->name();
     if (name != "native") {
       say(why, why_size, "PyTorch's allocator is '" + name + "', not the caching allocator");
+      return 0;
+    }
+    // The native allocator hands the tracker to each device's allocator, which exist only once
+    // CUDA is initialized (torch.cuda._lazy_init): attaching before would attach to none.
+    if (!allocator->initialized()) {
+      say(why, why_size, "PyTorch's caching allocator is not initialized yet (attach after CUDA's lazy init)");
       return 0;
     }
     g_pool_block = pool_block;

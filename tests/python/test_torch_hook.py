@@ -95,3 +95,52 @@ def test_a_program_that_imports_no_torch_pays_nothing_visible(gpu_env, tmp_path)
                         sys.executable, str(prog)], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0 and p.stdout.strip() == "finders 1", (p.stdout, p.stderr)
     assert "gpuleak" not in p.stderr, p.stderr
+
+
+def test_the_tracker_waits_for_cudas_lazy_init(monkeypatch, capsys):
+    """PyTorch creates its per-device allocators in torch.cuda._lazy_init: attaching at import would
+    attach to none, and initializing CUDA ourselves would change the program."""
+    calls = []
+
+    def fake_attach(version, buf, size):
+        calls.append(state["initialized"])
+        return 1
+
+    state = {"initialized": False}
+
+    def lazy_init():
+        state["initialized"] = True
+
+    cuda = types.SimpleNamespace(is_initialized=lambda: state["initialized"], _lazy_init=lazy_init)
+    torch = types.SimpleNamespace(__version__="9.9.9+test", cuda=cuda)
+    monkeypatch.setattr(_torch, "_load", lambda t: fake_attach)
+    assert _torch.attach(torch) is True
+    assert calls == [], "attached before CUDA was initialized"
+    torch.cuda._lazy_init()
+    assert calls == [True], calls
+    assert torch.cuda._lazy_init is lazy_init, "the wrapper stays after attaching"
+    torch.cuda._lazy_init()
+    assert calls == [True]
+    assert capsys.readouterr().err == ""
+
+
+def test_a_lazy_init_that_fails_attaches_at_the_next_one(monkeypatch):
+    calls = []
+    attempts = []
+
+    def lazy_init():
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise RuntimeError("Found no NVIDIA driver")
+
+    cuda = types.SimpleNamespace(is_initialized=lambda: False, _lazy_init=lazy_init)
+    torch = types.SimpleNamespace(__version__="9.9.9+test", cuda=cuda)
+    monkeypatch.setattr(_torch, "_load", lambda t: (lambda v, b, s: calls.append(1) or 1))
+    assert _torch.attach(torch) is True
+    try:
+        torch.cuda._lazy_init()
+    except RuntimeError:
+        pass
+    assert calls == []
+    torch.cuda._lazy_init()
+    assert calls == [1]

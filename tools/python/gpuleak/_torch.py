@@ -112,7 +112,47 @@ def _build(torch, source):
 
 
 def attach(torch):
-    """Attaches the adapter to the imported `torch`. True when tensors will be seen."""
+    """Builds (or finds) the adapter for the imported `torch` and attaches it to the caching
+    allocator: at once when CUDA is initialized already, else right after torch.cuda._lazy_init
+    (the allocator's per-device parts exist only from then on; initializing CUDA ourselves would
+    change the program, e.g. break fork()ed data-loader workers). False when it cannot be used."""
+    fn = _load(torch)
+    if fn is None:
+        return False
+    cuda = getattr(torch, "cuda", None)
+    if cuda is None or cuda.is_initialized() or not hasattr(cuda, "_lazy_init"):
+        return _attach_now(torch, fn)
+    original = cuda._lazy_init
+
+    def _lazy_init():
+        original()  # raises without a GPU: then nothing is attached, and the next call tries again
+        if cuda._lazy_init is _lazy_init:
+            cuda._lazy_init = original
+            _attach_now(torch, fn)
+
+    cuda._lazy_init = _lazy_init  # torch.cuda's own calls and the C++ lazy init look it up by name
+    return True
+
+
+def _attach_now(torch, fn):
+    import ctypes
+    buf = ctypes.create_string_buffer(512)
+    try:
+        ok = fn(torch.__version__.encode(), buf, len(buf))
+    except Exception as e:  # never the program's problem
+        _warn("PyTorch tensors not seen (%s: %s); the report shows the caching allocator's segments"
+              % (type(e).__name__, e))
+        return False
+    if not ok:
+        reason = buf.value.decode(errors="replace")
+        if "not the caching allocator" not in reason:  # per-tensor mode: nothing is hidden
+            _warn("PyTorch tensors not seen (%s); the report shows the caching allocator's segments" % reason)
+        return False
+    return True
+
+
+def _load(torch):
+    """The adapter's gpuleak_torch_attach, or None (said in one line)."""
     import ctypes
     explicit = os.environ.get("GPULEAK_TORCH_ADAPTER", "")
     if explicit:
@@ -124,22 +164,15 @@ def attach(torch):
         path, why = (None, "the adapter's source is missing") if source is None else _build(torch, source)
     if path is None:
         _warn("PyTorch tensors not seen (%s); the report shows the caching allocator's segments" % why)
-        return False
+        return None
     try:
         # libc10_cuda.so is loaded already (by torch._C), local to it: the adapter binds to that copy.
         lib = ctypes.CDLL(str(path), mode=os.RTLD_NOW | os.RTLD_LOCAL)
         fn = lib.gpuleak_torch_attach
         fn.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
         fn.restype = ctypes.c_int
-        buf = ctypes.create_string_buffer(512)
-        ok = fn(torch.__version__.encode(), buf, len(buf))
     except (OSError, AttributeError) as e:
         _warn("PyTorch tensors not seen (loading %s failed: %s); the report shows the caching allocator's "
               "segments" % (path, e))
-        return False
-    if not ok:
-        reason = buf.value.decode(errors="replace")
-        if "not the caching allocator" not in reason:  # per-tensor mode: nothing is hidden
-            _warn("PyTorch tensors not seen (%s); the report shows the caching allocator's segments" % reason)
-        return False
-    return True
+        return None
+    return fn
