@@ -70,7 +70,10 @@ void DevicePeaks::before(uint32_t k, const format::MemoryRecord *, const LiveSet
       },
       [&](uint32_t j) {
         if (j < loop_.w) return;
-        for (Slot &s : slots_) s.ages.push_back(s.iteration_best);
+        for (Slot &s : slots_) {
+          if (s.ages.empty() || !(s.ages.back().ages == s.iteration_best)) s.ages.push_back({s.iteration_best, 0});
+          ++s.ages.back().iterations;
+        }
       });
 }
 

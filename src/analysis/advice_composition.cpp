@@ -18,11 +18,17 @@ uint64_t device_total(const LoopView &loop, int device) {
   return 0;
 }
 
-double median_of(std::vector<AgesAt> v, uint64_t AgesAt::*field) {
-  if (v.empty()) return 0;
-  auto mid = v.begin() + v.size() / 2;
-  std::nth_element(v.begin(), mid, v.end(), [&](const AgesAt &a, const AgesAt &b) { return a.*field < b.*field; });
-  return static_cast<double>((*mid).*field);
+// The element at index n / 2 of the n iterations' values sorted (the upper median).
+double median_of(const std::vector<AgesRun> &runs, uint64_t AgesAt::*field) {
+  std::vector<std::pair<uint64_t, uint64_t>> v;  // (value, iterations)
+  uint64_t n = 0;
+  for (const AgesRun &r : runs) v.emplace_back(r.ages.*field, r.iterations), n += r.iterations;
+  if (n == 0) return 0;
+  std::sort(v.begin(), v.end());
+  uint64_t seen = 0;
+  for (const auto &[value, count] : v)
+    if ((seen += count) > n / 2) return static_cast<double>(value);
+  return static_cast<double>(v.back().first);
 }
 
 // Peak composition: the live set at each qualifying device's steady peak, taken in the second
@@ -158,7 +164,7 @@ class PeakComposition : public Rule, public Observer {
                   {"oom_count", static_cast<double>(std::count_if(
                                     ooms.begin(), ooms.end(), [&](const OomEvent &e) { return e.device == device; }))}};
     // The typical iteration, next to the worst: medians over the iterations' own peaks.
-    const std::vector<AgesAt> &ages = peaks_.ages(moment.slot);
+    const std::vector<AgesRun> &ages = peaks_.ages(moment.slot);
     a.evidence.push_back({"median_iteration_peak_bytes", median_of(ages, &AgesAt::peak)});
     a.evidence.push_back({"median_iteration_this_iteration_bytes", median_of(ages, &AgesAt::this_iteration)});
     a.evidence.push_back({"median_iteration_earlier_iterations_bytes", median_of(ages, &AgesAt::earlier)});

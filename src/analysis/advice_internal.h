@@ -84,6 +84,16 @@ struct PeakAt {
 // What was live at one iteration's own peak, by age.
 struct AgesAt {
   uint64_t peak = 0, this_iteration = 0, earlier = 0, before_loop = 0;
+  bool operator==(const AgesAt &o) const {
+    return peak == o.peak && this_iteration == o.this_iteration && earlier == o.earlier && before_loop == o.before_loop;
+  }
+};
+// One device's AgesAt over the post-warm-up iterations, equal neighbours kept once with a count:
+// a device that holds the same memory through a million iterations without allocating is one run
+// (issue #18: nothing kept per device and iteration).
+struct AgesRun {
+  AgesAt ages;
+  uint32_t iterations = 0;
 };
 
 // Pass 1, per device slot: the steady peak and each post-warm-up iteration's peak by age.
@@ -94,7 +104,7 @@ class DevicePeaks : public Observer {
   void born(uint32_t k, const format::MemoryRecord &r, const Life &a) override;
   void died(uint32_t k, const format::MemoryRecord &r, const Life &a) override;
   const PeakAt &peak(uint16_t slot) const { return slots_[slot].best; }
-  const std::vector<AgesAt> &ages(uint16_t slot) const { return slots_[slot].ages; }
+  const std::vector<AgesRun> &ages(uint16_t slot) const { return slots_[slot].ages; }
 
  private:
   void change(uint32_t k, const Life &a, int64_t delta);
@@ -103,7 +113,7 @@ class DevicePeaks : public Observer {
     PeakAt best;
     bool found = false;
     AgesAt iteration_best;
-    std::vector<AgesAt> ages;
+    std::vector<AgesRun> ages;
   };
   const LoopView &loop_;
   LoopWalk walk_;

@@ -1,5 +1,6 @@
 // analyze(): runs the stages of internal.h in order and assembles the public Analysis.
 #include <algorithm>
+#include <iterator>
 #include <unordered_map>
 
 #include "analysis/advice_internal.h"
@@ -36,6 +37,30 @@ const char *iteration_source_name(IterationSource s) {
       return "api";
   }
   return "none";
+}
+
+uint64_t live_before(const std::vector<LiveStep> &steps, uint32_t position) {
+  auto it = std::lower_bound(steps.begin(), steps.end(), position,
+                             [](const LiveStep &s, uint32_t p) { return s.position < p; });
+  return it == steps.begin() ? 0 : std::prev(it)->live_bytes;
+}
+
+IterationDevice idle_row(int device, const std::vector<LiveStep> &steps, uint32_t begin, uint32_t end) {
+  IterationDevice row;
+  row.device = device;
+  row.peak_bytes = live_before(steps, begin);
+  row.live_end_bytes = live_before(steps, end);
+  return row;
+}
+
+IterationDevice Analysis::iteration_device(size_t iteration, size_t device) const {
+  const Iteration &it = iterations[iteration];
+  const int index = devices[device].index;
+  auto found = std::lower_bound(it.active_devices.begin(), it.active_devices.end(), index,
+                                [](const IterationDevice &d, int i) { return d.device < i; });
+  if (found != it.active_devices.end() && found->device == index) return *found;
+  static const std::vector<LiveStep> kNever;
+  return idle_row(index, device < device_live.size() ? device_live[device] : kNever, it.begin_event, it.end_event);
 }
 
 namespace detail {
@@ -234,7 +259,10 @@ void fill_iterations(const Capture &capture, const std::vector<Span> &spans, con
     it.primary = it.loop == primary;
     it.start_ns = since_start(spans[s].start_ns, anchor);
     it.end_ns = since_start(spans[s].end_ns, anchor);
-    it.devices = ledger.per_span[s];
+    it.begin_event = spans[s].begin;
+    it.end_event = spans[s].end;
+    it.active_devices.assign(ledger.cells.begin() + ledger.cell_start[s],
+                             ledger.cells.begin() + ledger.cell_start[s + 1]);
     out->iterations.push_back(std::move(it));
   }
 }
@@ -275,16 +303,20 @@ Analysis analyze(const format::Capture &capture, const format::MemorySource &mem
     if (!spans.empty()) out.iteration_source = IterationSource::kAuto;
   }
   std::vector<uint32_t>().swap(sites.alloc_sequence);
-  std::stable_sort(spans.begin(), spans.end(), [](const Span &a, const Span &b) {
+  std::vector<uint32_t>().swap(sites.alloc_positions);
+  // Usually in that order already (one loop, found in order): then nothing moves.
+  auto by_start = [](const Span &a, const Span &b) {
     return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.begin < b.begin;
-  });
+  };
+  if (!std::is_sorted(spans.begin(), spans.end(), by_start)) std::stable_sort(spans.begin(), spans.end(), by_start);
 
   Primary primary;
   out.primary_loop = primary_loop(spans);
   for (uint32_t s = 0; s < spans.size(); ++s)
     if (spans[s].loop == out.primary_loop) primary.spans.push_back(s);
-  std::stable_sort(primary.spans.begin(), primary.spans.end(),
-                   [&](uint32_t a, uint32_t b) { return spans[a].end < spans[b].end; });
+  auto by_end = [&](uint32_t a, uint32_t b) { return spans[a].end < spans[b].end; };
+  if (!std::is_sorted(primary.spans.begin(), primary.spans.end(), by_end))
+    std::stable_sort(primary.spans.begin(), primary.spans.end(), by_end);
   for (uint32_t s : primary.spans) primary.end_pos.push_back(spans[s].end);
   primary.warmup = warmup_for(static_cast<uint32_t>(primary.spans.size()), options.warmup_iterations);
   out.primary_iterations = static_cast<uint32_t>(primary.spans.size());
@@ -335,6 +367,7 @@ Analysis analyze(const format::Capture &capture, const format::MemorySource &mem
   out.ooms = ooms.events();
   fill_live_at_exit(std::move(live_at_exit.live), options, &out);
   advisor.finish(&out);  // may replay once more (advice_internal.h)
+  out.device_live = std::move(ledger.live_steps);
   return out;
 }
 

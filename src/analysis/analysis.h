@@ -100,13 +100,32 @@ struct IterationDevice {
   uint64_t free_count = 0;
 };
 
+// A device's live bytes after the memory record at event position `position` (positions count
+// the memory records in time order, from 0). Kept only where an iteration boundary follows, so a
+// device's steps are at most one per stretch between boundaries in which it allocated or freed.
+struct LiveStep {
+  uint32_t position = 0;
+  uint64_t live_bytes = 0;
+};
+// The live bytes the steps say the device held just before event position `position`.
+uint64_t live_before(const std::vector<LiveStep> &steps, uint32_t position);
+// The numbers of a device that neither allocated nor released memory during [begin, end): its
+// live bytes at the boundaries, no allocations, no frees.
+IterationDevice idle_row(int device, const std::vector<LiveStep> &steps, uint32_t begin, uint32_t end);
+
 struct Iteration {
   std::string loop;      // loop name: the C API's label, the NVTX range name, or "auto"
   uint32_t index = 0;    // position within its loop, from 0
   bool primary = false;  // belongs to the loop the verdicts are computed on
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;
-  std::vector<IterationDevice> devices;  // one per device in Analysis::devices, same order
+  // The event positions it holds, [begin_event, end_event).
+  uint32_t begin_event = 0;
+  uint32_t end_event = 0;
+  // Only the devices that allocated or released memory inside it, ascending index: the numbers
+  // are sparse (a capture may name 32 devices and mark a million iterations). Every device's row,
+  // touched or not: Analysis::iteration_device().
+  std::vector<IterationDevice> active_devices;
 };
 
 struct Forecast {
@@ -257,6 +276,9 @@ struct Analysis {
   std::string allocator_note;
   std::vector<DeviceSummary> devices;  // ascending index
   std::vector<Iteration> iterations;   // every loop, by start time
+  // Per device of `devices` (same order): its live bytes as steps (LiveStep), the rows of the
+  // iterations it did not touch.
+  std::vector<std::vector<LiveStep>> device_live;
   std::vector<Leak> leaks;             // largest bytes_per_iteration first
   std::vector<LiveSite> live_at_exit;  // at most max_live_at_exit_sites
   uint64_t live_at_exit_sites = 0;     // how many sites had live memory before the cut
@@ -272,6 +294,10 @@ struct Analysis {
   std::string pool_tracker;
   // With AnalysisOptions::record_lives: every owned allocation's life from this analysis's replay.
   std::shared_ptr<const Lives> lives;
+
+  // Device `device` (an index into `devices`) during iterations[iteration]: its entry in
+  // active_devices, or its idle_row(). O(log) in the active devices and the device's steps.
+  IterationDevice iteration_device(size_t iteration, size_t device) const;
 };
 
 // Runs the whole analysis. Never throws for any capture content; the capture is only read.

@@ -12,8 +12,7 @@ namespace {
 
 double median_seconds(const std::vector<Span> &spans, const Primary &primary) {
   std::vector<double> d;
-  for (uint32_t s : primary.spans)
-    d.push_back(static_cast<double>(spans[s].end_ns - spans[s].start_ns) / 1e9);
+  for (uint32_t s : primary.spans) d.push_back(static_cast<double>(spans[s].end_ns - spans[s].start_ns) / 1e9);
   if (d.empty()) return 0;
   std::sort(d.begin(), d.end());
   size_t h = d.size() / 2;
@@ -26,8 +25,7 @@ double median_seconds(const std::vector<Span> &spans, const Primary &primary) {
 // when that is higher: a leak that began late in the run (each leak's rate is measured from its
 // first iteration), or one hidden by memory released elsewhere. The starting point is the device's
 // live bytes at the end of the last primary iteration.
-void forecast(const std::vector<Span> &spans, const Primary &primary, const Ledger &ledger,
-              Analysis *out) {
+void forecast(const std::vector<Span> &spans, const Primary &primary, const Ledger &ledger, Analysis *out) {
   if (primary.spans.empty()) return;
   const double seconds = median_seconds(spans, primary);
   for (size_t d = 0; d < ledger.devices.size(); ++d) {
@@ -39,7 +37,7 @@ void forecast(const std::vector<Span> &spans, const Primary &primary, const Ledg
       if (l.device == dev.index) leaking += l.bytes_per_iteration;
     double rate = std::max(dev.growth_bytes_per_iteration, leaking);
     if (rate <= 0) continue;
-    uint64_t live = ledger.per_span[primary.spans.back()][d].live_end_bytes;
+    uint64_t live = ledger.row(primary.spans.back(), d).live_end_bytes;
     Forecast f;
     f.bytes_per_iteration = rate;
     double left = dev.total_bytes > live ? std::floor(static_cast<double>(dev.total_bytes - live) / rate) : 0;

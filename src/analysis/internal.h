@@ -93,7 +93,8 @@ struct SiteTable {
   // The site of every successful allocation of owned memory, in time order: only collected when
   // automatic period detection needs it (no iteration marks), 4 bytes an allocation.
   std::vector<uint32_t> alloc_sequence;
-  uint64_t allocations = 0;  // successful allocations of owned memory
+  std::vector<uint32_t> alloc_positions;  // ... and their event positions (4 more bytes): no replay finds them again
+  uint64_t allocations = 0;               // successful allocations of owned memory
 };
 
 // What pass 0 learns about the memory records; replay() hands them out again, with positions.
@@ -128,14 +129,16 @@ std::vector<Span> spans_from_markers(const format::Capture &capture, uint64_t ca
 std::vector<Span> spans_from_nvtx(const format::Capture &capture, const std::regex &pattern, uint64_t capture_end_ns);
 // The loop with the most iterations (ties: the one that started first).
 std::string primary_loop(const std::vector<Span> &spans);
-// Allocation indices (ascending, into the allocation sequence) -> their event positions; and event
-// positions (ascending, each < timeline.size) -> their times. One replay each.
-std::vector<uint32_t> positions_of(const Timeline &timeline, const std::vector<uint32_t> &allocs);
+// Allocation indices (into the allocation sequence) -> their event positions (timeline.size past
+// the last), from SiteTable::alloc_positions; and event positions (ascending, each <
+// timeline.size) -> their times, in one replay.
+std::vector<uint32_t> positions_of(const Timeline &timeline, const SiteTable &sites,
+                                   const std::vector<uint32_t> &allocs);
 std::vector<uint64_t> times_at(const Timeline &timeline, const std::vector<uint32_t> &positions);
 // Spans from iteration starts given as allocation indices (ascending): each runs to the next
 // start; the last one gets the median length in events of the others, and never reaches `tail`
 // (an allocation index known to be past the loop, kNone: none) or the capture's end. Times set.
-std::vector<Span> spans_from_starts(const Timeline &timeline, const std::string &loop,
+std::vector<Span> spans_from_starts(const Timeline &timeline, const SiteTable &sites, const std::string &loop,
                                     const std::vector<uint32_t> &starts, uint32_t tail);
 // Spans come back with begin/end set, loop "auto"; empty when no period repeats often enough.
 std::vector<Span> spans_from_period(const Timeline &timeline, const SiteTable &sites, int min_repetitions,
@@ -254,11 +257,18 @@ struct DeviceTotals {
 };
 
 struct Ledger {
-  std::vector<int> devices;                            // slot -> device index, ascending
-  std::vector<DeviceTotals> totals;                    // per slot
-  std::vector<std::vector<IterationDevice>> per_span;  // per span, per slot
+  std::vector<int> devices;          // slot -> device index, ascending
+  std::vector<DeviceTotals> totals;  // per slot
+  // Sparse per-iteration numbers (ledger.cpp): span s's cells, the devices that allocated or
+  // released memory while it was open, are cells[cell_start[s] .. cell_start[s + 1]), by device.
+  std::vector<IterationDevice> cells;
+  std::vector<uint32_t> cell_start;
+  std::vector<std::vector<LiveStep>> live_steps;           // per slot: the rest of the cells
+  std::vector<std::pair<uint32_t, uint32_t>> span_bounds;  // per span: (begin, end)
   Accounting accounting;
   int slot_of(int device) const;  // -1 when the device was never seen
+  // Span s's numbers for one slot, touched or not.
+  IterationDevice row(uint32_t span, size_t slot) const;
 };
 // One replay of every event: fills *ledger and tells the observers.
 void replay(const format::Capture &capture, const Timeline &timeline, const SiteTable &sites,

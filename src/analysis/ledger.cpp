@@ -2,6 +2,12 @@
 // table keyed by address), the devices' live and peak bytes, and the per-iteration numbers. Every
 // birth and death is handed to the observers (internal.h) as it happens: what outlives an
 // allocation is theirs to aggregate. O(n) per replay plus O(open iterations) per event.
+//
+// Per-iteration numbers are sparse (issue #18): a (device, iteration) cell exists only when the
+// device allocated or released memory while the iteration was open. Every other cell is the
+// device's live bytes at the iteration's boundaries, read from its steps (LiveStep): one entry
+// per stretch between boundaries in which the device changed. Devices x iterations of a capture
+// that names 32 devices and marks a million iterations cost nothing; memory follows the events.
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
@@ -18,6 +24,14 @@ using format::Op;
 int Ledger::slot_of(int device) const {
   auto it = std::lower_bound(devices.begin(), devices.end(), device);
   return it != devices.end() && *it == device ? static_cast<int>(it - devices.begin()) : -1;
+}
+
+IterationDevice Ledger::row(uint32_t span, size_t slot) const {
+  const auto first = cells.begin() + cell_start[span], last = cells.begin() + cell_start[span + 1];
+  const int device = devices[slot];
+  auto it = std::lower_bound(first, last, device, [](const IterationDevice &c, int d) { return c.device < d; });
+  if (it != last && it->device == device) return *it;
+  return idle_row(device, live_steps[slot], span_bounds[span].first, span_bounds[span].second);
 }
 
 namespace {
@@ -37,17 +51,19 @@ class Replayer {
     size_t slots = out_.devices.size();
     live_.assign(slots, 0);
     out_.totals.assign(slots, DeviceTotals{});
-    out_.per_span.assign(spans_.size(), std::vector<IterationDevice>(slots));
-    for (size_t s = 0; s < spans_.size(); ++s)
-      for (size_t d = 0; d < slots; ++d) out_.per_span[s][d].device = out_.devices[d];
+    out_.live_steps.assign(slots, {});
+    step_epoch_.assign(slots, 0);
     by_begin_.resize(spans_.size());
     by_end_.resize(spans_.size());
     std::iota(by_begin_.begin(), by_begin_.end(), 0u);
     std::iota(by_end_.begin(), by_end_.end(), 0u);
-    std::stable_sort(by_begin_.begin(), by_begin_.end(),
-                     [&](uint32_t a, uint32_t b) { return spans_[a].begin < spans_[b].begin; });
-    std::stable_sort(by_end_.begin(), by_end_.end(),
-                     [&](uint32_t a, uint32_t b) { return spans_[a].end < spans_[b].end; });
+    // Both are usually in order already (spans come sorted by start): then nothing moves.
+    auto by_begin = [&](uint32_t a, uint32_t b) { return spans_[a].begin < spans_[b].begin; };
+    auto by_end = [&](uint32_t a, uint32_t b) { return spans_[a].end < spans_[b].end; };
+    if (!std::is_sorted(by_begin_.begin(), by_begin_.end(), by_begin))
+      std::stable_sort(by_begin_.begin(), by_begin_.end(), by_begin);
+    if (!std::is_sorted(by_end_.begin(), by_end_.end(), by_end))
+      std::stable_sort(by_end_.begin(), by_end_.end(), by_end);
     open_pos_.assign(spans_.size(), kNone);
     timeline_.replay([&](uint32_t k, const MemoryRecord &r) {
       boundaries(k);
@@ -59,6 +75,7 @@ class Replayer {
     for (Observer *o : observers_) o->before(timeline_.size, nullptr, live_map_);
     for (Observer *o : observers_) o->finish(live_map_);
     for (size_t d = 0; d < slots; ++d) out_.totals[d].live = live_[d];
+    index_cells();
     out_.accounting.events = timeline_.source->size();
     out_.accounting.host_pinned_live_at_exit_bytes = host_live_;
     out_.accounting.host_pinned_peak_bytes = host_peak_;
@@ -69,23 +86,72 @@ class Replayer {
 
   // Open before closing, so that an empty span [k, k) opens and closes at the same moment.
   void boundaries(size_t k) {
+    const size_t nb = nb_, ne = ne_;
     for (; nb_ < by_begin_.size() && spans_[by_begin_[nb_]].begin <= k; ++nb_) open_span(by_begin_[nb_]);
     for (; ne_ < by_end_.size() && spans_[by_end_[ne_]].end <= k; ++ne_) close_span(by_end_[ne_]);
+    if (nb_ != nb || ne_ != ne) ++epoch_;
   }
 
   void open_span(uint32_t s) {
     open_pos_[s] = static_cast<uint32_t>(open_.size());
     open_.push_back(s);
-    for (size_t d = 0; d < live_.size(); ++d) out_.per_span[s][d].peak_bytes = live_[d];
+    open_cells_.emplace_back();
   }
   void close_span(uint32_t s) {
-    for (size_t d = 0; d < live_.size(); ++d) out_.per_span[s][d].live_end_bytes = live_[d];
     uint32_t pos = open_pos_[s];
     if (pos == kNone) return;
+    for (const auto &[slot, cell] : open_cells_[pos]) cells_[cell].row.live_end_bytes = live_[slot];
     open_pos_[open_.back()] = pos;
     open_[pos] = open_.back();
     open_.pop_back();
+    open_cells_[pos] = std::move(open_cells_.back());
+    open_cells_.pop_back();
     open_pos_[s] = kNone;
+  }
+
+  // The cell of the span open at `pos` for `slot`, made on the device's first change inside it:
+  // until then the device's live bytes were `live_before` all through the span.
+  IterationDevice &cell(size_t pos, uint16_t slot, uint64_t live_before) {
+    auto &mine = open_cells_[pos];
+    for (const auto &[s, c] : mine)
+      if (s == slot) return cells_[c].row;
+    mine.emplace_back(slot, static_cast<uint32_t>(cells_.size()));
+    Cell c;
+    c.span = open_[pos];
+    c.row.device = out_.devices[slot];
+    c.row.peak_bytes = live_before;
+    cells_.push_back(c);
+    return cells_.back().row;
+  }
+
+  // The slot's live bytes after event k, kept for the boundaries that come after it: a change with
+  // no boundary since the slot's previous one replaces that one's entry.
+  void step(uint32_t k, uint16_t slot) {
+    std::vector<LiveStep> &steps = out_.live_steps[slot];
+    if (!steps.empty() && step_epoch_[slot] == epoch_) {
+      steps.back() = LiveStep{k, live_[slot]};
+      return;
+    }
+    steps.push_back(LiveStep{k, live_[slot]});
+    step_epoch_[slot] = epoch_;
+  }
+
+  // The cells by span, then device: Ledger::cells and cell_start.
+  void index_cells() {
+    auto order = [](const Cell &a, const Cell &b) {
+      return a.span != b.span ? a.span < b.span : a.row.device < b.row.device;
+    };
+    if (!std::is_sorted(cells_.begin(), cells_.end(), order)) std::stable_sort(cells_.begin(), cells_.end(), order);
+    out_.cells.reserve(cells_.size());
+    out_.cell_start.assign(spans_.size() + 1, 0);
+    for (const Cell &c : cells_) {
+      out_.cells.push_back(c.row);
+      ++out_.cell_start[c.span + 1];
+    }
+    for (size_t s = 0; s < spans_.size(); ++s) out_.cell_start[s + 1] += out_.cell_start[s];
+    std::vector<Cell>().swap(cells_);
+    out_.span_bounds.reserve(spans_.size());
+    for (const Span &s : spans_) out_.span_bounds.emplace_back(s.begin, s.end);
   }
 
   void apply(uint32_t k, const MemoryRecord &r) {
@@ -147,16 +213,18 @@ class Replayer {
       host_peak_ = std::max(host_peak_, host_live_);
     } else {
       uint64_t &live = live_[a.slot];
+      const uint64_t before = live;
       live += a.size;
       DeviceTotals &t = out_.totals[a.slot];
       t.peak = std::max(t.peak, live);
       ++t.allocs;
-      for (uint32_t s : open_) {
-        IterationDevice &it_dev = out_.per_span[s][a.slot];
+      for (size_t pos = 0; pos < open_.size(); ++pos) {
+        IterationDevice &it_dev = cell(pos, a.slot, before);
         it_dev.allocated_bytes += a.size;
         ++it_dev.alloc_count;
         it_dev.peak_bytes = std::max(it_dev.peak_bytes, live);
       }
+      step(k, a.slot);
     }
     for (Observer *o : observers_) o->born(k, r, a);
   }
@@ -200,13 +268,15 @@ class Replayer {
     if (a.space == Space::kPoolBlock) {
       // no device bytes of its own
     } else if (a.space != Space::kHost) {
+      const uint64_t before = live_[a.slot];
       live_[a.slot] -= a.size;
       ++out_.totals[a.slot].frees;
-      for (uint32_t s : open_) {
-        IterationDevice &it_dev = out_.per_span[s][a.slot];
+      for (size_t pos = 0; pos < open_.size(); ++pos) {
+        IterationDevice &it_dev = cell(pos, a.slot, before);
         it_dev.freed_bytes += a.size;
         ++it_dev.free_count;
       }
+      step(k, a.slot);
     } else {
       host_live_ -= a.size;
     }
@@ -256,6 +326,15 @@ class Replayer {
   size_t nb_ = 0, ne_ = 0;
   std::vector<uint32_t> open_;  // spans open at the current position
   std::vector<uint32_t> open_pos_;
+  // Per open span (same order as open_): the (slot, index into cells_) of the devices it touched.
+  std::vector<std::vector<std::pair<uint16_t, uint32_t>>> open_cells_;
+  struct Cell {
+    uint32_t span = 0;
+    IterationDevice row;
+  };
+  std::vector<Cell> cells_;           // in the order they were made
+  uint64_t epoch_ = 0;                // how many positions had a span open or close so far
+  std::vector<uint64_t> step_epoch_;  // per slot: epoch_ at its last LiveStep
 };
 
 }  // namespace

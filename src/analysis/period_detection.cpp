@@ -21,8 +21,8 @@
 //    one extra allocation (a log step) does not end the loop.
 //
 // Cost: O(N) per candidate, at most kCandidates of them, on the allocation sequence only (pass 0
-// kept it: one 4-byte site index per allocation, and only when the capture has no iteration
-// marks), then two replays for the event positions and times of the cuts.
+// kept it: one 4-byte site index and one 4-byte event position per allocation, and only when the
+// capture has no iteration marks), then one replay for the times of the cuts.
 #include <algorithm>
 #include <array>
 
@@ -79,16 +79,11 @@ Stretch longest_periodic(const std::vector<uint32_t> &seq, uint32_t p) {
 
 }  // namespace
 
-// The event positions of allocations (indices into the allocation sequence, ascending).
-std::vector<uint32_t> positions_of(const Timeline &timeline, const std::vector<uint32_t> &allocs) {
+std::vector<uint32_t> positions_of(const Timeline &timeline, const SiteTable &sites,
+                                   const std::vector<uint32_t> &allocs) {
   std::vector<uint32_t> out(allocs.size(), timeline.size);
-  size_t next = 0;
-  uint32_t index = 0;
-  timeline.replay([&](uint32_t k, const format::MemoryRecord &r) {
-    if (!owned_alloc(r)) return;
-    for (; next < allocs.size() && allocs[next] == index; ++next) out[next] = k;
-    ++index;
-  });
+  for (size_t i = 0; i < allocs.size(); ++i)
+    if (allocs[i] < sites.alloc_positions.size()) out[i] = sites.alloc_positions[allocs[i]];
   return out;
 }
 
@@ -127,14 +122,10 @@ std::vector<Span> spans_from_period(const Timeline &timeline, const SiteTable &s
   // temporaries are gone. Ties: the earliest.
   std::vector<uint64_t> score(p, 0);
   {
+    const std::vector<uint32_t> &at = sites.alloc_positions;
     const uint32_t from = std::max<uint32_t>(pick->start, 1);
-    uint32_t index = 0, previous = 0;
-    timeline.replay([&](uint32_t k, const format::MemoryRecord &r) {
-      if (!owned_alloc(r)) return;
-      if (index >= from && index < end) score[(index - pick->start) % p] += k - previous - 1;
-      previous = k;
-      ++index;
-    });
+    for (uint32_t index = from; index < end && index < at.size(); ++index)
+      score[(index - pick->start) % p] += at[index] - at[index - 1] - 1;
   }
   const uint32_t first =
       pick->start + static_cast<uint32_t>(std::max_element(score.begin(), score.end()) - score.begin());
@@ -172,17 +163,17 @@ std::vector<Span> spans_from_period(const Timeline &timeline, const SiteTable &s
 
   // Each iteration runs to the next one's first allocation; the last one never beyond the
   // allocation one period after its start.
-  return spans_from_starts(timeline, "auto", cuts, cuts.back() + p < n ? cuts.back() + p : kNone);
+  return spans_from_starts(timeline, sites, "auto", cuts, cuts.back() + p < n ? cuts.back() + p : kNone);
 }
 
-std::vector<Span> spans_from_starts(const Timeline &timeline, const std::string &loop,
+std::vector<Span> spans_from_starts(const Timeline &timeline, const SiteTable &sites, const std::string &loop,
                                     const std::vector<uint32_t> &starts, uint32_t tail) {
   if (starts.empty()) return {};
   // The last one has no successor: it gets the median length in events of the others.
   std::vector<uint32_t> wanted = starts;
   const bool bounded = tail != kNone && tail > starts.back();
   if (bounded) wanted.push_back(tail);
-  const std::vector<uint32_t> at = positions_of(timeline, wanted);
+  const std::vector<uint32_t> at = positions_of(timeline, sites, wanted);
   std::vector<Span> spans;
   std::vector<uint32_t> lengths;
   for (size_t j = 0; j < starts.size(); ++j) {
@@ -207,7 +198,7 @@ std::vector<Span> spans_from_starts(const Timeline &timeline, const std::string 
   std::vector<uint32_t> moments;
   for (const Span &s : spans) moments.push_back(s.begin), moments.push_back(std::max(s.begin, s.end - 1));
   std::vector<uint32_t> sorted = moments;
-  std::sort(sorted.begin(), sorted.end());
+  if (!std::is_sorted(sorted.begin(), sorted.end())) std::sort(sorted.begin(), sorted.end());
   sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
   const std::vector<uint64_t> times = times_at(timeline, sorted);
   auto time_of = [&](uint32_t pos) {

@@ -168,7 +168,7 @@ std::vector<Span> spans_from_python_loop(const format::Capture &capture, const T
   const std::string loop = capture.string(static_cast<uint32_t>(frames.code_keys[pick])) + " (" +
                            base_name(capture.string(static_cast<uint32_t>(frames.code_keys[pick] >> 32))) + ":" +
                            std::to_string(chosen.first_line) + ")";
-  return spans_from_starts(timeline, loop, starts, tail);
+  return spans_from_starts(timeline, sites, loop, starts, tail);
 }
 
 }  // namespace gpuleak::analysis::detail

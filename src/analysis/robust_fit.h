@@ -28,5 +28,9 @@ inline constexpr size_t kMaxExactFitPoints = 512;
 // Fits y[0..n) at x = 0..n-1. Fewer than two points: slope 0, quality 0. Deterministic.
 // `scratch` is reused between calls to avoid allocations (its contents are overwritten).
 RobustFit fit_robust(const double *y, size_t n, std::vector<double> *scratch);
+// fit_robust(y, n, scratch).slope alone, without the O(n) medians of the residuals.
+double robust_slope(const double *y, size_t n, std::vector<double> *scratch);
+// The median absolute deviation of 0, 1, ..., n-1 from their median (fit_robust's MAD(x)), from n.
+double mad_of_positions(size_t n);
 
 }  // namespace gpuleak::analysis::detail

@@ -113,7 +113,7 @@ Timeline make_timeline(const Capture &capture, const format::MemorySource &sourc
     if (fresh) sites->sites.push_back(Site{r.stack_id, r.py_stack_id});
     if (!alloc) return;
     ++sites->allocations;
-    if (sequence) sites->alloc_sequence.push_back(*site);
+    if (sequence) sites->alloc_sequence.push_back(*site), sites->alloc_positions.push_back(k);
   });
   placer.finish(t.size);
   for (Span &s : *spans) s.end = std::max(s.end, s.begin);

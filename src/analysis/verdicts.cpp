@@ -32,7 +32,7 @@ using Delta = SurvivorObserver::Delta;
 
 struct Trend {
   RobustFit fit;
-  RobustFit late;   // over the last half of the window
+  double late = 0;  // the slope over the last half of the window
   double r2 = 0;    // least-squares R^2 of the whole window (informational)
   double last = 0;  // value at the last iteration end
   double mid = 0;   // value where the last half starts
@@ -43,7 +43,7 @@ Trend trend(const std::vector<double> &y, uint32_t w, std::vector<double> *scrat
   Trend t;
   size_t n = y.size(), m = n - w, h = w + (m - 1) / 2;
   t.fit = fit_robust(y.data() + w, m, scratch);
-  t.late = fit_robust(y.data() + h, n - h, scratch);
+  t.late = robust_slope(y.data() + h, n - h, scratch);
   if (with_r2) t.r2 = fit_line(y.data() + w, m).r2;
   t.last = y[n - 1];
   t.mid = y[h];
@@ -55,7 +55,7 @@ bool rises(const Trend &t, size_t m, const AnalysisOptions &o) {
   double b = t.fit.slope;
   return b >= o.min_bytes_per_iteration &&
          b * static_cast<double>(m - 1) >= o.min_relative_growth * std::max(t.last, 1.0) &&
-         t.fit.quality >= o.min_fit_quality && t.late.slope >= o.min_late_slope_fraction * b && t.last > t.mid;
+         t.fit.quality >= o.min_fit_quality && t.late >= o.min_late_slope_fraction * b && t.last > t.mid;
 }
 
 // Sorts the deltas by iteration and merges those of one iteration (sums: the order is free).
@@ -149,14 +149,14 @@ void decide(const Ledger &ledger, const SiteTable &sites, const Primary &primary
       dev.verdict = Verdict::kInconclusive;
     } else {
       std::vector<double> y(n);
-      for (uint32_t j = 0; j < n; ++j) y[j] = static_cast<double>(ledger.per_span[primary.spans[j]][d].live_end_bytes);
+      for (uint32_t j = 0; j < n; ++j) y[j] = static_cast<double>(ledger.row(primary.spans[j], d).live_end_bytes);
       Trend t = trend(y, w, &scratch, true);
       dev.growth_bytes_per_iteration = t.fit.slope;
       dev.growth_fit_quality = t.fit.quality;
       dev.growth_r2 = t.r2;
       dev.verdict = rises(t, m, o) ? Verdict::kGrowth : Verdict::kClean;
       for (uint32_t k = 0; k + 2 <= n && k <= kMaxWarmupFits; ++k)
-        dev.growth_after_warmup.push_back(fit_robust(y.data() + k, n - k, &scratch).slope);
+        dev.growth_after_warmup.push_back(robust_slope(y.data() + k, n - k, &scratch));
     }
   }
   if (!enough) {
@@ -194,7 +194,7 @@ void decide(const Ledger &ledger, const SiteTable &sites, const Primary &primary
     // The rate since the leak began: a leak that starts late is not diluted by the flat start.
     uint32_t from = std::max(w, leak.first_iteration);
     leak.bytes_per_iteration =
-        from > w && n - from >= 2 ? fit_robust(y.data() + from, n - from, &scratch).slope : t.fit.slope;
+        from > w && n - from >= 2 ? robust_slope(y.data() + from, n - from, &scratch) : t.fit.slope;
     leak.fit_quality = t.fit.quality;
     leak.r2 = t.r2;
     leak.iterations_observed = static_cast<uint32_t>(m);

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <queue>
 
 #include "format/huge_pages.h"
 
@@ -28,12 +27,18 @@ VectorMemorySource::VectorMemorySource(const std::vector<MemoryRecord> &records)
   for (const auto &k : keyed) order_.push_back(k.second);
 }
 
-void VectorMemorySource::replay(const std::function<void(const MemoryRecord &)> &visit) const {
-  if (order_.empty()) {
-    for (const MemoryRecord &r : records_) visit(r);
+void VectorMemorySource::replay_blocks(const BlockVisitor &visit) const {
+  const size_t n = records_.size();
+  if (order_.empty()) {  // already in time order: the records themselves are the blocks
+    for (size_t i = 0; i < n; i += kBlock) visit(records_.data() + i, std::min(kBlock, n - i));
     return;
   }
-  for (uint32_t i : order_) visit(records_[i]);
+  std::vector<MemoryRecord> block(std::min(kBlock, n));
+  for (size_t i = 0; i < n; i += kBlock) {
+    const size_t m = std::min(kBlock, n - i);
+    for (size_t j = 0; j < m; ++j) block[j] = records_[order_[i + j]];
+    visit(block.data(), m);
+  }
 }
 
 FileMemorySource::~FileMemorySource() {
@@ -133,28 +138,75 @@ class RunCursor {
 
 }  // namespace
 
-void FileMemorySource::replay(const std::function<void(const MemoryRecord &)> &visit) const {
-  if (failed() || count_ == 0) return;
+namespace {
+
+// The tree of losers over the cursors' current records: node 0 holds the winner (the earliest
+// record on (time, file index), which is exactly the stable sort by time), nodes 1..k-1 the loser
+// of the match played there; cursor i is leaf k + i, and the parent of node x is x / 2. The keys
+// sit in one array, and a cursor at its end has the key (max, max), which loses every match.
+class LoserTree {
+ public:
+  struct Key {
+    uint64_t ts, index;
+    bool operator<(const Key &o) const { return ts != o.ts ? ts < o.ts : index < o.index; }
+  };
+  static constexpr Key kEnd{UINT64_MAX, UINT64_MAX};  // no record has file index UINT64_MAX
+
+  explicit LoserTree(std::vector<Key> keys) : key_(std::move(keys)), k_(key_.size()), node_(k_, 0) {
+    std::vector<uint32_t> winner(2 * k_);
+    for (size_t i = 0; i < k_; ++i) winner[k_ + i] = static_cast<uint32_t>(i);
+    for (size_t x = k_ - 1; x >= 1; --x) {
+      const uint32_t a = winner[2 * x], b = winner[2 * x + 1];
+      const bool a_first = !(key_[b] < key_[a]);  // equal keys: both ended, either may win
+      winner[x] = a_first ? a : b;
+      node_[x] = a_first ? b : a;
+    }
+    node_[0] = k_ > 1 ? winner[1] : 0;
+  }
+  uint32_t winner() const { return node_[0]; }
+  bool ended() const { return key_[node_[0]].index == UINT64_MAX; }
+  // The winner's cursor moved on to `next` (kEnd: it ended): its new key plays its way up.
+  void replace(Key next) {
+    uint32_t w = node_[0];
+    key_[w] = next;
+    for (size_t x = (k_ + w) / 2; x >= 1; x /= 2)
+      if (key_[node_[x]] < key_[w]) std::swap(node_[x], w);
+    node_[0] = w;
+  }
+
+ private:
+  std::vector<Key> key_;
+  const size_t k_;
+  std::vector<uint32_t> node_;
+};
+
+}  // namespace
+
+void FileMemorySource::replay_blocks(const BlockVisitor &visit) const {
+  if (failed() || count_ == 0 || runs_.empty()) return;
   std::vector<RunCursor> cursors;
   cursors.reserve(runs_.size());
   for (const Run &run : runs_) cursors.emplace_back(fd_, run);
-  // A k-way merge on (time, file index): exactly the stable sort of all records by time.
-  auto later = [&](uint32_t a, uint32_t b) {
-    const RunCursor &x = cursors[a], &y = cursors[b];
-    return x.record.ts_ns != y.record.ts_ns ? x.record.ts_ns > y.record.ts_ns : x.index > y.index;
+  auto key_of = [&](RunCursor &c) {
+    return c.next(&error_) ? LoserTree::Key{c.record.ts_ns, c.index} : LoserTree::kEnd;
   };
-  std::priority_queue<uint32_t, std::vector<uint32_t>, decltype(later)> heap(later);
-  for (uint32_t i = 0; i < cursors.size(); ++i) {
-    if (cursors[i].next(&error_)) heap.push(i);
+  std::vector<LoserTree::Key> keys;
+  keys.reserve(cursors.size());
+  for (RunCursor &c : cursors) {
+    keys.push_back(key_of(c));
     if (failed()) return;
   }
-  while (!heap.empty()) {
-    uint32_t i = heap.top();
-    heap.pop();
-    visit(cursors[i].record);
-    if (cursors[i].next(&error_)) heap.push(i);
-    if (failed()) return;
+  LoserTree tree(std::move(keys));
+  std::vector<MemoryRecord> block(static_cast<size_t>(std::min<uint64_t>(kBlock, count_)));
+  size_t n = 0;
+  while (!tree.ended()) {
+    RunCursor &c = cursors[tree.winner()];
+    block[n++] = c.record;
+    if (n == block.size()) visit(block.data(), n), n = 0;
+    tree.replace(key_of(c));
+    if (failed()) break;  // the records before the failure are still delivered
   }
+  if (n) visit(block.data(), n);
 }
 
 }  // namespace gpuleak::format

@@ -173,6 +173,26 @@ TEST(HostileInput, AtTheDeviceLimitMemoryStaysBounded) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
+// #18: per-device numbers are sparse. 32 devices, each holding memory, over 300,000 marked
+// iterations (a 19 MB capture) in which only device 0 allocates: tables of devices x iterations
+// (the ledger's, the analysis's copy, the peak advice's ages) took 1.6 GB and failed under a
+// 1.4 GB cap. Now an untouched cell is its device's live bytes at the iteration's boundaries, one
+// step each; the report itself (10,000 iterations x 32 devices listed) is most of the 650 MB.
+TEST(HostileInput, ManyDevicesTimesManyIterationsStaysSmall) {
+  std::string dir = make_temp_dir("hostile_devices_sparse");
+  std::string bytes_on_disk = header() + run_info("wide");
+  for (int16_t d = 0; d < 32; ++d) bytes_on_disk += device_record(d) + alloc(1'500'000 + d, 0x1000 + d * 0x100000, d);
+  for (uint64_t i = 0; i < 300000; ++i) {
+    bytes_on_disk += marker(2'000'000 + i * 10, format::MarkerOp::kIterationBegin) +
+                     marker(2'000'005 + i * 10, format::MarkerOp::kIterationEnd);
+    if (i % 1000 == 0) bytes_on_disk += alloc(2'000'001 + i * 10, 0x100000000 + i * 0x1000, 0, 4096);
+  }
+  std::string capture = write(dir + "/sparse.1.gpuleak", bytes_on_disk);
+  Result r = gpuleak_capped(900, {"report", capture, "--quiet"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.signal, 0);
+}
+
 // #17.7: the mix-ups say what to run instead.
 TEST(HostileInput, MisusedFilesSayWhatToRun) {
   std::string dir = make_temp_dir("hostile_misuse");

@@ -58,7 +58,8 @@ void iteration_event(Plan &p, uint32_t i, bool end, Event *e) {
     // Warm-up iterations are the first primary ones (analysis::Analysis::warmup_iterations).
     args["warmup"] = it.index < p.analysis.warmup_iterations;
   }
-  for (const auto &d : it.devices) {
+  for (size_t k = 0; k < p.analysis.devices.size(); ++k) {
+    const analysis::IterationDevice d = p.analysis.iteration_device(i, k);
     args[device_key(d.device)] = {{"live_end_bytes", d.live_end_bytes},   {"peak_bytes", d.peak_bytes},
                                   {"allocated_bytes", d.allocated_bytes}, {"freed_bytes", d.freed_bytes},
                                   {"alloc_count", d.alloc_count},         {"free_count", d.free_count}};

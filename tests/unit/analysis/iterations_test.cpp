@@ -54,8 +54,8 @@ TEST(ApiIterations, UnbalancedBeginClosesAtNextBeginAndAtCaptureEnd) {
   EXPECT_EQ(a.iterations[0].end_ns, a.iterations[1].start_ns);
   EXPECT_EQ(a.iterations[1].end_ns, a.iterations[2].start_ns);
   EXPECT_EQ(a.iterations[2].end_ns, a.duration_ns);
-  EXPECT_EQ(a.iterations[0].devices[0].live_end_bytes, 1 * kMiB);
-  EXPECT_EQ(a.iterations[2].devices[0].live_end_bytes, 3 * kMiB);
+  EXPECT_EQ(a.iteration_device(0, 0).live_end_bytes, 1 * kMiB);
+  EXPECT_EQ(a.iteration_device(2, 0).live_end_bytes, 3 * kMiB);
 }
 
 TEST(ApiIterations, EndWithoutNameClosesTheInnermostOfItsThread) {
@@ -114,7 +114,7 @@ TEST(NvtxIterations, NestedRangesUseTheOutermost) {
   EXPECT_EQ(a.iteration_source, IterationSource::kNvtx);
   ASSERT_EQ(a.iterations.size(), 4u);
   EXPECT_EQ(a.iterations[0].loop, "step");
-  EXPECT_EQ(a.iterations[0].devices[0].alloc_count, 2u);
+  EXPECT_EQ(a.iteration_device(0, 0).alloc_count, 2u);
   EXPECT_EQ(a.iterations[3].index, 3u);
 }
 
@@ -134,8 +134,8 @@ TEST(NvtxIterations, UnbalancedPopIgnoredAndThreadsKeptApart) {
   EXPECT_EQ(a.iteration_source, IterationSource::kNvtx);
   ASSERT_EQ(a.iterations.size(), 4u);
   EXPECT_EQ(a.iterations[0].loop, "iteration");
-  EXPECT_EQ(a.iterations[0].devices[0].alloc_count, 2u);
-  EXPECT_EQ(a.iterations[3].devices[0].live_end_bytes, 8 * kMiB);
+  EXPECT_EQ(a.iteration_device(0, 0).alloc_count, 2u);
+  EXPECT_EQ(a.iteration_device(3, 0).live_end_bytes, 8 * kMiB);
 }
 
 TEST(NvtxIterations, StartEndRangesPairedById) {
@@ -210,7 +210,7 @@ TEST(NvtxIterations, UnclosedRangeEndsWithTheCapture) {
   Analysis a = analyze(b.capture);
   ASSERT_EQ(a.iterations.size(), 2u);
   EXPECT_EQ(a.iterations[1].end_ns, a.duration_ns);
-  EXPECT_EQ(a.iterations[1].devices[0].live_end_bytes, 2 * kMiB);
+  EXPECT_EQ(a.iteration_device(1, 0).live_end_bytes, 2 * kMiB);
 }
 
 }  // namespace

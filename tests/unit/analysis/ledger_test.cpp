@@ -81,12 +81,12 @@ TEST(Ledger, VmmCountedFromCreateToReleaseAndChargedToTheMapSite) {
   b.end();
   Analysis a = analyze(b.capture);
   ASSERT_EQ(a.iterations.size(), 4u);
-  EXPECT_EQ(a.iterations[0].devices[0].live_end_bytes, 2 * kMiB);
-  EXPECT_EQ(a.iterations[1].devices[0].live_end_bytes, 2 * kMiB);  // unmapped, not released
-  EXPECT_EQ(a.iterations[2].devices[0].live_end_bytes, 0u);
-  EXPECT_EQ(a.iterations[2].devices[0].freed_bytes, 2 * kMiB);
-  EXPECT_EQ(a.iterations[3].devices[0].live_end_bytes, 4 * kMiB);
-  EXPECT_EQ(a.iterations[3].devices[0].peak_bytes, 5 * kMiB);
+  EXPECT_EQ(a.iteration_device(0, 0).live_end_bytes, 2 * kMiB);
+  EXPECT_EQ(a.iteration_device(1, 0).live_end_bytes, 2 * kMiB);  // unmapped, not released
+  EXPECT_EQ(a.iteration_device(2, 0).live_end_bytes, 0u);
+  EXPECT_EQ(a.iteration_device(2, 0).freed_bytes, 2 * kMiB);
+  EXPECT_EQ(a.iteration_device(3, 0).live_end_bytes, 4 * kMiB);
+  EXPECT_EQ(a.iteration_device(3, 0).peak_bytes, 5 * kMiB);
   EXPECT_EQ(a.devices[0].live_at_exit_bytes, 4 * kMiB);
   ASSERT_EQ(a.live_at_exit.size(), 1u);
   EXPECT_EQ(a.live_at_exit[0].site.stack_id, 31u);
@@ -193,7 +193,7 @@ TEST(Ledger, IterationNumbers) {
   b.end();
   Analysis a = analyze(b.capture);
   ASSERT_EQ(a.iterations.size(), 1u);
-  const IterationDevice &d = a.iterations[0].devices[0];
+  const IterationDevice d = a.iteration_device(0, 0);
   EXPECT_EQ(d.device, 0);
   EXPECT_EQ(d.live_end_bytes, 11 * kMiB);
   EXPECT_EQ(d.peak_bytes, 16 * kMiB);
@@ -235,7 +235,9 @@ TEST(Ledger, RandomRecordsNeverBreakTheAnalysis) {
     for (size_t d = 1; d < a.devices.size(); ++d) EXPECT_LT(a.devices[d - 1].index, a.devices[d].index);
     for (const auto &it : a.iterations) {
       EXPECT_LE(it.start_ns, it.end_ns);
-      EXPECT_EQ(it.devices.size(), a.devices.size());
+      EXPECT_LE(it.active_devices.size(), a.devices.size());
+      for (size_t d = 1; d < it.active_devices.size(); ++d)
+        EXPECT_LT(it.active_devices[d - 1].device, it.active_devices[d].device);
     }
     EXPECT_LE(a.live_at_exit.size(), 100u);
     EXPECT_LE(a.ooms.size(), 16u);

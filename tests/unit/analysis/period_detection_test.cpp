@@ -27,7 +27,7 @@ TEST(PeriodDetection, LoopAfterWarmupPrefixAndBeforeTailLeaks) {
   ASSERT_EQ(a.iterations.size(), 20u);
   EXPECT_EQ(a.iterations[0].start_ns, 5000u);  // the 5th record: the loop's first allocation
   EXPECT_EQ(a.iterations[0].end_ns, 7000u);
-  EXPECT_EQ(a.iterations[19].devices[0].live_end_bytes, 170 * kMiB);
+  EXPECT_EQ(a.iteration_device(19, 0).live_end_bytes, 170 * kMiB);
   EXPECT_EQ(a.verdict, Verdict::kLeak);
   ASSERT_EQ(a.leaks.size(), 1u);
   EXPECT_EQ(a.leaks[0].site.stack_id, 7u);
@@ -114,8 +114,8 @@ TEST(PeriodDetection, IterationsEndWhereTheTemporariesAreGone) {
   Analysis a = analyze(b.capture);
   ASSERT_EQ(a.iterations.size(), 12u);
   EXPECT_EQ(a.iterations[0].start_ns, 1000u);
-  EXPECT_EQ(a.iterations[3].devices[0].live_end_bytes, 4 * kMiB);  // no temporary counted
-  EXPECT_EQ(a.iterations[3].devices[0].peak_bytes, 36 * kMiB);
+  EXPECT_EQ(a.iteration_device(3, 0).live_end_bytes, 4 * kMiB);  // no temporary counted
+  EXPECT_EQ(a.iteration_device(3, 0).peak_bytes, 36 * kMiB);
   ASSERT_EQ(a.leaks.size(), 1u);
   EXPECT_EQ(a.leaks[0].site.stack_id, 2u);
 }
@@ -157,7 +157,7 @@ TEST(PeriodDetection, EveryAllocationFromOneSite) {
   Analysis a = analyze(b.capture);
   EXPECT_EQ(a.iteration_source, IterationSource::kAuto);
   ASSERT_EQ(a.iterations.size(), 10u);
-  EXPECT_EQ(a.iterations[4].devices[0].live_end_bytes, 10 * kMiB);
+  EXPECT_EQ(a.iteration_device(4, 0).live_end_bytes, 10 * kMiB);
   ASSERT_EQ(a.leaks.size(), 1u);
   EXPECT_DOUBLE_EQ(a.leaks[0].bytes_per_iteration, 2.0 * kMiB);
 }

@@ -203,8 +203,8 @@ TEST(PoolBlocks, BlocksNeverChangeTheDeviceNumbers) {
       EXPECT_EQ(with.devices[d].live_at_exit_bytes, plain.devices[d].live_at_exit_bytes) << round;
     }
     for (size_t i = 0; i < with.iterations.size(); ++i)
-      for (size_t d = 0; d < with.iterations[i].devices.size(); ++d)
-        EXPECT_EQ(with.iterations[i].devices[d].live_end_bytes, plain.iterations[i].devices[d].live_end_bytes);
+      for (size_t d = 0; d < with.devices.size(); ++d)
+        EXPECT_EQ(with.iteration_device(i, d).live_end_bytes, plain.iteration_device(i, d).live_end_bytes);
   }
 }
 

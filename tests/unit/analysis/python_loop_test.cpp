@@ -96,7 +96,7 @@ TEST(PythonLoop, SetupBeforeAndCodeAfterTheLoopAreOutside) {
   ASSERT_EQ(a.primary_iterations, 12u);
   EXPECT_EQ(a.iterations.front().start_ns, 4000u);  // the 4th record: after the three weights
   EXPECT_LE(a.iterations.back().end_ns + l.b.capture.header.monotonic_ns, after);
-  for (const Iteration &it : a.iterations) EXPECT_LT(it.devices[0].peak_bytes, 64 * kMiB);
+  for (size_t i = 0; i < a.iterations.size(); ++i) EXPECT_LT(a.iteration_device(i, 0).peak_bytes, 64 * kMiB);
 }
 
 // A loop nested in the step (micro-batches in train_step) is not the iteration: the outer loop,

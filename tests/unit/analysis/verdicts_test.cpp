@@ -40,7 +40,7 @@ TEST(Verdicts, LeakOfOneMiBPerIteration) {
   EXPECT_EQ(l.live_by_iteration[5], 6 * kMiB);
   EXPECT_EQ(a.devices[0].verdict, Verdict::kLeak);
   EXPECT_DOUBLE_EQ(a.devices[0].growth_bytes_per_iteration, 1.0 * kMiB);
-  const IterationDevice &it3 = a.iterations[3].devices[0];
+  const IterationDevice it3 = a.iteration_device(3, 0);
   EXPECT_EQ(it3.live_end_bytes, 260 * kMiB);
   EXPECT_EQ(it3.peak_bytes, 324 * kMiB);
   EXPECT_EQ(it3.allocated_bytes, 65 * kMiB);
@@ -79,7 +79,7 @@ TEST(Verdicts, DoubleBufferFreedTwoIterationsLaterIsClean) {
   });
   Analysis a = analyze(b.capture);
   EXPECT_EQ(a.verdict, Verdict::kClean);
-  EXPECT_EQ(a.iterations[5].devices[0].live_end_bytes, (256 + 64) * kMiB);
+  EXPECT_EQ(a.iteration_device(5, 0).live_end_bytes, (256 + 64) * kMiB);
 }
 
 TEST(Verdicts, PlateauIsClean) {
@@ -193,8 +193,8 @@ TEST(Verdicts, LeakOnOneDeviceOnly) {
   ASSERT_EQ(a.leaks.size(), 1u);
   EXPECT_EQ(a.leaks[0].device, 1);
   EXPECT_DOUBLE_EQ(a.leaks[0].bytes_per_iteration, 3.0 * kMiB);
-  EXPECT_EQ(a.iterations[0].devices.size(), 2u);
-  EXPECT_EQ(a.iterations[0].devices[1].device, 1);
+  EXPECT_EQ(a.iterations[0].active_devices.size(), 2u);  // both allocated in it
+  EXPECT_EQ(a.iteration_device(0, 1).device, 1);
 }
 
 TEST(Verdicts, PythonStackSeparatesSitesWithOneNativeStack) {

@@ -82,7 +82,7 @@ TEST(ChromeTrace, CountersAndIterationsCarryTheAnalysisNumbers) {
     EXPECT_EQ(e["name"], "train #" + std::to_string(i));
     EXPECT_EQ(e["args"]["index"], i);
     EXPECT_EQ(e["args"]["loop"], "train");
-    const auto &d = a.iterations[i].devices[0];
+    const analysis::IterationDevice d = a.iteration_device(i, 0);
     EXPECT_EQ(e["args"]["cuda:0"]["live_end_bytes"], d.live_end_bytes);
     EXPECT_EQ(e["args"]["cuda:0"]["peak_bytes"], d.peak_bytes);
     EXPECT_EQ(e["args"]["cuda:0"]["allocated_bytes"], d.allocated_bytes);

@@ -35,10 +35,11 @@ void expect_agrees(const format::Capture &c) {
     EXPECT_EQ(live_at(r, static_cast<uint16_t>(d), r.peak_at[d]), a.devices[d].peak_live_bytes);
   }
   EXPECT_EQ(r.host_peak, a.accounting.host_pinned_peak_bytes);
-  for (const auto &it : a.iterations) {
+  for (size_t i = 0; i < a.iterations.size(); ++i) {
+    const auto &it = a.iterations[i];
     uint32_t end = r.lower_bound(c.header.monotonic_ns + it.end_ns + 1);
-    for (size_t d = 0; d < it.devices.size(); ++d)
-      EXPECT_EQ(live_at(r, static_cast<uint16_t>(d), end), it.devices[d].live_end_bytes) << it.index;
+    for (size_t d = 0; d < a.devices.size(); ++d)
+      EXPECT_EQ(live_at(r, static_cast<uint16_t>(d), end), a.iteration_device(i, d).live_end_bytes) << it.index;
   }
   for (const auto &oom : a.ooms) {
     uint32_t p = r.lower_bound(c.header.monotonic_ns + oom.t_ns);
