@@ -58,6 +58,19 @@ void PoolBlocks::after(uint32_t, const LiveSet &live) {
   add_range(handle->slot, m.address, Range{m.address + m.size, handle->ordinal, handle->site});
 }
 
+void PoolBlocks::mark(std::map<uint64_t, Range>::const_iterator range, uint16_t slot) {
+  const Range &segment = range->second;
+  if (segment_.size() <= segment.ordinal) segment_.resize(segment.ordinal + 1u, false);
+  if (segment_[segment.ordinal]) return;
+  segment_[segment.ordinal] = true;  // the first block in it: a segment from now on
+  const uint64_t k = key(slot, segment.site);
+  SegmentTally &t = tallies_[k];
+  ++t.count;
+  t.live += segment.end - range->first;
+  t.peak = std::max(t.peak, t.live);
+  marked_[segment.ordinal] = {k, segment.end - range->first};
+}
+
 void PoolBlocks::born(uint32_t, const format::MemoryRecord &r, const Life &a) {
   if (a.space == Space::kDevicePtr) {
     add_range(a.slot, r.address, Range{r.address + a.size, a.ordinal, a.site});
@@ -65,22 +78,17 @@ void PoolBlocks::born(uint32_t, const format::MemoryRecord &r, const Life &a) {
   }
   if (a.space != Space::kPoolBlock || a.slot >= ranges_.size()) return;
   const auto &ranges = ranges_[a.slot];
+  const uint64_t end = r.address + (a.size ? a.size : 1);
   auto it = ranges.upper_bound(r.address);
-  if (it == ranges.begin()) return;  // in no segment gpuleak saw (allocated before it started)
-  --it;
-  if (r.address >= it->second.end) return;
-  const Range &segment = it->second;
-  const uint64_t k = key(a.slot, segment.site);
-  SegmentTally &t = tallies_[k];
-  if (segment_.size() <= segment.ordinal) segment_.resize(segment.ordinal + 1u, false);
-  if (!segment_[segment.ordinal]) {  // the first block in it: a segment from now on
-    segment_[segment.ordinal] = true;
-    ++t.count;
-    t.live += it->second.end - it->first;
-    t.peak = std::max(t.peak, t.live);
-    marked_[segment.ordinal] = {k, it->second.end - it->first};
-  }
-  Holder &h = t.blocks[a.site];
+  const bool starts_inside = it != ranges.begin() && r.address < std::prev(it)->second.end;
+  if (starts_inside) --it;
+  if (!starts_inside) return;  // in no segment gpuleak saw (allocated before it started)
+  // Every mapping the block covers is a segment: with expandable segments a large block spans
+  // several of the allocator's physical chunks (cuMemCreate, cuMemMap side by side), and only the
+  // first holds its start.
+  const uint64_t k = key(a.slot, it->second.site);
+  for (auto m = it; m != ranges.end() && m->first < end; ++m) mark(m, a.slot);
+  Holder &h = tallies_[k].blocks[a.site];
   h.live += a.size;
   h.peak = std::max(h.peak, h.live);
   holder_of_[a.ordinal] = k;

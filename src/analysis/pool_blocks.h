@@ -3,8 +3,8 @@
 // reserved range with expandable segments) and hands its tensors out as blocks inside them; its
 // trace tracker tells gpuleak about every block (src/shim/c_api.cpp, gpuleak_api_pool_block).
 //
-// Both levels are kept. A device allocation whose address range ever holds a block's start is a
-// segment: a container. Its bytes are real device memory (device live and peak bytes, the OOM
+// Both levels are kept. A device allocation (or mapped VMM memory) whose address range ever holds
+// part of a block is a segment: a container. Its bytes are real device memory (device live and peak bytes, the OOM
 // forecast) but it is no leak candidate: its growth is explained by the blocks it holds, which are
 // (leak_candidate, internal.h). The blocks carry no device bytes of their own (ledger.cpp).
 //
@@ -27,7 +27,7 @@ class PoolBlocks : public Observer {
  public:
   PoolBlocks(const SiteTable &sites, const std::vector<int> &devices) : sites_(sites), devices_(devices) {}
 
-  // Whether the allocation held a block's start at some point so far (a segment).
+  // Whether the allocation held part of a block at some point so far (a segment).
   bool segment(const Life &a) const { return a.ordinal < segment_.size() && segment_[a.ordinal]; }
 
   void before(uint32_t k, const format::MemoryRecord *r, const LiveSet &live) override;
@@ -56,7 +56,7 @@ class PoolBlocks : public Observer {
   static uint64_t key(uint16_t slot, uint32_t site) { return static_cast<uint64_t>(slot) << 32 | site; }
   void add_range(uint16_t slot, uint64_t start, const Range &range);
   void drop_ranges(uint32_t ordinal);
-  void mark(uint32_t ordinal);
+  void mark(std::map<uint64_t, Range>::const_iterator range, uint16_t slot);
 
   const SiteTable &sites_;
   const std::vector<int> &devices_;                                                 // slot -> device

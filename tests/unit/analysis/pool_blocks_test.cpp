@@ -104,6 +104,26 @@ TEST(PoolBlocks, LeakIsPerTensorSiteAndDeviceBytesAreTheSegments) {
   }
 }
 
+// Expandable segments: the allocator maps physical chunks side by side and carves a large block
+// across them; every chunk it covers is a segment, not only the one that holds its start (seen on
+// the H200: two 20 MiB chunks under a 32 MiB block were left out of the segments and listed as
+// live sites of their own).
+TEST(PoolBlocks, ABlockAcrossExpandableChunksMakesEachOfThemASegment) {
+  CaptureBuilder b;
+  const uint64_t base = 0x7e0000000000;
+  uint64_t first = b.alloc(20 * kMiB, kSegmentSite, Kind::kVmm, 0, 0x500);
+  b.map(base, first, 20 * kMiB, kMapSite);
+  uint64_t second = b.alloc(20 * kMiB, kSegmentSite, Kind::kVmm, 0, 0x501);
+  b.map(base + 20 * kMiB, second, 20 * kMiB, kMapSite);
+  b.alloc(32 * kMiB, kTensorSite, Kind::kPoolBlock, 0, base + 4 * kMiB);
+  Analysis a = analyze(b.capture);
+  EXPECT_EQ(a.devices[0].live_at_exit_bytes, 40 * kMiB);
+  ASSERT_EQ(a.segments.size(), 1u);
+  EXPECT_EQ(a.segments[0].count, 2u);
+  EXPECT_EQ(a.segments[0].live_at_exit_bytes, 40 * kMiB);
+  for (const auto &s : a.live_at_exit) EXPECT_EQ(s.site.stack_id, kTensorSite) << "a chunk listed as a site";
+}
+
 TEST(PoolBlocks, WithoutBlocksTheSegmentsAreTheSites) {
   CaptureBuilder b = leaking_loop(false);
   std::vector<format::MemoryRecord> kept;
