@@ -13,9 +13,14 @@ struct Config {
   std::string out_dir = "gpuleak-out";  // GPULEAK_OUT
   unsigned stack_depth = 32;            // GPULEAK_STACK_DEPTH (0 = no stacks, at most 128)
   bool stack_memo = true;               // GPULEAK_STACK_MEMO=0: unwind every stack (stack_memo.h)
-  bool cupti = false;                   // GPULEAK_CUPTI=1
-  bool quiet = false;                   // GPULEAK_QUIET=1: no at-exit summary
-  unsigned buffer_kib = 256;            // GPULEAK_BUFFER_KB: per-thread event buffer (16..65536)
+  // GPULEAK_BLOCK_NATIVE_STACKS=1: native stacks for a framework's blocks (PyTorch's tensors through
+  // its allocator's trace) also on threads that run Python. Off: those blocks keep their Python
+  // frames, which name the call site, and skip the native unwind through the framework, which
+  // costs most of a step (docs/benchmarks.md run 9); threads without Python keep native stacks.
+  bool block_native_stacks = false;
+  bool cupti = false;              // GPULEAK_CUPTI=1
+  bool quiet = false;              // GPULEAK_QUIET=1: no at-exit summary
+  unsigned buffer_kib = 256;       // GPULEAK_BUFFER_KB: per-thread event buffer (16..65536)
   uint64_t max_capture_bytes = 0;  // GPULEAK_MAX_CAPTURE_MB: 0 = unlimited; past it records are dropped and counted
   bool under_run = false;          // GPULEAK_UNDER_RUN=1: `gpuleak run` analyzes, the shim does not
   std::string cli_path;            // GPULEAK_CLI, else set by the preload: ../bin/gpuleak next to the shim
@@ -25,7 +30,7 @@ struct Config {
   // GPULEAK_NVML_INTERVAL_MS: NVML usage samples while the capture runs, taken by the writer thread
   // (0 = at exit only). Ignored with GPULEAK_NVML=0.
   unsigned nvml_interval_ms = 250;
-  std::string error;               // non-empty: the first bad value, tracking is off
+  std::string error;  // non-empty: the first bad value, tracking is off
 
   // GPULEAK_ACTIVITY=0: with CUPTI on, no kernels, copies or memsets for the timeline.
   bool activity = true;

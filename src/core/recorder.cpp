@@ -218,7 +218,10 @@ inline __attribute__((always_inline)) void alloc_body(State *s, const CallFacts 
   r.device = resolve_device(s, f.device);
   // The calling thread's own Python frames, read without the GIL (python_stack.h); 0 when none.
   r.py_stack_id = s->py_stacks.capture(s);
-  r.stack_id = capture_stack(s, r.py_stack_id != 0);
+  // A framework's block on a Python thread: its Python frames name the call site (config.h).
+  const bool python_names_it =
+      f.kind == format::Kind::kPoolBlock && r.py_stack_id != 0 && !s->config.block_native_stacks;
+  r.stack_id = python_names_it ? 0 : capture_stack(s, r.py_stack_id != 0);
   bool owned = f.result == 0 && f.op == format::Op::kAlloc && !(f.flags & format::kFlagGraphReservation) &&
                f.kind != format::Kind::kImported;
   if (f.result == 0 &&

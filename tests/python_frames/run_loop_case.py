@@ -11,7 +11,9 @@ Each --expect is checked against `gpuleak report --json` of the one capture:
   note: allocator_note contains VALUE ("none": it is null);
   headline: the first leak group's headline text starts with VALUE;
   no_rate: no leak of VALUE bytes per iteration;
-  env.NAME: run.allocator_env[NAME] == VALUE.
+  env.NAME: run.allocator_env[NAME] == VALUE;
+  native_frames: the first leak's stack has VALUE native frames ("some": at least one).
+--env NAME=VALUE sets a variable for the program (gpuleak's own are cleared first).
 Relative paths in the gpuleak run options and PROGRAM are taken from this folder, where the
 program runs; "@name" in an option or an expectation is the line of the `# @name` comment of the
 program.
@@ -54,6 +56,7 @@ def main():
     ap.add_argument("--expect", action="append", default=[])
     ap.add_argument("--stdout-has", action="append", default=[])
     ap.add_argument("--usage-error", default=None)
+    ap.add_argument("--env", action="append", default=[])
     ap.add_argument("rest", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     rest = a.rest[1:] if a.rest[:1] == ["--"] else a.rest
@@ -71,6 +74,7 @@ def main():
                    GPULEAK_REPORT_TIMEOUT="0", PYFRAMES_CUDART=os.path.join(a.fake_cuda, "libcudart.so.13"),
                    PYTHONDONTWRITEBYTECODE="1",
                    PYTHONPATH=os.pathsep.join([HERE, os.path.join(HERE, "fake_frameworks")]))
+        env.update(kv.split("=", 1) for kv in a.env)
         command = [a.cli, "run", "--out", out, "--quiet", "--no-report"] + options + \
                   ["--", sys.executable] + program
         run = subprocess.run(command, cwd=HERE, env=env, capture_output=True, text=True, timeout=300)
@@ -102,7 +106,8 @@ def main():
             "primary_loop": analysis.get("primary_loop"), "iterations": analysis.get("primary_iterations"),
             "allocator_mode": run_info.get("allocator_mode"), "note": run_info.get("allocator_note"),
             "leaks": [(l["bytes_per_iteration"], l["live_count"]) for l in r.get("leaks", [])],
-            "headline": [((g.get("headline") or {}).get("text")) for g in r.get("leak_groups", [])]}
+            "headline": [((g.get("headline") or {}).get("text")) for g in r.get("leak_groups", [])],
+            "native_frames": [sum(f.get("kind") == "native" for f in l.get("stack", [])) for l in r.get("leaks", [])]}
     for e in a.expect:
         key, _, value = e.partition("=")
         if key == "iterations":
@@ -115,6 +120,9 @@ def main():
             ok = seen["note"] is None if value == "none" else value in (seen["note"] or "")
         elif key == "headline":
             ok = bool(seen["headline"]) and (seen["headline"][0] or "").startswith(value)
+        elif key == "native_frames":
+            n = seen["native_frames"][0] if seen["native_frames"] else None
+            ok = n is not None and (n > 0 if value == "some" else n == int(value))
         elif key.startswith("env."):
             ok = (run_info.get("allocator_env") or {}).get(key[4:]) == value
         elif key in seen:

@@ -35,14 +35,30 @@ TEST(Config, ParsesGoodValues) {
 }
 
 TEST(Config, BadValuesDisableTrackingAndSayWhich) {
-  for (auto [k, v] : std::vector<std::pair<const char *, const char *>>{
-           {"GPULEAK_STACK_DEPTH", "129"}, {"GPULEAK_STACK_DEPTH", "-1"}, {"GPULEAK_STACK_DEPTH", "3x"},
-           {"GPULEAK_CUPTI", "maybe"}, {"GPULEAK_OUT", ""}, {"GPULEAK_BUFFER_KB", "1"}, {"GPULEAK_DISABLE", "2"}}) {
+  for (auto [k, v] : std::vector<std::pair<const char *, const char *>>{{"GPULEAK_STACK_DEPTH", "129"},
+                                                                        {"GPULEAK_STACK_DEPTH", "-1"},
+                                                                        {"GPULEAK_STACK_DEPTH", "3x"},
+                                                                        {"GPULEAK_CUPTI", "maybe"},
+                                                                        {"GPULEAK_OUT", ""},
+                                                                        {"GPULEAK_BUFFER_KB", "1"},
+                                                                        {"GPULEAK_DISABLE", "2"}}) {
     Env env(k, v);
     Config c = read_config();
     EXPECT_FALSE(c.enabled) << k << "=" << v;
     EXPECT_EQ(c.error, std::string("bad value ") + k + "=\"" + v + "\"");
   }
+}
+
+TEST(Config, BlockNativeStacksAreOffUnlessAsked) {
+  EXPECT_FALSE(read_config().block_native_stacks);
+  {
+    Env a("GPULEAK_BLOCK_NATIVE_STACKS", "1");
+    EXPECT_TRUE(read_config().block_native_stacks);
+  }
+  Env bad("GPULEAK_BLOCK_NATIVE_STACKS", "sometimes");
+  Config c = read_config();
+  EXPECT_FALSE(c.enabled);
+  EXPECT_EQ(c.error, "bad value GPULEAK_BLOCK_NATIVE_STACKS=\"sometimes\"");
 }
 
 TEST(Config, NvmlSampleInterval) {
