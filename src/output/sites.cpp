@@ -143,11 +143,18 @@ Headline headline_of(const Stack &frames, const UserCode &user) {
   auto pick = std::find_if(frames.begin(), frames.end(), is_user);
   h.user = pick != frames.end();
   if (!h.user) {  // nothing of the user's: the innermost Python line, else the program's caller of CUDA
+    auto named_native = [](const Frame &f) {
+      return f.kind == Frame::Kind::kNative && !is_cuda_or_gpuleak_module(f.module) &&
+             (!f.function.empty() || has_file(f));
+    };
+    // Past the caching allocator's own frames (PyTorch's c10: record_trace, malloc, allocate), to
+    // what asked it for memory: the op or library that made the tensor.
+    auto past_allocator = [&](const Frame &f) {
+      return named_native(f) && basename_of(f.module).compare(0, 6, "libc10") != 0;
+    };
     pick = python ? std::find_if(frames.begin(), frames.end(), is_python_source)
-                  : std::find_if(frames.begin(), frames.end(), [](const Frame &f) {
-                      return f.kind == Frame::Kind::kNative && !is_cuda_or_gpuleak_module(f.module) &&
-                             (!f.function.empty() || has_file(f));
-                    });
+                  : std::find_if(frames.begin(), frames.end(), past_allocator);
+    if (!python && pick == frames.end()) pick = std::find_if(frames.begin(), frames.end(), named_native);
     if (pick == frames.end()) pick = frames.begin();
   }
   h.frame = *pick;

@@ -166,6 +166,19 @@ TEST(Headline, NativeProgramIsHeadedByTheFirstFrameOutsideCudaAndFrameworks) {
   EXPECT_EQ(headline_of({}, project()).text, "an unknown site");
 }
 
+TEST(Headline, WithoutUserCodeATensorIsHeadedByWhatAskedTheAllocator) {
+  const std::string c10 = "/venv/lib/python3.12/site-packages/torch/lib/libc10_cuda.so";
+  const std::string cuda = "/venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so";
+  Stack frames = {native("c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::record_trace", c10),
+                  native("c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc", c10),
+                  native("at::cuda::getCurrentCUDABlasHandle", cuda)};
+  Headline h = headline_of(frames, project());
+  EXPECT_FALSE(h.user);
+  EXPECT_EQ(h.frame.function, "at::cuda::getCurrentCUDABlasHandle");
+  // only the allocator's frames: the innermost of them
+  EXPECT_EQ(headline_of({frames[0], frames[1]}, project()).frame.function, frames[0].function);
+}
+
 TEST(SiteId, RenamedExecutableKeepsItsIds) {
   auto stack_of = [](const std::string &exe) {
     return site_frames(
