@@ -124,6 +124,17 @@ def test_the_tracker_waits_for_cudas_lazy_init(monkeypatch, capsys):
     assert capsys.readouterr().err == ""
 
 
+def test_a_program_that_never_initializes_cuda_builds_nothing(monkeypatch):
+    loads = []
+    cuda = types.SimpleNamespace(is_initialized=lambda: False, _lazy_init=lambda: None)
+    torch = types.SimpleNamespace(__version__="9.9.9+test", cuda=cuda)
+    monkeypatch.setattr(_torch, "_load", lambda t: loads.append(t) or None)
+    assert _torch.attach(torch) is True
+    assert loads == [], "the adapter was built at import"
+    torch.cuda._lazy_init()
+    assert len(loads) == 1
+
+
 def test_a_lazy_init_that_fails_attaches_at_the_next_one(monkeypatch):
     calls = []
     attempts = []

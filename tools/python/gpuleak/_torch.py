@@ -114,21 +114,24 @@ def _build(torch, source):
 def attach(torch):
     """Builds (or finds) the adapter for the imported `torch` and attaches it to the caching
     allocator: at once when CUDA is initialized already, else right after torch.cuda._lazy_init
+    (also the build: a program that imports torch and never uses CUDA pays nothing)
     (the allocator's per-device parts exist only from then on; initializing CUDA ourselves would
-    change the program, e.g. break fork()ed data-loader workers). False when it cannot be used."""
-    fn = _load(torch)
-    if fn is None:
-        return False
+    change the program, e.g. break fork()ed data-loader workers). False when it cannot be used
+    now; True when it is attached or will be at CUDA's initialization."""
     cuda = getattr(torch, "cuda", None)
     if cuda is None or cuda.is_initialized() or not hasattr(cuda, "_lazy_init"):
-        return _attach_now(torch, fn)
+        fn = _load(torch)
+        return fn is not None and _attach_now(torch, fn)
     original = cuda._lazy_init
 
     def _lazy_init():
         original()  # raises without a GPU: then nothing is attached, and the next call tries again
         if cuda._lazy_init is _lazy_init:
             cuda._lazy_init = original
-            _attach_now(torch, fn)
+            # Built (or found in the cache) only now: a program that never uses CUDA pays nothing.
+            fn = _load(torch)
+            if fn is not None:
+                _attach_now(torch, fn)
 
     cuda._lazy_init = _lazy_init  # torch.cuda's own calls and the C++ lazy init look it up by name
     return True
