@@ -155,3 +155,16 @@ def test_a_lazy_init_that_fails_attaches_at_the_next_one(monkeypatch):
     assert calls == []
     torch.cuda._lazy_init()
     assert calls == [1]
+
+
+def test_a_failure_at_cudas_initialization_is_one_line_and_not_the_programs(monkeypatch, capsys):
+    def broken(t):
+        raise PermissionError("[Errno 13] Permission denied: '/home/ana/.cache/gpuleak'")
+
+    cuda = types.SimpleNamespace(is_initialized=lambda: False, _lazy_init=lambda: None)
+    torch = types.SimpleNamespace(__version__="9.9.9+test", cuda=cuda)
+    monkeypatch.setattr(_torch, "_load", broken)
+    assert _torch.attach(torch) is True
+    torch.cuda._lazy_init()  # must not raise into the program
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "PermissionError" in err[0] and "segments" in err[0], err

@@ -129,9 +129,13 @@ def attach(torch):
         if cuda._lazy_init is _lazy_init:
             cuda._lazy_init = original
             # Built (or found in the cache) only now: a program that never uses CUDA pays nothing.
-            fn = _load(torch)
-            if fn is not None:
-                _attach_now(torch, fn)
+            try:
+                fn = _load(torch)
+                if fn is not None:
+                    _attach_now(torch, fn)
+            except Exception as e:  # inside the program's first CUDA call: never its problem
+                _warn("PyTorch tensors not seen (%s: %s); the report shows the caching allocator's segments"
+                      % (type(e).__name__, e))
 
     cuda._lazy_init = _lazy_init  # torch.cuda's own calls and the C++ lazy init look it up by name
     return True
