@@ -10,17 +10,13 @@
 #include <cstring>
 
 #include "analysis/internal.h"
+#include "text/code_owner.h"
 
 namespace gpuleak::analysis::detail {
 
 namespace {
 
 bool has(const std::string &s, const char *needle) { return s.find(needle) != std::string::npos; }
-
-std::string base_name(const std::string &path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 bool starts(const std::string &s, const char *prefix) { return s.compare(0, std::strlen(prefix), prefix) == 0; }
 
@@ -33,31 +29,15 @@ bool framework_package(const std::string &path) {
 
 }  // namespace
 
+// The rules of src/text/code_owner.h (shared with the headline), plus the frameworks' package
+// folders wherever they are (an editable install of torch is still torch's code here).
 bool library_python_file(const std::string &f) {
   if (f.empty() || f[0] == '<') return true;  // <frozen importlib._bootstrap>, <string>
-  if (has(f, "/site-packages/") || has(f, "/dist-packages/") || framework_package(f)) return true;
-  // The standard library: .../lib/python3.11/x.py (and lib64), not a user's folder named so.
-  for (const char *lib : {"/lib/python3", "/lib64/python3"}) {
-    size_t at = f.find(lib);
-    if (at == std::string::npos) continue;
-    size_t p = at + std::strlen(lib);
-    if (p < f.size() && f[p] == '.') ++p;
-    while (p < f.size() && f[p] >= '0' && f[p] <= '9') ++p;
-    if (p < f.size() && f[p] == '/') return true;
-  }
-  return false;
+  return text::in_installed_packages(f) || framework_package(f) || text::is_stdlib_file(f);
 }
 
 bool library_native_module(const std::string &path) {
-  if (has(path, "/site-packages/") || has(path, "/dist-packages/") || framework_package(path)) return true;
-  const std::string base = base_name(path);
-  for (const char *lib :
-       {"libcuda.",    "libcudart", "libcublas",    "libcudnn",   "libnccl",   "libcufft", "libcurand", "libcusparse",
-        "libcusolver", "libnvrtc",  "libnvJitLink", "libnvidia",  "libcupti",  "libc10",   "libtorch",  "libshm",
-        "libxla",      "libjax",    "libcupy",      "libgpuleak", "libpython", "libc.so",  "libc-",     "libstdc++",
-        "libgcc_s",    "ld-linux",  "libffi",       "_ctypes",    "python"})
-    if (starts(base, lib)) return true;
-  return false;
+  return framework_package(path) || text::is_library_module_path(path);
 }
 
 UserCode::UserCode(const format::Capture &capture) : capture_(capture) {

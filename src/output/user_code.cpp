@@ -4,11 +4,15 @@
 #include <cctype>
 #include <string_view>
 
+#include "text/code_owner.h"
 #include "text/paths.h"
 
 namespace gpuleak::output {
 
 using text::basename_of;
+using text::in_installed_packages;
+using text::is_interpreter_name;
+using text::stdlib_prefix_end;
 
 namespace {
 
@@ -23,27 +27,6 @@ bool under(const std::string &path, std::string root) {
 
 bool under_any(const std::string &path, const std::vector<std::string> &roots) {
   return std::any_of(roots.begin(), roots.end(), [&](const std::string &r) { return under(path, r); });
-}
-
-bool in_installed_packages(const std::string &path) {
-  return path.find("/site-packages/") != std::string::npos || path.find("/dist-packages/") != std::string::npos;
-}
-
-// lib/python3.12/..., lib64/python3.11/..., lib/pypy3.10/..., python312.zip/...
-size_t stdlib_prefix_end(const std::string &file) {
-  for (const char *marker : {"/lib/python", "/lib64/python", "/lib/pypy"}) {
-    size_t at = file.find(marker);
-    if (at == std::string::npos) continue;
-    size_t end = file.find('/', at + std::string_view(marker).size());
-    if (end != std::string::npos) return end + 1;
-  }
-  size_t zip = file.find(".zip/");
-  if (zip != std::string::npos && file.rfind("/python", zip) != std::string::npos) return zip + 5;
-  return std::string::npos;
-}
-
-bool is_stdlib(const std::string &file) {
-  return starts_with(file, "<frozen ") || stdlib_prefix_end(file) != std::string::npos;
 }
 
 // cudart::..., __cudart..., and the API's own entry points (cudaMalloc, cuMemAlloc_v2): the
@@ -63,26 +46,11 @@ bool option_takes_argument(const std::string &arg) {
   return arg == "-W" || arg == "-X" || arg == "--check-hash-based-pycs";
 }
 
-bool is_interpreter_name(const std::string &base) { return starts_with(base, "python") || starts_with(base, "pypy"); }
-
 std::string dirname_of(const std::string &path) {
   size_t slash = path.find_last_of('/');
   if (slash == std::string::npos) return {};
   return slash == 0 ? "/" : path.substr(0, slash);
 }
-
-// Module basenames (prefixes) of CUDA, frameworks, the interpreter and the C/C++ runtime.
-constexpr std::string_view kLibraryPrefixes[] = {
-    // CUDA and gpuleak (also is_cuda_or_gpuleak_module)
-    "libgpuleak", "libcuda.so", "libcudart", "libcupti", "libnvidia-", "libnvrtc", "libnvJitLink", "libnvjitlink",
-    "libcublas", "libcudnn", "libcufft", "libcurand", "libcusparse", "libcusolver", "libnccl", "libnvToolsExt",
-    "libnvtx", "libcufile", "libnvshmem",
-    // frameworks
-    "libtorch", "libc10", "libcaffe2", "libshm", "libcupy", "libjax", "jaxlib", "libxla", "xla_extension",
-    "libtensorflow", "libonnxruntime", "libtriton",
-    // the interpreter and the C/C++ runtime
-    "libpython", "libffi", "libc.so", "libc-", "libm.so", "libstdc++", "libgcc_s", "libpthread", "libdl.so", "ld-linux",
-    "ld64.so", "libgomp", "libomp", "libiomp"};
 
 }  // namespace
 
@@ -127,7 +95,7 @@ bool is_user_python_file(const std::string &file, const UserCode &user) {
   if (under_any(file, user.roots)) return true;
   if (in_installed_packages(file)) return false;
   if (!user.program_dir.empty() && under(file, user.program_dir)) return true;
-  return !is_stdlib(file);
+  return !text::is_stdlib_file(file);
 }
 
 bool is_cuda_or_gpuleak_module(const std::string &module_path) {
@@ -141,12 +109,7 @@ bool is_user_native_frame(const Frame &f, const UserCode &user) {
   if (f.kind != Frame::Kind::kNative) return false;
   if (!f.module.empty() && under_any(f.module, user.roots)) return true;
   if (is_cuda_api_name(f.function)) return false;  // the CUDA runtime linked statically (nvcc's default)
-  if (in_installed_packages(f.module) || f.module.find("/lib-dynload/") != std::string::npos) return false;
-  std::string base = basename_of(f.module);
-  if (is_interpreter_name(base) && base.find(".so") == std::string::npos) return false;  // a static python3.x
-  for (std::string_view p : kLibraryPrefixes)
-    if (starts_with(base, p)) return false;
-  return true;
+  return !text::is_library_module_path(f.module);  // installed packages, CUDA, frameworks, the interpreter
 }
 
 std::string short_path(const std::string &file) {

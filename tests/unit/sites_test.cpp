@@ -4,6 +4,7 @@
 // `python -m pkg`, a script run from another folder, zipapps.
 #include <gtest/gtest.h>
 
+#include "analysis/internal.h"
 #include "output/sites.h"
 #include "output/user_code.h"
 
@@ -177,6 +178,30 @@ TEST(Headline, WithoutUserCodeATensorIsHeadedByWhatAskedTheAllocator) {
   EXPECT_EQ(h.frame.function, "at::cuda::getCurrentCUDABlasHandle");
   // only the allocator's frames: the innermost of them
   EXPECT_EQ(headline_of({frames[0], frames[1]}, project()).frame.function, frames[0].function);
+}
+
+// One line between the user's code and the rest (src/text/code_owner.h): the analysis (loops from
+// Python frames, advice filters) and the headline agree on every module and file, except the
+// frameworks' own source trees, which the analysis keeps as the framework's wherever they are.
+TEST(UserCode, TheAnalysisAndTheHeadlineDrawTheSameLine) {
+  UserCode none;  // no program folder, no --user-code
+  for (const std::string module :
+       {"/home/ana/proj/build/train", "/home/ana/proj/build/libkernels.so", "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+        "/venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so", "/usr/lib/libcublasLt.so.13",
+        "/usr/bin/python3.11", "/usr/lib/python3.12/lib-dynload/_ctypes.cpython-312-x86_64-linux-gnu.so",
+        "/usr/lib/x86_64-linux-gnu/libstdc++.so.6", "/opt/conda/lib/libgomp.so.1", "/work/gpuleak/lib/libgpuleak.so"}) {
+    EXPECT_EQ(analysis::detail::library_native_module(module), !is_user_native_frame(native("f", module), none))
+        << module;
+  }
+  for (const std::string file :
+       {"/home/ana/proj/train.py", "/venv/lib/python3.12/site-packages/torch/nn/modules/linear.py",
+        "/usr/lib/python3.12/threading.py", "<frozen importlib._bootstrap>", "/opt/pypy/lib/pypy3.10/os.py",
+        "/usr/lib/python312.zip/json/__init__.py", "/usr/lib/python3/dist-packages/numpy/core/numeric.py"}) {
+    EXPECT_EQ(analysis::detail::library_python_file(file), !is_user_python_file(file, none)) << file;
+  }
+  // the documented difference: a framework's source tree outside site-packages (an editable install)
+  EXPECT_TRUE(analysis::detail::library_python_file("/src/pytorch/torch/nn/modules/linear.py"));
+  EXPECT_TRUE(is_user_python_file("/src/pytorch/torch/nn/modules/linear.py", none));
 }
 
 TEST(SiteId, RenamedExecutableKeepsItsIds) {
