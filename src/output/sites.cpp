@@ -4,6 +4,7 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "text/code_owner.h"
 #include "text/paths.h"
 
 namespace gpuleak::output {
@@ -147,10 +148,10 @@ Headline headline_of(const Stack &frames, const UserCode &user) {
       return f.kind == Frame::Kind::kNative && !is_cuda_or_gpuleak_module(f.module) &&
              (!f.function.empty() || has_file(f));
     };
-    // Past the caching allocator's own frames (PyTorch's c10: record_trace, malloc, allocate), to
-    // what asked it for memory: the op or library that made the tensor.
+    // Past the caching allocator's own frames, to what asked it for memory: the op or library
+    // that made the tensor.
     auto past_allocator = [&](const Frame &f) {
-      return named_native(f) && basename_of(f.module).compare(0, 6, "libc10") != 0;
+      return named_native(f) && !text::is_allocator_module_name(basename_of(f.module));
     };
     pick = python ? std::find_if(frames.begin(), frames.end(), is_python_source)
                   : std::find_if(frames.begin(), frames.end(), past_allocator);

@@ -60,6 +60,10 @@ inline bool is_library_module_name(std::string_view base) {
   return false;
 }
 
+// A framework's memory allocator itself (PyTorch's c10: its caching allocator's record_trace,
+// malloc, allocate): the frames to look past for what asked it for memory.
+inline bool is_allocator_module_name(std::string_view base) { return base.substr(0, 6) == "libc10"; }
+
 // A loaded module that is not the user's: an installed package's, the interpreter's extension
 // modules (lib-dynload), a library named above, or a static interpreter executable.
 inline bool is_library_module_path(const std::string &path) {

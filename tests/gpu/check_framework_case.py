@@ -73,7 +73,7 @@ def judge(report, measured, tolerance, source, refusal_ok):
     return True, f"{seen}; {where}; rate {mib(rate)}/iteration vs {mib(want)}/step measured"
 
 
-def snapshot_check(report, measured, tolerance):
+def snapshot_check(report, measured):
     """PyTorch's caching allocator (issue 14): the report saw tensors, and its figures agree with
     torch.cuda.memory._snapshot() of the same run (taken at the loop's end; nothing is allocated
     after it, and the allocator keeps its segments to the end). (ok, text), or None without one."""
@@ -117,7 +117,7 @@ def main():
             return 2
     report = load(a.report, "report")
     ok, text = judge(report, measured, a.tolerance, a.iteration_source, a.pool_refusal_ok)
-    snap = snapshot_check(report, measured, a.tolerance)
+    snap = snapshot_check(report, measured)
     if snap is not None:
         ok = ok and snap[0]
         text += "; " + ("" if snap[0] else "FAIL: ") + snap[1]

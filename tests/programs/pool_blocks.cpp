@@ -29,46 +29,46 @@ const auto pool_block = reinterpret_cast<gpuleak_pool_block_fn>(dlsym(RTLD_DEFAU
 }  // namespace
 
 extern "C" __attribute__((noinline)) unsigned long long grow_segment() {
-    void* p = nullptr;
-    CHECK_CUDA(cudaMalloc(&p, kSegment));
-    asm volatile("" ::: "memory");
-    return reinterpret_cast<uintptr_t>(p);
+  void *p = nullptr;
+  CHECK_CUDA(cudaMalloc(&p, kSegment));
+  asm volatile("" ::: "memory");
+  return reinterpret_cast<uintptr_t>(p);
 }
 
 extern "C" __attribute__((noinline)) void keep_tensor(unsigned long long address) {
-    if (pool_block) pool_block(1, 0, address, kMiB, 0, kPyTorch);
-    asm volatile("" ::: "memory");
+  if (pool_block) pool_block(1, 0, address, kMiB, 0, kPyTorch);
+  asm volatile("" ::: "memory");
 }
 
 extern "C" __attribute__((noinline)) void scratch_tensor(unsigned long long address, unsigned long long size) {
-    if (pool_block) pool_block(1, 0, address, size, 0, kPyTorch);
-    asm volatile("" ::: "memory");
+  if (pool_block) pool_block(1, 0, address, size, 0, kPyTorch);
+  asm volatile("" ::: "memory");
 }
 
 extern "C" __attribute__((noinline)) void release_tensor(unsigned long long address) {
-    if (pool_block) pool_block(2, 0, address, 0, 0, kPyTorch);
-    asm volatile("" ::: "memory");
+  if (pool_block) pool_block(2, 0, address, 0, 0, kPyTorch);
+  asm volatile("" ::: "memory");
 }
 
-int main(int argc, char** argv) {
-    const bool leak = argc > 1 && std::strcmp(argv[1], "leak") == 0;
-    const long n = arg_or(argc, argv, 2, 40);
-    gpuleak_pool_attached(kPyTorch, "test allocator (pool_blocks.cpp)");
-    std::vector<unsigned long long> segments;
-    for (long i = 0; i < n; ++i) {
-        gpuleak_iteration_begin("train");
-        const bool grow = leak ? i % 5 == 0 : i < 3;
-        if (grow) segments.push_back(grow_segment());
-        const unsigned long long base = segments.back();
-        // A block at the segment's very start has the segment's address: its own address space.
-        if (leak) keep_tensor(base + static_cast<unsigned long long>(i % 5) * kMiB);
-        const unsigned long long scratch = base + 10 * kMiB;
-        // One call site each (not unrolled into three), like one line of a training step.
+int main(int argc, char **argv) {
+  const bool leak = argc > 1 && std::strcmp(argv[1], "leak") == 0;
+  const long n = arg_or(argc, argv, 2, 40);
+  gpuleak_pool_attached(kPyTorch, "test allocator (pool_blocks.cpp)");
+  std::vector<unsigned long long> segments;
+  for (long i = 0; i < n; ++i) {
+    gpuleak_iteration_begin("train");
+    const bool grow = leak ? i % 5 == 0 : i < 3;
+    if (grow) segments.push_back(grow_segment());
+    const unsigned long long base = segments.back();
+    // A block at the segment's very start has the segment's address: its own address space.
+    if (leak) keep_tensor(base + static_cast<unsigned long long>(i % 5) * kMiB);
+    const unsigned long long scratch = base + 10 * kMiB;
+    // One call site each (not unrolled into three), like one line of a training step.
 #pragma GCC unroll 1
-        for (int k = 0; k < 3; ++k) scratch_tensor(scratch + k * 2 * kMiB, 2 * kMiB);
+    for (int k = 0; k < 3; ++k) scratch_tensor(scratch + k * 2 * kMiB, 2 * kMiB);
 #pragma GCC unroll 1
-        for (int k = 0; k < 3; ++k) release_tensor(scratch + k * 2 * kMiB);
-        gpuleak_iteration_end();
-    }
-    return 0;
+    for (int k = 0; k < 3; ++k) release_tensor(scratch + k * 2 * kMiB);
+    gpuleak_iteration_end();
+  }
+  return 0;
 }

@@ -290,7 +290,10 @@ class _AfterImport:
 
         def exec_module(module):
             run(module)
-            then(module)
+            try:
+                then(module)
+            except Exception as e:  # a hook never fails the program's import
+                _warn("start-up hook for %s failed (%s: %s); running without it" % (name, type(e).__name__, e))
 
         spec.loader.exec_module = exec_module
         return spec
@@ -314,12 +317,11 @@ def install_cupy(mode):
 # --- PyTorch -------------------------------------------------------------------------------------
 
 def _attach_torch(module):
+    from gpuleak import _torch  # the standard library only: imported when torch is, not at start-up
     try:
-        from gpuleak import _torch
         _torch.attach(module)
     except Exception as e:  # never the program's problem
-        _warn("PyTorch tensors not seen (%s: %s); the report shows the caching allocator's segments"
-              % (type(e).__name__, e))
+        _torch.not_seen("%s: %s" % (type(e).__name__, e))
 
 
 def install_torch():

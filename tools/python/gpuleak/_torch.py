@@ -31,6 +31,11 @@ def _warn(message):
     sys.stderr.write("gpuleak: " + message + "\n")
 
 
+def not_seen(why):
+    """The one line said whenever the tensors cannot be seen: why, and what the report shows instead."""
+    _warn("PyTorch tensors not seen (%s); the report shows the caching allocator's segments" % why)
+
+
 def adapter_source():
     """The adapter's source: the wheel's or install's copy, else the checkout's; None when absent."""
     candidates = [os.environ.get("GPULEAK_TORCH_ADAPTER_SRC", ""),
@@ -134,8 +139,7 @@ def attach(torch):
                 if fn is not None:
                     _attach_now(torch, fn)
             except Exception as e:  # inside the program's first CUDA call: never its problem
-                _warn("PyTorch tensors not seen (%s: %s); the report shows the caching allocator's segments"
-                      % (type(e).__name__, e))
+                not_seen("%s: %s" % (type(e).__name__, e))
 
     cuda._lazy_init = _lazy_init  # torch.cuda's own calls and the C++ lazy init look it up by name
     return True
@@ -147,13 +151,12 @@ def _attach_now(torch, fn):
     try:
         ok = fn(torch.__version__.encode(), buf, len(buf))
     except Exception as e:  # never the program's problem
-        _warn("PyTorch tensors not seen (%s: %s); the report shows the caching allocator's segments"
-              % (type(e).__name__, e))
+        not_seen("%s: %s" % (type(e).__name__, e))
         return False
     if not ok:
         reason = buf.value.decode(errors="replace")
         if "not the caching allocator" not in reason:  # per-tensor mode: nothing is hidden
-            _warn("PyTorch tensors not seen (%s); the report shows the caching allocator's segments" % reason)
+            not_seen(reason)
         return False
     return True
 
@@ -170,7 +173,7 @@ def _load(torch):
         source = adapter_source()
         path, why = (None, "the adapter's source is missing") if source is None else _build(torch, source)
     if path is None:
-        _warn("PyTorch tensors not seen (%s); the report shows the caching allocator's segments" % why)
+        not_seen(why)
         return None
     try:
         # libc10_cuda.so is loaded already (by torch._C), local to it: the adapter binds to that copy.
@@ -179,7 +182,6 @@ def _load(torch):
         fn.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
         fn.restype = ctypes.c_int
     except (OSError, AttributeError) as e:
-        _warn("PyTorch tensors not seen (loading %s failed: %s); the report shows the caching allocator's "
-              "segments" % (path, e))
+        not_seen("loading %s failed: %s" % (path, e))
         return None
     return fn
