@@ -340,7 +340,7 @@ Analysis analyze(const format::Capture &capture, const format::MemorySource &mem
   std::optional<LifeRecorder> lives;
   if (options.record_lives) observers.push_back(&lives.emplace(sites, segments));
   Ledger ledger;
-  replay(capture, timeline, sites, spans, observers, &ledger);
+  replay(capture, timeline, sites, spans, primary.end_pos, observers, &ledger);
   if (lives) out.lives = lives->take(ledger);
 
   out.accounting = ledger.accounting;

@@ -15,6 +15,7 @@
 //   advice*.cpp           the loop advice (advice_internal.h)
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <limits>
@@ -150,6 +151,26 @@ std::vector<Span> spans_from_period(const Timeline &timeline, const SiteTable &s
 std::vector<Span> spans_from_python_loop(const format::Capture &capture, const Timeline &timeline,
                                          const SiteTable &sites, int min_repetitions, double min_coverage);
 
+// How many of an ascending list of event positions are at or before p (std::upper_bound's
+// count), for a p that never decreases, as a replay's position: O(1) amortized where a binary
+// search per event cost log2(iterations). A p below the last one asked is searched for.
+class PositionCursor {
+ public:
+  explicit PositionCursor(const std::vector<uint32_t> &positions) : positions_(&positions) {}
+  uint32_t through(uint32_t p) {
+    const std::vector<uint32_t> &v = *positions_;
+    if (p < last_) return static_cast<uint32_t>(std::upper_bound(v.begin(), v.end(), p) - v.begin());
+    last_ = p;
+    while (next_ < v.size() && v[next_] <= p) ++next_;
+    return next_;
+  }
+
+ private:
+  const std::vector<uint32_t> *positions_;
+  uint32_t next_ = 0;
+  uint32_t last_ = 0;
+};
+
 // One live allocation, as long as it lives.
 struct Life {
   uint64_t size = 0;
@@ -157,8 +178,11 @@ struct Life {
   uint32_t site = 0;
   uint32_t birth_ns = 0;  // duration of the allocating call
   uint32_t ordinal = 0;   // the how-manieth allocation of owned memory (from 0)
-  uint16_t slot = 0;      // device slot (Ledger::devices)
-  uint16_t api = 0;       // api_label of the allocating call
+  // Primary iteration ends (Primary::end_pos) at or before its birth: which iteration it was born
+  // in, without a search over the ends on every death (LoopView::iteration_born).
+  uint32_t ends_at_birth = 0;
+  uint16_t slot = 0;  // device slot (Ledger::devices)
+  uint16_t api = 0;   // api_label of the allocating call
   Space space = Space::kDevicePtr;
   bool async = false;   // the allocating call was stream-ordered
   bool mapped = false;  // VMM: mapped once already (the first mapping's site owns it)
@@ -270,9 +294,11 @@ struct Ledger {
   // Span s's numbers for one slot, touched or not.
   IterationDevice row(uint32_t span, size_t slot) const;
 };
-// One replay of every event: fills *ledger and tells the observers.
+// One replay of every event: fills *ledger and tells the observers. `primary_ends` (Primary::end_pos)
+// sets each Life's ends_at_birth.
 void replay(const format::Capture &capture, const Timeline &timeline, const SiteTable &sites,
-            const std::vector<Span> &spans, const std::vector<Observer *> &observers, Ledger *ledger);
+            const std::vector<Span> &spans, const std::vector<uint32_t> &primary_ends,
+            const std::vector<Observer *> &observers, Ledger *ledger);
 
 // The iterations the verdicts are computed on: the primary loop's spans in end order.
 struct Primary {
@@ -285,7 +311,8 @@ struct Primary {
 // the ends where an allocation started or stopped counting (verdicts.cpp).
 class SurvivorObserver : public Observer {
  public:
-  SurvivorObserver(const Primary &primary, const PoolBlocks *pool) : primary_(primary), pool_(pool) {}
+  SurvivorObserver(const Primary &primary, const PoolBlocks *pool)
+      : primary_(primary), pool_(pool), ends_(primary.end_pos) {}
   void died(uint32_t k, const format::MemoryRecord &r, const Life &a) override;
   void finish(const LiveSet &live) override;
 
@@ -310,6 +337,7 @@ class SurvivorObserver : public Observer {
   void add(const Life &a, uint32_t ub);
   const Primary &primary_;
   const PoolBlocks *pool_;
+  PositionCursor ends_;                           // over primary_.end_pos, at the replay's position
   std::unordered_map<uint64_t, uint32_t> index_;  // (slot, site) -> series
 };
 // Fills out->leaks, the devices' verdicts and growth fits, and out->verdict.

@@ -39,8 +39,14 @@ namespace {
 class Replayer {
  public:
   Replayer(const Capture &capture, const Timeline &timeline, const SiteTable &sites, const std::vector<Span> &spans,
-           const std::vector<Observer *> &observers, Ledger *out)
-      : capture_(capture), timeline_(timeline), sites_(sites), spans_(spans), observers_(observers), out_(*out) {}
+           const std::vector<uint32_t> &primary_ends, const std::vector<Observer *> &observers, Ledger *out)
+      : capture_(capture),
+        timeline_(timeline),
+        sites_(sites),
+        spans_(spans),
+        observers_(observers),
+        out_(*out),
+        primary_ends_(primary_ends) {}
 
   void run() {
     out_.devices = timeline_.devices;
@@ -194,6 +200,7 @@ class Replayer {
     a.site = sites_.of(r);
     a.birth_ns = r.duration_ns;
     a.ordinal = static_cast<uint32_t>(out_.accounting.allocations);
+    a.ends_at_birth = primary_ends_.through(k);
     a.slot = static_cast<uint16_t>(slot(r.device));
     a.api = api_label(r);
     a.space = space;
@@ -318,6 +325,7 @@ class Replayer {
   const std::vector<Span> &spans_;
   const std::vector<Observer *> &observers_;
   Ledger &out_;
+  PositionCursor primary_ends_;
   std::vector<int> lookup_;     // device index -> slot
   std::vector<uint64_t> live_;  // per slot
   uint64_t host_live_ = 0, host_peak_ = 0;
@@ -340,9 +348,9 @@ class Replayer {
 }  // namespace
 
 void replay(const Capture &capture, const Timeline &timeline, const SiteTable &sites, const std::vector<Span> &spans,
-            const std::vector<Observer *> &observers, Ledger *ledger) {
+            const std::vector<uint32_t> &primary_ends, const std::vector<Observer *> &observers, Ledger *ledger) {
   *ledger = Ledger{};
-  Replayer(capture, timeline, sites, spans, observers, ledger).run();
+  Replayer(capture, timeline, sites, spans, primary_ends, observers, ledger).run();
 }
 
 }  // namespace gpuleak::analysis::detail

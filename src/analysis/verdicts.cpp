@@ -90,7 +90,7 @@ uint32_t first_leaking_iteration(const Series &s, uint32_t n, uint32_t w) {
 void SurvivorObserver::add(const Life &a, uint32_t ub) {
   const auto &ends = primary_.end_pos;
   const uint32_t n = static_cast<uint32_t>(ends.size());
-  uint32_t lb = static_cast<uint32_t>(std::upper_bound(ends.begin(), ends.end(), a.birth) - ends.begin());
+  const uint32_t lb = std::min(a.ends_at_birth, n);
   if (lb >= ub) return;  // born and gone between two iteration ends
   auto [it, fresh] =
       index_.try_emplace(static_cast<uint64_t>(a.slot) << 32 | a.site, static_cast<uint32_t>(series.size()));
@@ -115,8 +115,7 @@ void SurvivorObserver::add(const Life &a, uint32_t ub) {
 
 void SurvivorObserver::died(uint32_t k, const format::MemoryRecord &, const Life &a) {
   if (!leak_candidate(pool_, a)) return;
-  const auto &ends = primary_.end_pos;
-  add(a, static_cast<uint32_t>(std::upper_bound(ends.begin(), ends.end(), k) - ends.begin()));
+  add(a, ends_.through(k));
 }
 
 void SurvivorObserver::finish(const LiveSet &live) {
