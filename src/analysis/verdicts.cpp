@@ -17,6 +17,9 @@
 // tests. A device with a leak is `leak`, else with growth `growth`, else `clean`; too few
 // iterations, or none, make it `inconclusive`; a device that never allocated is `clean`.
 #include <algorithm>
+#include <atomic>
+#include <system_error>
+#include <thread>
 #include <unordered_map>
 
 #include "analysis/fit.h"
@@ -28,6 +31,9 @@ namespace gpuleak::analysis::detail {
 namespace {
 
 using Series = SurvivorObserver::Series;
+
+// Threads for the fits after each warm-up: 65 fits, each a millisecond or more on a long series.
+constexpr unsigned kMaxFitThreads = 8;
 using Delta = SurvivorObserver::Delta;
 
 struct Trend {
@@ -81,6 +87,45 @@ uint32_t first_leaking_iteration(const Series &s, uint32_t n, uint32_t w) {
   if (j == n) return w;
   while (j > 0 && left[j - 1]) --j;  // the run of surviving births reaching back into warm-up
   return j;
+}
+
+// DeviceSummary::growth_after_warmup: the slope of y[k..n) for k = 0 .. count-1. The fits are
+// independent, and on a long series each is a pass over 130,816 pairs (robust_fit.h): then they
+// run on a few threads. Each slot is its own fit's, so the doubles are the same whatever the
+// threads; a thread that cannot start, or a fit that fails on one, is done on this thread.
+std::vector<double> fits_after_warmup(const std::vector<double> &y, uint32_t count) {
+  const size_t n = y.size();
+  std::vector<double> out(count, 0);
+  std::vector<char> done(count, 0);
+  std::atomic<uint32_t> next{0};
+  std::atomic<bool> failed{false};
+  auto work = [&] {
+    try {
+      std::vector<double> scratch;
+      for (uint32_t k; !failed && (k = next.fetch_add(1)) < count;) {
+        out[k] = robust_slope(y.data() + k, n - k, &scratch);
+        done[k] = 1;
+      }
+    } catch (const std::exception &) {
+      failed = true;
+    }
+  };
+  const bool long_series = n >= kMaxExactFitPoints + count;  // every fit pairs kMaxExactFitPoints points
+  const unsigned threads = long_series ? std::min(std::thread::hardware_concurrency(), kMaxFitThreads) : 1;
+  std::vector<std::thread> helpers;
+  for (unsigned t = 1; t < threads && t < count; ++t) {
+    try {
+      helpers.emplace_back(work);
+    } catch (const std::system_error &) {
+      break;
+    }
+  }
+  if (!helpers.empty()) work();
+  for (std::thread &h : helpers) h.join();
+  std::vector<double> scratch;
+  for (uint32_t k = 0; k < count; ++k)
+    if (!done[k]) out[k] = robust_slope(y.data() + k, n - k, &scratch);
+  return out;
 }
 
 }  // namespace
@@ -154,8 +199,7 @@ void decide(const Ledger &ledger, const SiteTable &sites, const Primary &primary
       dev.growth_fit_quality = t.fit.quality;
       dev.growth_r2 = t.r2;
       dev.verdict = rises(t, m, o) ? Verdict::kGrowth : Verdict::kClean;
-      for (uint32_t k = 0; k + 2 <= n && k <= kMaxWarmupFits; ++k)
-        dev.growth_after_warmup.push_back(robust_slope(y.data() + k, n - k, &scratch));
+      dev.growth_after_warmup = fits_after_warmup(y, n >= 2 ? std::min(n - 1, kMaxWarmupFits + 1) : 0);
     }
   }
   if (!enough) {

@@ -10,6 +10,7 @@
 #include <ctime>
 #include <unordered_map>
 
+#include "output/json_text.h"
 #include "output/report_advice.h"
 #include "output/report_segments.h"
 #include "text/paths.h"
@@ -407,7 +408,7 @@ json make_report(const format::Capture &capture, const analysis::Analysis &a, Si
 }
 
 std::string dump_report(const json &report) {
-  std::string text = report.dump(2, ' ', false, json::error_handler_t::replace);
+  std::string text = json_text(report);  // dump(2, ' ', false, replace), byte for byte
   // '<' only occurs inside strings, where "\/" is a valid escape of '/'. Most reports have no
   // "</" at all: the text is returned as it is, else copied a stretch at a time.
   size_t hit = text.find("</");
