@@ -2,10 +2,14 @@
 // strings. Every report is dumped with dump_report and re-parsed by nlohmann's parser.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdint>
+
 #include <nlohmann/json.hpp>
 
 #include "analysis/analysis.h"
 #include "analysis/capture_builder.h"
+#include "output/json_text.h"
 #include "output/report_json.h"
 #include "output/text_summary.h"
 
@@ -87,6 +91,26 @@ json report_of(const format::Capture &c, const ReportContext &ctx = {}) {
   analysis::Analysis a = analysis::analyze(c);
   std::string text = dump_report(make_report(c, a, fake_symbolize, ctx));
   return json::parse(text);  // throws on invalid JSON
+}
+
+// json_text() is nlohmann's dump(2, ' ', false, replace) to the byte, for every kind of value:
+// nested empty and one-element containers, numbers of each type and sign, floats nlohmann writes
+// in its own way, and strings it must escape or repair (control bytes, quotes, UTF-8, invalid
+// UTF-8), as values and as keys.
+TEST(ReportJson, TextIsNlohmannsDumpToTheByte) {
+  const std::string hostile = std::string("q\"b\\s\x01\x1f\x7f\n</x>") + "\xc3\xa9\xff\xfe(";
+  json doc = {
+      {"empty_object", json::object()},
+      {"empty_array", json::array()},
+      {"one", json::array({json::object({{"a", json::array()}})})},
+      {"numbers", {0, -1, INT64_MIN, INT64_MAX, UINT64_MAX, 0.1, -2.5e-300, 1e300, 3.0, 0.199, 1.0 / 3}},
+      {"special", {std::nan(""), INFINITY, nullptr, true, false}},
+      {"strings", {"", "plain", "say \"hi\"", "back\\\\slash", hostile, "\xe2\x82\xac euro"}},
+      {hostile, {{hostile, hostile}, {"z", 1u}}},
+  };
+  EXPECT_EQ(json_text(doc), doc.dump(2, ' ', false, json::error_handler_t::replace));
+  for (const json &v : {json(1.5), json("x"), json(nullptr), json::array(), json(-7)})
+    EXPECT_EQ(json_text(v), v.dump(2, ' ', false, json::error_handler_t::replace));
 }
 
 TEST(ReportJson, HasTheDocumentedShape) {
