@@ -251,11 +251,14 @@ void fill_devices(const Capture &capture, const Ledger &ledger, Analysis *out) {
 void fill_iterations(const Capture &capture, const std::vector<Span> &spans, const Ledger &ledger,
                      const std::string &primary, Analysis *out) {
   std::unordered_map<std::string, uint32_t> next_index;
+  uint32_t *counter = nullptr;  // the previous span's loop's: usually this one's too
   const uint64_t anchor = capture.header.monotonic_ns;
+  out->iterations.reserve(spans.size());
   for (size_t s = 0; s < spans.size(); ++s) {
     Iteration it;
     it.loop = spans[s].loop;
-    it.index = next_index[it.loop]++;
+    if (!counter || s == 0 || spans[s].loop != spans[s - 1].loop) counter = &next_index[it.loop];
+    it.index = (*counter)++;
     it.primary = it.loop == primary;
     it.start_ns = since_start(spans[s].start_ns, anchor);
     it.end_ns = since_start(spans[s].end_ns, anchor);

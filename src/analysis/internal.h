@@ -132,7 +132,7 @@ std::vector<Span> spans_from_nvtx(const format::Capture &capture, const std::reg
 std::string primary_loop(const std::vector<Span> &spans);
 // Allocation indices (into the allocation sequence) -> their event positions (timeline.size past
 // the last), from SiteTable::alloc_positions; and event positions (ascending, each <
-// timeline.size) -> their times, in one replay.
+// timeline.size; repeats allowed) -> their times, in one replay.
 std::vector<uint32_t> positions_of(const Timeline &timeline, const SiteTable &sites,
                                    const std::vector<uint32_t> &allocs);
 std::vector<uint64_t> times_at(const Timeline &timeline, const std::vector<uint32_t> &positions);
