@@ -101,7 +101,7 @@ class Replayer {
   void open_span(uint32_t s) {
     open_pos_[s] = static_cast<uint32_t>(open_.size());
     open_.push_back(s);
-    open_cells_.emplace_back();
+    if (open_cells_.size() < open_.size()) open_cells_.emplace_back();  // else a cleared one is reused
   }
   void close_span(uint32_t s) {
     uint32_t pos = open_pos_[s];
@@ -110,8 +110,10 @@ class Replayer {
     open_pos_[open_.back()] = pos;
     open_[pos] = open_.back();
     open_.pop_back();
-    open_cells_[pos] = std::move(open_cells_.back());
-    open_cells_.pop_back();
+    // The closed span's list goes past the open ones, emptied but keeping its capacity: a span
+    // per allocation (a loop of one pair) allocated and freed one list each.
+    std::swap(open_cells_[pos], open_cells_[open_.size()]);
+    open_cells_[open_.size()].clear();
     open_pos_[s] = kNone;
   }
 
@@ -335,6 +337,7 @@ class Replayer {
   std::vector<uint32_t> open_;  // spans open at the current position
   std::vector<uint32_t> open_pos_;
   // Per open span (same order as open_): the (slot, index into cells_) of the devices it touched.
+  // Entries past open_.size() are empty lists kept for the next spans.
   std::vector<std::vector<std::pair<uint16_t, uint32_t>>> open_cells_;
   struct Cell {
     uint32_t span = 0;
