@@ -109,25 +109,28 @@ BASELINE = {name: ("plain-async" if name.startswith("gl-tensor") else "plain") f
 
 
 def run_one(cli, name, workload, args, outdir):
-    """The step time in ms (None when the run failed) and the unwinder the capture used."""
+    """The step time in ms (None when the run failed) and gpuleak's own-time line (GPULEAK_SELF_TIME:
+    its hooks' time, the unwinder and the memo's hits), shortened."""
     opts, extra = CONFIGS[name]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GPULEAK_", "PYTORCH_CUDA_ALLOC"))}
     env.update(extra)
     cmd = [sys.executable, "-c", CHILD, workload, str(args.warmup), str(args.blocks), str(args.steps)]
-    out = tempfile.mkdtemp(dir=outdir)
     if opts is not None:
         env["GPULEAK_QUIET"] = "1"
-        cmd = [cli, "run", "--out", out, *opts, "--", *cmd]
+        env["GPULEAK_SELF_TIME"] = "1"
+        cmd = [cli, "run", "--out", outdir, "--no-report", *opts, "--", *cmd]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
-    unwinder = ""
-    for report in glob.glob(os.path.join(out, "*.report.json")):
-        with open(report) as f:
-            unwinder = (json.load(f).get("run") or {}).get("unwinder") or ""
+    own = ""
+    for line in p.stderr.splitlines():
+        if "(GPULEAK_SELF_TIME): " in line:
+            own = line.split("(GPULEAK_SELF_TIME): ", 1)[1]
+    for f in glob.glob(os.path.join(outdir, "*")):
+        os.remove(f)
     for line in p.stdout.splitlines():
         if line.startswith("RESULT "):
-            return json.loads(line[7:])["median_ms"], unwinder
+            return json.loads(line[7:])["median_ms"], own
     sys.stderr.write(f"{name}/{workload} failed ({p.returncode}): {p.stderr[-2000:]}\n")
-    return None, unwinder
+    return None, own
 
 
 def main():
@@ -148,10 +151,10 @@ def main():
         for r in range(args.rounds):
             for w in workloads:
                 for n in names:
-                    ms, unwinder = run_one(args.cli, n, w, args, outdir)
+                    ms, own = run_one(args.cli, n, w, args, outdir)
                     if ms is not None:
                         figures[(n, w)].append(ms)
-                    print(f"round {r + 1} {w:11} {n:17} {ms if ms is None else f'{ms:.3f}'} ms {unwinder}", flush=True)
+                    print(f"round {r + 1} {w:11} {n:17} {ms if ms is None else f'{ms:.3f}'} ms {own}", flush=True)
     print()
     print(f"{'workload':11} {'configuration':15} {'median ms':>9} {'min-max':>15} {'vs baseline':>12}")
     summary = {}
