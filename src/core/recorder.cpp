@@ -273,6 +273,7 @@ PendingFree begin_free(Space space, uint64_t address) {
   PendingFree p;
   State *s = g_state;
   if (phase(s) != Phase::kRunning) return p;
+  SelfTimer timer(s->config.self_time, &s->self_time.frees, &s->self_time.free_ticks);
   p.active = true;
   p.found = s->live.take(space, address, &p.entry);
   return p;
@@ -281,6 +282,7 @@ PendingFree begin_free(Space space, uint64_t address) {
 void end_free(const PendingFree &p, const CallFacts &f, Space space) {
   State *s = g_state;
   if (!p.active) return;
+  SelfTimer timer(s->config.self_time, &s->self_time.frees, &s->self_time.free_ticks);  // (counts 2 a free)
   if (f.result != 0 && p.found) s->live.restore(space, f.address, p.entry);
   format::MemoryRecord r = make_record(f, true);
   if (p.found) {

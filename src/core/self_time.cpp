@@ -18,8 +18,10 @@ Line &micros(Line &line, uint64_t ticks) {
 void say_self_time(const SelfTime &t, const char *unwinder) {
   const uint64_t unwinds = t.unwinds.load(), hits = t.memo_hits.load();
   Line line;
-  line.text("gpuleak: own time in the allocation hooks (GPULEAK_SELF_TIME): ").num(t.records.load());
-  micros(line.text(" records in "), t.record_ticks.load());
+  line.text("gpuleak: own time in the hooks (GPULEAK_SELF_TIME): ").num(t.records.load());
+  micros(line.text(" allocation records in "), t.record_ticks.load());
+  line.text(", ").num(t.frees.load() / 2);  // each free is timed in its two halves
+  micros(line.text(" free records in "), t.free_ticks.load());
   line.text("; native stacks (").text(unwinder).text("): ").num(unwinds).text(" (").num(hits).text(" from the memo, ");
   line.num(unwinds > hits ? t.frames.load() / (unwinds - hits) : 0).text(" frames per unwind) in ");
   micros(line, t.unwind_ticks.load());
