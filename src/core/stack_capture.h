@@ -35,8 +35,9 @@ struct StackProof {
 
 class StackCapture {
  public:
-  // Loads the unwinder; `own_begin/own_end` bound gpuleak's own code, whose frames are skipped.
-  void init(uintptr_t own_begin, uintptr_t own_end);
+  // Loads the unwinder (libgcc's when `libgcc` or libunwind is missing); `own_begin/own_end` bound
+  // gpuleak's own code, whose frames are skipped.
+  void init(uintptr_t own_begin, uintptr_t own_end, bool libgcc = false);
   // Fills `out` with at most `max_frames` return addresses, innermost first, starting at the first
   // frame outside gpuleak. Returns the number of frames.
   unsigned capture(uint64_t *out, unsigned max_frames) const;
@@ -54,6 +55,9 @@ class StackCapture {
   const Cursor *cursor_ = nullptr;
   int which_ = 0;  // 0 none, 1 libunwind, 2 libgcc
   uintptr_t own_begin_ = 0, own_end_ = 0;
+  // The most own frames a capture has skipped (read and raised with relaxed __atomic builtins;
+  // copied with the rest into a fork child's state).
+  mutable int own_frames_ = 0;
 };
 
 }  // namespace gpuleak::core
