@@ -71,11 +71,22 @@ class Replayer {
     if (!std::is_sorted(by_end_.begin(), by_end_.end(), by_end))
       std::stable_sort(by_end_.begin(), by_end_.end(), by_end);
     open_pos_.assign(spans_.size(), kNone);
+    // Every observer is told before and after each event, until its before() or after() turns
+    // out to be the one that does nothing (after the first event).
+    std::vector<Observer *> before = observers_, after = observers_;
+    bool pruned = false;
     timeline_.replay([&](uint32_t k, const MemoryRecord &r) {
       boundaries(k);
-      for (Observer *o : observers_) o->before(k, &r, live_map_);
+      for (Observer *o : before) o->before(k, &r, live_map_);
       apply(k, r);
-      for (Observer *o : observers_) o->after(k, live_map_);
+      for (Observer *o : after) o->after(k, live_map_);
+      if (!pruned) {
+        pruned = true;
+        before.erase(std::remove_if(before.begin(), before.end(), [](Observer *o) { return o->default_before(); }),
+                     before.end());
+        after.erase(std::remove_if(after.begin(), after.end(), [](Observer *o) { return o->default_after(); }),
+                    after.end());
+      }
     });
     boundaries(timeline_.size);
     for (Observer *o : observers_) o->before(timeline_.size, nullptr, live_map_);
