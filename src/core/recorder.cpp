@@ -127,16 +127,17 @@ inline __attribute__((always_inline)) format::MemoryRecord make_record(const Cal
       uint64_t d = end.value > f.start.value ? end.value - f.start.value : 0;
       r.ts_ns = time_at_start ? f.start.value : end.value;
       r.duration_ns = d > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(d);
-      r.reserved = kTicksInRing;
+      r.reserved = kRingMark | kRingTicks;
     } else {
       CallTime t = call_finish(f.start, time_at_start);
       r.ts_ns = t.ts_ns;
       r.duration_ns = t.duration_ns > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(t.duration_ns);
+      r.reserved = kRingMark;
     }
   } else {
     ClockReading once = f.timing == Timing::kStart ? f.start : clock_read();
     r.ts_ns = once.value;
-    if (once.ticks) r.reserved = kTicksInRing;
+    r.reserved = once.ticks ? kRingMark | kRingTicks : kRingMark;
   }
   r.address = f.address;
   r.size = f.size;
@@ -161,7 +162,7 @@ bool counts_on_device(format::Kind k) {
 
 void write_oom(State *s, const format::MemoryRecord &r) {
   format::OomRecord o{};
-  o.ts_ns = r.reserved == kTicksInRing ? ticks_to_ns(r.ts_ns, 0).ts_ns : r.ts_ns;
+  o.ts_ns = (r.reserved & kRingTicks) ? ticks_to_ns(r.ts_ns, 0).ts_ns : r.ts_ns;
   o.requested = r.size;
   o.tid = r.tid;
   o.stack_id = r.stack_id;
@@ -212,7 +213,8 @@ uint16_t runtime_label_swap(uint16_t api) {
 
 namespace {
 
-// The allocation record and the live-table entry, once the capture runs.
+// The allocation record, once the capture runs. Its live-table entry is made by the drain, which
+// the marks in `reserved` tell what to keep (drain_settle.cpp).
 inline __attribute__((always_inline)) void alloc_body(State *s, const CallFacts &f, Space space) {
   format::MemoryRecord r = make_record(f, false);
   r.device = resolve_device(s, f.device);
@@ -225,15 +227,8 @@ inline __attribute__((always_inline)) void alloc_body(State *s, const CallFacts 
   bool owned = f.result == 0 && f.op == format::Op::kAlloc && !(f.flags & format::kFlagGraphReservation) &&
                f.kind != format::Kind::kImported;
   if (f.result == 0 &&
-      (owned || f.op == format::Op::kReserve || f.op == format::Op::kPoolCreate || f.kind == format::Kind::kImported)) {
-    LiveEntry e;
-    e.size = f.size;
-    e.stack_id = r.stack_id;
-    e.kind = r.kind;
-    e.device = r.device;
-    e.counts_on_device = owned && counts_on_device(f.kind);
-    s->live.insert(space, f.address, e);
-  }
+      (owned || f.op == format::Op::kReserve || f.op == format::Op::kPoolCreate || f.kind == format::Kind::kImported))
+    r.reserved |= kRingInsert | (owned && counts_on_device(f.kind) ? kRingOnDevice : 0) | static_cast<uint16_t>(space);
   append_memory_record(s, r, f.result == 0 && f.op == format::Op::kAlloc ? Counted::kAllocation : Counted::kNone);
   if (f.result == kOutOfMemory) write_oom(s, r);
 }
@@ -256,39 +251,37 @@ void record_alloc(const CallFacts &f, Space space) {
   alloc_body(s, f, space);
 }
 
-PendingFree begin_free(Space space, uint64_t address) {
+PendingFree begin_free(ClockReading start) {
   PendingFree p;
   State *s = g_state;
   if (phase(s) != Phase::kRunning) return p;
+  p.buffer = thread_buffer(s);
+  // Until this free's record is appended, the drain feeds the live table nothing at or after
+  // `start`: the driver may give the address to another thread before then (recorder_state.h).
+  if (p.buffer) p.buffer->free_since.store(encode_free_since(start), std::memory_order_release);
   p.active = true;
-  p.found = s->live.take(space, address, &p.entry);
   return p;
 }
 
 void end_free(const PendingFree &p, const CallFacts &f, Space space) {
   State *s = g_state;
   if (!p.active) return;
-  if (f.result != 0 && p.found) s->live.restore(space, f.address, p.entry);
   format::MemoryRecord r = make_record(f, true);
-  if (p.found) {
-    r.size = p.entry.size;
-    r.kind = p.entry.kind;
-    r.device = p.entry.device;
-  } else {
-    r.device = resolve_device(s, f.device);
-    r.flags |= format::kFlagUnknownPointer;
-  }
+  // Size, kind and device are the allocation's, filled by the drain from the live table; a free
+  // of a pointer it never saw allocated is flagged there and keeps device -1.
+  r.device = -1;
+  r.reserved |= kRingFree | static_cast<uint16_t>(space);
   // No stack for frees: what keeps memory alive is where it was allocated, and unwinding here
   // would double the cost of every pair.
   append_memory_record(s, r, f.result == 0 ? Counted::kFree : Counted::kNone);
+  if (p.buffer) p.buffer->free_since.store(0, std::memory_order_release);
 }
 
 void record_event(const CallFacts &f) {
   State *s = g_state;
   if (phase(s) != Phase::kRunning) return;
   format::MemoryRecord r = make_record(f, true);
-  r.device = resolve_device(s, f.device);
-  if (f.op == format::Op::kContextReset && f.result == 0) s->live.drop_device(r.device);
+  r.device = resolve_device(s, f.device);  // a context reset empties the device's table in the drain
   r.stack_id = capture_stack(s);
   append_memory_record(s, r, Counted::kNone);
 }

@@ -78,8 +78,9 @@ CUresult on_mem_free_async(PFN_cuMemFreeAsync_v11020 real, ApiId api, CUdevicept
   Hook hook(api, core::Timing::kStart);
   if (!hook || dptr == 0) return real(dptr, stream);
   hook.freeing(Space::kDevicePtr, dptr);
-  // Only a pointer we never counted can be a graph reservation: ask the driver only then.
-  uint16_t flags = hook.known() ? 0 : capture_flags(stream, api);
+  // Only a pointer never counted can be a graph reservation: the drain clears the flag when the
+  // live table knows it (drain_settle.cpp). Asks the driver only while some stream captures.
+  uint16_t flags = capture_flags(stream, api);
   CUresult r = real(dptr, stream);
   hook.freed(r, Kind::kAsync, handle(stream), flags);
   return r;

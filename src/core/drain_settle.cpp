@@ -1,0 +1,149 @@
+// The drain's half of every memory record (issue #15 goal 3): what a hook leaves unfinished so that
+// the hot path only calls, reads the clock and appends. Before a drain hands a thread's bytes on,
+// each memory record gets its nanoseconds (hooks store raw TSC ticks), its thread's times stay in
+// order (capture-format.md promises they never go back), and the live table is fed in time order
+// across threads: an allocation enters it, a free takes its size, kind and device from it, a
+// context reset empties a device. Then the records are counted into the device tally. How far
+// a drain may go without missing a record that comes earlier is "the drain's order" in
+// recorder_state.h. Everything here runs under the drain claim.
+#include <algorithm>
+#include <cstring>
+
+#include "core/recorder_state.h"
+
+namespace gpuleak::core {
+
+namespace {
+
+constexpr uint16_t kMemory = static_cast<uint16_t>(format::RecordType::kMemory);
+constexpr uint16_t kNvtx = static_cast<uint16_t>(format::RecordType::kNvtx);
+constexpr uint16_t kMarker = static_cast<uint16_t>(format::RecordType::kMarker);
+
+inline void read_at(const ThreadBuffer *b, uint64_t at, void *dst, size_t n) { ring_read(b, at, dst, n); }
+inline void write_at(ThreadBuffer *b, uint64_t at, const void *src, size_t n) { ring_write(b, at, src, n); }
+
+// The live table's part of one record, taken in time order; the ring's marks are cleared.
+void apply_to_table(LiveTable &live, format::MemoryRecord &r, bool may_grow) {
+  const uint16_t mark = r.reserved;
+  r.reserved = 0;
+  if (!ring_marked(mark)) return;
+  const auto space = static_cast<Space>(mark & kRingSpace);
+  if (mark & kRingFree) {
+    LiveEntry e;
+    // A free that failed leaves the allocation live; its record still says what it was.
+    bool found = r.result == 0 ? live.take(space, r.address, &e) : live.peek(space, r.address, &e);
+    if (found) {
+      r.size = e.size;
+      r.kind = e.kind;
+      r.device = e.device;
+      r.flags &= static_cast<uint16_t>(~format::kFlagGraphReservation);  // only a pointer never counted is one
+    } else {
+      r.flags |= format::kFlagUnknownPointer;
+    }
+  } else if (mark & kRingInsert) {
+    LiveEntry e;
+    e.size = r.size;
+    e.stack_id = r.stack_id;
+    e.kind = r.kind;
+    e.device = r.device;
+    e.counts_on_device = (mark & kRingOnDevice) != 0;
+    live.insert(space, r.address, e, may_grow);
+  } else if (r.op == static_cast<uint8_t>(format::Op::kContextReset) && r.result == 0) {
+    live.drop_device(r.device);
+  }
+}
+
+// One buffer from its tail to `head`: tick readings to nanoseconds and the thread's times in
+// order, in place; stops at the first memory record at or after `until`, which stays for the next
+// drain. `visit(record, body position)` gets every memory record let through, in the thread's
+// order. Sets b->ready: its bytes up to there may leave the ring.
+template <typename Visit>
+void settle_one(ThreadBuffer *b, uint64_t head, uint64_t until, const TickLines &lines, Visit &&visit) {
+  uint64_t at = b->tail.load(std::memory_order_relaxed);
+  while (at + sizeof(format::RecordHeader) <= head) {
+    format::RecordHeader h;
+    read_at(b, at, &h, sizeof h);
+    const uint64_t body = at + sizeof h;
+    if (h.type == kMemory && h.size >= sizeof(format::MemoryRecord)) {
+      format::MemoryRecord r;
+      read_at(b, body, &r, sizeof r);
+      if (ring_marked(r.reserved) && (r.reserved & kRingTicks)) {
+        TickConversion t = lines.convert(r.ts_ns, r.duration_ns);
+        r.ts_ns = t.ts_ns, r.duration_ns = t.duration_ns;
+        r.reserved &= static_cast<uint16_t>(~kRingTicks);
+      }
+      if (r.ts_ns >= until) {  // held back, converted already (the mark says so)
+        write_at(b, body, &r, sizeof r);
+        break;
+      }
+      if (r.ts_ns < b->last_ts) r.ts_ns = b->last_ts;
+      b->last_ts = r.ts_ns;
+      write_at(b, body, &r, sizeof r);
+      visit(r, body);
+    } else if ((h.type == kNvtx || h.type == kMarker) && h.size >= sizeof(uint64_t)) {
+      uint64_t ts;  // the first field of both
+      read_at(b, body, &ts, sizeof ts);
+      if (ts < b->last_ts)
+        write_at(b, body, &b->last_ts, sizeof ts);
+      else
+        b->last_ts = ts;
+    }
+    at = body + h.size;
+  }
+  b->ready = at;
+}
+
+uint64_t free_since_ns(uint64_t encoded, const TickLines &lines) {
+  return (encoded & 1) ? lines.convert(encoded >> 1, 0).ts_ns : encoded >> 1;
+}
+
+}  // namespace
+
+void settle_buffers(State *s, bool forced) {
+  const TickLines lines = tick_lines();
+  uint64_t until = UINT64_MAX;
+  if (!forced) {
+    // The clock first, then every free in progress, then the heads (recorder_state.h).
+    until = capture_now_ns();
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    for (ThreadBuffer *b = s->buffers.first(); b; b = b->next)
+      if (uint64_t f = b->free_since.load(std::memory_order_acquire)) until = std::min(until, free_since_ns(f, lines));
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    until = until > kSettleMarginNs ? until - kSettleMarginNs : 0;
+  }
+  std::vector<SettleRef> &refs = s->settle_refs;
+  refs.clear();
+  int threads = 0;
+  for (ThreadBuffer *b = s->buffers.first(); b; b = b->next) {
+    const size_t before = refs.size();
+    settle_one(b, b->head.load(std::memory_order_acquire), until, lines,
+               [&](const format::MemoryRecord &r, uint64_t at) {
+                 refs.push_back(SettleRef{r.ts_ns, at, b});
+               });
+    if (refs.size() != before) ++threads;
+  }
+  // Each thread's run is in time order already; with several threads, one order for all of them.
+  auto by_time = [](const SettleRef &a, const SettleRef &b) { return a.ts < b.ts; };
+  if (threads > 1 && !std::is_sorted(refs.begin(), refs.end(), by_time))
+    std::stable_sort(refs.begin(), refs.end(), by_time);
+  for (const SettleRef &ref : refs) {
+    format::MemoryRecord r;
+    read_at(ref.buffer, ref.at, &r, sizeof r);
+    apply_to_table(s->live, r, true);
+    write_at(ref.buffer, ref.at, &r, sizeof r);
+    s->tally.add(r);
+  }
+  s->tally.settle();
+}
+
+void settle_buffers_from_signal(State *s) {
+  const TickLines lines = tick_lines();
+  for (ThreadBuffer *b = s->buffers.first(); b; b = b->next)
+    settle_one(b, b->head.load(std::memory_order_acquire), UINT64_MAX, lines,
+               [&](format::MemoryRecord &r, uint64_t at) {
+                 apply_to_table(s->live, r, false);
+                 write_at(b, at, &r, sizeof r);
+               });
+}
+
+}  // namespace gpuleak::core
