@@ -62,6 +62,22 @@ inline bool buffer_append_fixed(ThreadBuffer *b, const void *part1, const void *
   return true;
 }
 
+// The hot path's append in place: room for N bytes at the head, in one piece, or null when they
+// would wrap or do not fit (then the caller appends a copy with buffer_append). The record is
+// written there and made visible to the drain by buffer_commit<N>: nothing is copied twice.
+template <size_t N>
+inline uint8_t *buffer_reserve(ThreadBuffer *b) {
+  uint64_t head = b->head.load(std::memory_order_relaxed);
+  uint64_t tail = b->tail.load(std::memory_order_acquire);
+  size_t start = static_cast<size_t>(head & (b->capacity - 1));
+  if (b->capacity - (head - tail) < N || start + N > b->capacity) return nullptr;
+  return b->data + start;
+}
+template <size_t N>
+inline void buffer_commit(ThreadBuffer *b) {
+  b->head.store(b->head.load(std::memory_order_relaxed) + N, std::memory_order_release);
+}
+
 // Copies the bytes of `b` up to `head` (a value of b->head read with acquire) to `sink(data, n)`
 // (called at most twice, for the wrap-around) and advances tail. Returns the number of bytes.
 template <typename Sink>

@@ -13,8 +13,9 @@ bool is_ptsz(ApiId api) {
 }
 // Stream-ordered calls made while the stream captures a graph reserve graph memory; they are not
 // live memory of the program (DESIGN.md).
-uint16_t capture_flags(CUstream stream, ApiId api) {
-  return stream_capturing(stream, is_ptsz(api)) ? format::kFlagGraphReservation : 0;
+inline uint16_t capture_flags(CUstream stream, ApiId api) {
+  if (__builtin_expect(!capture_may_be_open(), 1)) return 0;  // no driver call while no stream captures
+  return detail::ask_driver_capturing(stream, is_ptsz(api)) ? format::kFlagGraphReservation : 0;
 }
 }  // namespace
 
