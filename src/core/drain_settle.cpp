@@ -19,8 +19,25 @@ constexpr uint16_t kMemory = static_cast<uint16_t>(format::RecordType::kMemory);
 constexpr uint16_t kNvtx = static_cast<uint16_t>(format::RecordType::kNvtx);
 constexpr uint16_t kMarker = static_cast<uint16_t>(format::RecordType::kMarker);
 
-inline void read_at(const ThreadBuffer *b, uint64_t at, void *dst, size_t n) { ring_read(b, at, dst, n); }
-inline void write_at(ThreadBuffer *b, uint64_t at, const void *src, size_t n) { ring_write(b, at, src, n); }
+// A memory record read from the ring and written back: in place with constant-size copies where it
+// does not wrap (nearly always), else in two pieces.
+struct RingRecord {
+  format::MemoryRecord r;
+  uint8_t *in_place;  // null where it wraps
+  void load(ThreadBuffer *b, uint64_t at) {
+    in_place = ring_span(b, at, sizeof r);
+    if (in_place)
+      std::memcpy(&r, in_place, sizeof r);
+    else
+      ring_read(b, at, &r, sizeof r);
+  }
+  void store(ThreadBuffer *b, uint64_t at) const {
+    if (in_place)
+      std::memcpy(in_place, &r, sizeof r);
+    else
+      ring_write(b, at, &r, sizeof r);
+  }
+};
 
 // The live table's part of one record, taken in time order; the ring's marks are cleared.
 void apply_to_table(LiveTable &live, format::MemoryRecord &r, bool may_grow) {
@@ -62,29 +79,32 @@ void settle_one(ThreadBuffer *b, uint64_t head, uint64_t until, const TickLines 
   uint64_t at = b->tail.load(std::memory_order_relaxed);
   while (at + sizeof(format::RecordHeader) <= head) {
     format::RecordHeader h;
-    read_at(b, at, &h, sizeof h);
+    if (const uint8_t *p = ring_span(b, at, sizeof h))
+      std::memcpy(&h, p, sizeof h);
+    else
+      ring_read(b, at, &h, sizeof h);
     const uint64_t body = at + sizeof h;
     if (h.type == kMemory && h.size >= sizeof(format::MemoryRecord)) {
-      format::MemoryRecord r;
-      read_at(b, body, &r, sizeof r);
+      RingRecord rec;
+      rec.load(b, body);
+      format::MemoryRecord &r = rec.r;
       if (ring_marked(r.reserved) && (r.reserved & kRingTicks)) {
         TickConversion t = lines.convert(r.ts_ns, r.duration_ns);
         r.ts_ns = t.ts_ns, r.duration_ns = t.duration_ns;
         r.reserved &= static_cast<uint16_t>(~kRingTicks);
       }
       if (r.ts_ns >= until) {  // held back, converted already (the mark says so)
-        write_at(b, body, &r, sizeof r);
+        rec.store(b, body);
         break;
       }
       if (r.ts_ns < b->last_ts) r.ts_ns = b->last_ts;
       b->last_ts = r.ts_ns;
-      write_at(b, body, &r, sizeof r);
-      visit(r, body);
+      visit(rec, body);
     } else if ((h.type == kNvtx || h.type == kMarker) && h.size >= sizeof(uint64_t)) {
       uint64_t ts;  // the first field of both
-      read_at(b, body, &ts, sizeof ts);
+      ring_read(b, body, &ts, sizeof ts);
       if (ts < b->last_ts)
-        write_at(b, body, &b->last_ts, sizeof ts);
+        ring_write(b, body, &b->last_ts, sizeof ts);
       else
         b->last_ts = ts;
     }
@@ -111,27 +131,33 @@ void settle_buffers(State *s, bool forced) {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     until = until > kSettleMarginNs ? until - kSettleMarginNs : 0;
   }
+  // One thread with new records (the common case of a drain): its order is the time order, and
+  // each record goes to the table as it is settled.
+  int busy = 0;
+  for (ThreadBuffer *b = s->buffers.first(); b && busy < 2; b = b->next)
+    if (b->head.load(std::memory_order_relaxed) != b->tail.load(std::memory_order_relaxed)) ++busy;
   std::vector<SettleRef> &refs = s->settle_refs;
   refs.clear();
-  int threads = 0;
-  for (ThreadBuffer *b = s->buffers.first(); b; b = b->next) {
-    const size_t before = refs.size();
-    settle_one(b, b->head.load(std::memory_order_acquire), until, lines,
-               [&](const format::MemoryRecord &r, uint64_t at) {
-                 refs.push_back(SettleRef{r.ts_ns, at, b});
-               });
-    if (refs.size() != before) ++threads;
-  }
-  // Each thread's run is in time order already; with several threads, one order for all of them.
+  for (ThreadBuffer *b = s->buffers.first(); b; b = b->next)
+    settle_one(b, b->head.load(std::memory_order_acquire), until, lines, [&](RingRecord &rec, uint64_t at) {
+      if (busy > 1) {
+        rec.store(b, at);
+        refs.push_back(SettleRef{rec.r.ts_ns, at, b});
+        return;
+      }
+      apply_to_table(s->live, rec.r, true);
+      rec.store(b, at);
+      s->tally.add(rec.r);
+    });
+  // Several threads: each one's run is in time order already; one order for all of them.
   auto by_time = [](const SettleRef &a, const SettleRef &b) { return a.ts < b.ts; };
-  if (threads > 1 && !std::is_sorted(refs.begin(), refs.end(), by_time))
-    std::stable_sort(refs.begin(), refs.end(), by_time);
+  if (!std::is_sorted(refs.begin(), refs.end(), by_time)) std::stable_sort(refs.begin(), refs.end(), by_time);
   for (const SettleRef &ref : refs) {
-    format::MemoryRecord r;
-    read_at(ref.buffer, ref.at, &r, sizeof r);
-    apply_to_table(s->live, r, true);
-    write_at(ref.buffer, ref.at, &r, sizeof r);
-    s->tally.add(r);
+    RingRecord rec;
+    rec.load(ref.buffer, ref.at);
+    apply_to_table(s->live, rec.r, true);
+    rec.store(ref.buffer, ref.at);
+    s->tally.add(rec.r);
   }
   s->tally.settle();
 }
@@ -139,11 +165,10 @@ void settle_buffers(State *s, bool forced) {
 void settle_buffers_from_signal(State *s) {
   const TickLines lines = tick_lines();
   for (ThreadBuffer *b = s->buffers.first(); b; b = b->next)
-    settle_one(b, b->head.load(std::memory_order_acquire), UINT64_MAX, lines,
-               [&](format::MemoryRecord &r, uint64_t at) {
-                 apply_to_table(s->live, r, false);
-                 write_at(b, at, &r, sizeof r);
-               });
+    settle_one(b, b->head.load(std::memory_order_acquire), UINT64_MAX, lines, [&](RingRecord &rec, uint64_t at) {
+      apply_to_table(s->live, rec.r, false);
+      rec.store(b, at);
+    });
 }
 
 }  // namespace gpuleak::core
