@@ -103,6 +103,7 @@ struct State {
   uint64_t bytes_written = 0;
   std::string batch;                   // the drainer's scratch, reused (only the holder of `draining` touches it)
   std::vector<SettleRef> settle_refs;  // the same: one drain's memory records in time order
+  std::vector<size_t> settle_runs;     // the same: where each thread's records begin in settle_refs
 
   // Counters (relaxed atomics: read for statistics only). Events, allocations and frees are
   // counted per thread (ThreadBuffer) and summed by counter_totals().
