@@ -70,6 +70,38 @@ void apply_to_table(LiveTable &live, format::MemoryRecord &r, bool may_grow) {
   }
 }
 
+// Whether a record must wait for a free still under way elsewhere: an allocation at its address
+// after it began, or a context reset (which would empty the table under it).
+bool waits_for_a_free(const format::MemoryRecord &r, const std::vector<FreeInFlight> &in_flight) {
+  if (!ring_marked(r.reserved)) return false;
+  const bool reset = r.op == static_cast<uint8_t>(format::Op::kContextReset);
+  if (!(r.reserved & kRingInsert) && !reset) return false;
+  const uint64_t key = LiveTable::key_of(static_cast<Space>(r.reserved & kRingSpace), r.address);
+  for (const FreeInFlight &f : in_flight)
+    if (r.ts_ns >= f.since_ns && (reset || f.key == key)) return true;
+  return false;
+}
+
+// The time of the first memory record in `b` (up to `head`, before `until`) that waits for a free
+// under way, else `until`. Reads only.
+uint64_t first_waiting(ThreadBuffer *b, uint64_t head, uint64_t until, const std::vector<FreeInFlight> &in_flight,
+                       const TickLines &lines) {
+  for (uint64_t at = b->tail.load(std::memory_order_relaxed); at + sizeof(format::RecordHeader) <= head;) {
+    format::RecordHeader h;
+    ring_read(b, at, &h, sizeof h);
+    const uint64_t body = at + sizeof h;
+    at = body + h.size;
+    if (h.type != kMemory || h.size < sizeof(format::MemoryRecord)) continue;
+    RingRecord rec;
+    rec.load(b, body);
+    format::MemoryRecord &r = rec.r;
+    if (ring_marked(r.reserved) && (r.reserved & kRingTicks)) r.ts_ns = lines.convert(r.ts_ns, 0).ts_ns;
+    if (r.ts_ns >= until) break;
+    if (waits_for_a_free(r, in_flight)) return r.ts_ns;
+  }
+  return until;
+}
+
 // One buffer from its tail to `head`: tick readings to nanoseconds and the thread's times in
 // order, in place; stops at the first memory record at or after `until`, which stays for the next
 // drain. `visit(record, body position)` gets every memory record let through, in the thread's
@@ -117,32 +149,52 @@ uint64_t free_since_ns(uint64_t encoded, const TickLines &lines) {
   return (encoded & 1) ? lines.convert(encoded >> 1, 0).ts_ns : encoded >> 1;
 }
 
+uint64_t less_margin(uint64_t ns) { return ns > kSettleMarginNs ? ns - kSettleMarginNs : 0; }
+
 }  // namespace
 
 void settle_buffers(State *s, bool forced) {
   const TickLines lines = tick_lines();
   uint64_t until = UINT64_MAX;
+  std::vector<FreeInFlight> &in_flight = s->in_flight;
+  in_flight.clear();
   if (!forced) {
-    // The clock first, then every free in progress, then the heads (recorder_state.h).
-    until = capture_now_ns();
+    // The clock first, then every free under way, then the heads (recorder_state.h).
+    until = less_margin(capture_now_ns());
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    for (ThreadBuffer *b = s->buffers.first(); b; b = b->next)
-      if (uint64_t f = b->free_since.load(std::memory_order_acquire)) until = std::min(until, free_since_ns(f, lines));
+    for (ThreadBuffer *b = s->buffers.first(); b; b = b->next) {
+      const uint64_t since = b->free_since.load(std::memory_order_acquire);
+      if (!since) continue;
+      const uint64_t key = b->free_key.load(std::memory_order_acquire);
+      const uint64_t again = b->free_since.load(std::memory_order_acquire);
+      if (again == since)  // the key is this free's
+        in_flight.push_back(FreeInFlight{key, less_margin(free_since_ns(since, lines))});
+      else if (again)  // another free began meanwhile, its address unknown here: wait for every ring
+        until = std::min(until, less_margin(free_since_ns(again, lines)));
+    }
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    until = until > kSettleMarginNs ? until - kSettleMarginNs : 0;
   }
+  // One reading of each head for the whole drain (kept in `ready` until settle_one sets it): a
+  // record appended after the look for waiting allocations below must not be settled either.
+  for (ThreadBuffer *b = s->buffers.first(); b; b = b->next) b->ready = b->head.load(std::memory_order_acquire);
+  // An allocation at the address of a free under way waits for the free's record, and with it
+  // everything after it in time: the drain's cut stays one moment for all threads, so nothing is
+  // applied ahead of a record it may depend on. A free with no such allocation holds nothing.
+  if (!in_flight.empty())
+    for (ThreadBuffer *b = s->buffers.first(); b; b = b->next)
+      until = first_waiting(b, b->ready, until, in_flight, lines);
   // One thread with new records (the common case of a drain): its order is the time order, and
   // each record goes to the table as it is settled.
   int busy = 0;
   for (ThreadBuffer *b = s->buffers.first(); b && busy < 2; b = b->next)
-    if (b->head.load(std::memory_order_relaxed) != b->tail.load(std::memory_order_relaxed)) ++busy;
+    if (b->ready != b->tail.load(std::memory_order_relaxed)) ++busy;
   std::vector<SettleRef> &refs = s->settle_refs;
   std::vector<size_t> &runs = s->settle_runs;  // where each thread's records begin in refs
   refs.clear();
   runs.clear();
   for (ThreadBuffer *b = s->buffers.first(); b; b = b->next) {
     if (runs.empty() || runs.back() != refs.size()) runs.push_back(refs.size());
-    settle_one(b, b->head.load(std::memory_order_acquire), until, lines, [&](RingRecord &rec, uint64_t at) {
+    settle_one(b, b->ready, until, lines, [&](RingRecord &rec, uint64_t at) {
       if (busy > 1) {
         rec.store(b, at);
         refs.push_back(SettleRef{rec.r.ts_ns, at, b});

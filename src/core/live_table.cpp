@@ -52,7 +52,7 @@ __attribute__((noinline)) void LiveTable::Shard::grow() {
 }
 
 bool LiveTable::insert(Space space, uint64_t address, const LiveEntry &e, bool may_grow) {
-  uint64_t k = key(space, address);
+  uint64_t k = key_of(space, address);
   Shard &s = shard(k);
   std::lock_guard<SpinLock> lock(s.lock);
   if (!may_grow && (s.used + 1) * 2 > s.slots.size()) return false;
@@ -66,7 +66,7 @@ bool LiveTable::insert(Space space, uint64_t address, const LiveEntry &e, bool m
 }
 
 bool LiveTable::take(Space space, uint64_t address, LiveEntry *out) {
-  uint64_t k = key(space, address);
+  uint64_t k = key_of(space, address);
   Shard &s = shard(k);
   std::lock_guard<SpinLock> lock(s.lock);
   Slot *slot = s.find(k);
@@ -78,7 +78,7 @@ bool LiveTable::take(Space space, uint64_t address, LiveEntry *out) {
 }
 
 bool LiveTable::peek(Space space, uint64_t address, LiveEntry *out) const {
-  uint64_t k = key(space, address);
+  uint64_t k = key_of(space, address);
   const Shard &s = shard(k);
   std::lock_guard<SpinLock> lock(s.lock);
   const Slot *slot = s.find(k);

@@ -51,6 +51,9 @@ class LiveTable {
 
   uint64_t live_count() const;
 
+  // One number for an address in its space (the table's key).
+  static uint64_t key_of(Space s, uint64_t address) { return address ^ (static_cast<uint64_t>(s) << 58); }
+
   // Live bytes and count per call site of one device (-1: all), for the OOM record and summary.
   struct SiteTotal {
     uint32_t stack_id;
@@ -77,7 +80,6 @@ class LiveTable {
     Slot *claim(uint64_t key);  // the slot for `key`, full or free to fill
     void grow();
   };
-  static uint64_t key(Space s, uint64_t address) { return address ^ (static_cast<uint64_t>(s) << 58); }
   Shard &shard(uint64_t k) { return shards_[(k >> 8 ^ k >> 20) % kShards]; }
   const Shard &shard(uint64_t k) const { return shards_[(k >> 8 ^ k >> 20) % kShards]; }
 

@@ -291,14 +291,17 @@ void record_alloc(const CallFacts &f, Space space) {
   alloc_body(s, f, space);
 }
 
-PendingFree begin_free(ClockReading start) {
+PendingFree begin_free(ClockReading start, Space space, uint64_t address) {
   PendingFree p;
   State *s = g_state;
   if (phase(s) != Phase::kRunning) return p;
   p.buffer = thread_buffer(s);
-  // Until this free's record is appended, the drain feeds the live table nothing at or after
-  // `start`: the driver may give the address to another thread before then (recorder_state.h).
-  if (p.buffer) p.buffer->free_since.store(encode_free_since(start), std::memory_order_release);
+  // Until this free's record is appended, the drain feeds the live table no allocation at this
+  // address: the driver may give it to another thread before then (recorder_state.h).
+  if (p.buffer) {
+    p.buffer->free_key.store(LiveTable::key_of(space, address), std::memory_order_release);
+    p.buffer->free_since.store(encode_free_since(start), std::memory_order_release);
+  }
   p.active = true;
   return p;
 }

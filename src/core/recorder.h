@@ -83,14 +83,15 @@ void record_alloc(const CallFacts &facts, Space space);
 
 // A free is recorded in two halves around the real call. Its time is read *before* the memory is
 // released, because the driver can hand the same address to another thread the moment it is free;
-// begin_free says that a free is under way from `start` on, so that the drain orders it before any
-// re-use of the address (recorder_state.h, "the drain's order"), and end_free appends its record.
+// begin_free says that a free of `address` is under way from `start` on, so that the drain orders
+// it before any re-use of the address (recorder_state.h, "the drain's order"), and end_free
+// appends its record.
 struct ThreadBuffer;
 struct PendingFree {
   ThreadBuffer *buffer = nullptr;
   bool active = false;
 };
-PendingFree begin_free(ClockReading start);
+PendingFree begin_free(ClockReading start, Space space, uint64_t address);
 void end_free(const PendingFree &pending, const CallFacts &facts, Space space);
 
 // Pool trims, pool destruction and context resets: no address of their own.

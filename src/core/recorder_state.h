@@ -27,6 +27,13 @@
 
 namespace gpuleak::core {
 
+// A free under way on some thread, as the drain saw it (drain_settle.cpp): the table key of its
+// address, and its time less the margin.
+struct FreeInFlight {
+  uint64_t key;
+  uint64_t since_ns;
+};
+
 // A memory record in a ring, for the drain's sort by time (drain_settle.cpp).
 struct SettleRef {
   uint64_t ts;
@@ -50,17 +57,20 @@ inline bool ring_marked(uint16_t reserved) { return (reserved & kRingMarkMask) =
 
 // The drain's order (issue #15 goal 3). The hot path no longer touches the live table: a free's
 // record leaves the hook without its size, and the drain looks the address up. For that the
-// drain applies records to the table in time order across threads, and only up to a moment before
-// which every record is already in a ring:
-//  - a free is entered (its time read) before the real free, and the driver may hand the address
-//    to another thread whose allocation is appended before the free's record is. So the freeing
-//    thread publishes free_since (its reading) before the real call and clears it once its record
-//    is appended; the drain reads every free_since first and stops short of the oldest one.
+// drain applies records to the table in time order across threads, never ahead of a record that
+// is not in a ring yet and must come first:
 //  - an allocation's record is appended before its hook returns the address to the program, so
 //    a free of it cannot be entered earlier; but the drain reads the rings one after another, and
 //    could find the free in a ring it read last and miss the allocation in one it read first. So
-//    the drain reads the clock before it reads any ring and stops short of that moment: whatever
-//    was appended after a ring was read was also entered after that reading.
+//    the drain reads the clock before it reads any ring and stops every ring short of that
+//    moment: whatever was appended after a ring was read was also entered after that reading.
+//  - a free is entered (its time read) before the real free, and the driver may hand the address
+//    to another thread whose allocation is appended before the free's record is. So the freeing
+//    thread publishes the address (free_key) and its reading (free_since) before the real call
+//    and clears the reading once its record is appended; the drain reads them before any ring and
+//    stops a ring at an allocation of that address after that reading (or a context reset), which
+//    waits for the free's record. Only that ring waits: a free that takes seconds (a synchronous
+//    cuMemFree waiting for the device) holds no other thread's records.
 // Both bounds lose a margin (kSettleMarginNs) for the TSC's reordering and the line's steps; what
 // is held back goes with the next drain. Forced drains (the first allocation, an OOM, exit,
 // signals) take everything there is: a free racing with them may then be ordered after a
@@ -101,9 +111,10 @@ struct State {
   std::string path;
   ReportCommand report;  // the at-exit `gpuleak report`, prepared at capture start
   uint64_t bytes_written = 0;
-  std::string batch;                   // the drainer's scratch, reused (only the holder of `draining` touches it)
-  std::vector<SettleRef> settle_refs;  // the same: one drain's memory records in time order
-  std::vector<size_t> settle_runs;     // the same: where each thread's records begin in settle_refs
+  std::string batch;                    // the drainer's scratch, reused (only the holder of `draining` touches it)
+  std::vector<SettleRef> settle_refs;   // the same: one drain's memory records in time order
+  std::vector<size_t> settle_runs;      // the same: where each thread's records begin in settle_refs
+  std::vector<FreeInFlight> in_flight;  // the same: the frees under way when the drain began
 
   // Counters (relaxed atomics: read for statistics only). Events, allocations and frees are
   // counted per thread (ThreadBuffer) and summed by counter_totals().

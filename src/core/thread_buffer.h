@@ -22,9 +22,11 @@ struct ThreadBuffer {
   std::atomic<uint64_t> events{0};       // memory records appended
   std::atomic<uint64_t> allocations{0};  // successful allocations
   std::atomic<uint64_t> frees{0};        // successful frees
-  // A free in progress on this thread since this clock reading (encode_free_since), 0 when none:
-  // the drain applies no record at or after it to the live table until the free's own record is
-  // in (recorder_state.h, "the drain's order"). Written by the owning thread only.
+  // A free in progress on this thread since this clock reading (encode_free_since), 0 when none,
+  // and its address (LiveTable::key_of): the drain applies no later allocation at that address
+  // until the free's own record is in (recorder_state.h, "the drain's order"). Written by the
+  // owning thread only, the key before the reading.
+  std::atomic<uint64_t> free_key{0};
   std::atomic<uint64_t> free_since{0};
   uint64_t last_ts = 0;   // the drainer's: the latest record time it let through
   uint64_t ready = 0;     // the drainer's: bytes up to here are settled and may leave the ring

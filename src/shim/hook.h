@@ -42,7 +42,7 @@ class Hook {
   void freeing(Space space, uint64_t address) {
     space_ = space;
     facts_.address = address;
-    pending_ = core::begin_free(facts_.start);
+    pending_ = core::begin_free(facts_.start, space, address);
   }
   void freed(CUresult r, Kind kind, uint64_t stream = 0, uint16_t flags = 0, Op op = Op::kFree) {
     fill(r, op, kind, facts_.address, 0, stream, 0, core::CallFacts::kQueryDevice, flags);

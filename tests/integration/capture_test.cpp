@@ -212,6 +212,25 @@ TEST(Capture, FreesKeepTheirSizesWhenAnotherThreadReusesTheAddressAtOnce) {
   EXPECT_EQ(c.stats->live_bytes, 0u);  // the drain's tally, from the sizes it filled in
 }
 
+// A free under way holds back only allocations at its own address: a synchronous free that waits
+// 300 ms for the device must not hold up (or make drop) another thread's records meanwhile.
+TEST(Capture, ASlowFreeHoldsUpNoOtherThread) {
+  std::string out = make_temp_dir("long_free");
+  auto env = shim_env(out);
+  env["FAKE_CUDA_SYNC_LATENCY_US"] = "300000";
+  env["GPULEAK_BUFFER_KB"] = "64";
+  env["GPULEAK_STACK_DEPTH"] = "0";
+  Result r = run({program("prog_long_free_static")}, env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto [allocs, frees] = expected(r.out);
+  ASSERT_GT(allocs, 2000) << r.out;  // the busy thread filled its 64 KiB buffer many times over
+  format::Capture c = read_only_capture(out);
+  ASSERT_TRUE(c.stats);
+  EXPECT_EQ(c.stats->events_dropped, 0u);
+  EXPECT_EQ(count(c).allocs, allocs);
+  EXPECT_EQ(count(c).frees, frees);
+}
+
 TEST(Capture, OutOfMemoryIsRecordedWithFreeAndTotal) {
   std::string out = make_temp_dir("oom");
   auto env = shim_env(out);
