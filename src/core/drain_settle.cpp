@@ -72,13 +72,14 @@ void apply_to_table(LiveTable &live, format::MemoryRecord &r, bool may_grow) {
 
 // Whether a record must wait for a free still under way elsewhere: an allocation at its address
 // after it began, or a context reset (which would empty the table under it).
-bool waits_for_a_free(const format::MemoryRecord &r, const std::vector<FreeInFlight> &in_flight) {
+bool waits_for_a_free(const format::MemoryRecord &r, const ThreadBuffer *b,
+                      const std::vector<FreeInFlight> &in_flight) {
   if (!ring_marked(r.reserved)) return false;
   const bool reset = r.op == static_cast<uint8_t>(format::Op::kContextReset);
   if (!(r.reserved & kRingInsert) && !reset) return false;
   const uint64_t key = LiveTable::key_of(static_cast<Space>(r.reserved & kRingSpace), r.address);
   for (const FreeInFlight &f : in_flight)
-    if (r.ts_ns >= f.since_ns && (reset || f.key == key)) return true;
+    if (f.by != b && r.ts_ns >= f.since_ns && (reset || f.key == key)) return true;
   return false;
 }
 
@@ -97,7 +98,7 @@ uint64_t first_waiting(ThreadBuffer *b, uint64_t head, uint64_t until, const std
     format::MemoryRecord &r = rec.r;
     if (ring_marked(r.reserved) && (r.reserved & kRingTicks)) r.ts_ns = lines.convert(r.ts_ns, 0).ts_ns;
     if (r.ts_ns >= until) break;
-    if (waits_for_a_free(r, in_flight)) return r.ts_ns;
+    if (waits_for_a_free(r, b, in_flight)) return r.ts_ns;
   }
   return until;
 }
@@ -168,7 +169,7 @@ void settle_buffers(State *s, bool forced) {
       const uint64_t key = b->free_key.load(std::memory_order_acquire);
       const uint64_t again = b->free_since.load(std::memory_order_acquire);
       if (again == since)  // the key is this free's
-        in_flight.push_back(FreeInFlight{key, less_margin(free_since_ns(since, lines))});
+        in_flight.push_back(FreeInFlight{key, less_margin(free_since_ns(since, lines)), b});
       else if (again)  // another free began meanwhile, its address unknown here: wait for every ring
         until = std::min(until, less_margin(free_since_ns(again, lines)));
     }
@@ -182,7 +183,8 @@ void settle_buffers(State *s, bool forced) {
   // applied ahead of a record it may depend on. A free with no such allocation holds nothing.
   if (!in_flight.empty())
     for (ThreadBuffer *b = s->buffers.first(); b; b = b->next)
-      until = first_waiting(b, b->ready, until, in_flight, lines);
+      if (in_flight.size() > 1 || in_flight.front().by != b)
+        until = first_waiting(b, b->ready, until, in_flight, lines);
   // One thread with new records (the common case of a drain): its order is the time order, and
   // each record goes to the table as it is settled.
   int busy = 0;

@@ -28,10 +28,12 @@
 namespace gpuleak::core {
 
 // A free under way on some thread, as the drain saw it (drain_settle.cpp): the table key of its
-// address, and its time less the margin.
+// address, its time less the margin, and the thread's buffer (whose own records never wait for it:
+// the thread is inside the free).
 struct FreeInFlight {
   uint64_t key;
   uint64_t since_ns;
+  const ThreadBuffer *by;
 };
 
 // A memory record in a ring, for the drain's sort by time (drain_settle.cpp).
