@@ -75,7 +75,7 @@ bool ensure_running(State *s, int32_t result, bool *started) {
 // nothing the unwind depended on changed (stack_memo.h). Not inlined: the memo's proof starts at
 // this function's own stack pointer.
 __attribute__((noinline)) uint32_t unwind_stack(State *s, bool has_python) {
-  SelfTimer timer(s->config.self_time, &s->self_time.unwinds, &s->self_time.unwind_ticks);
+  SelfTimer timer(s->config.self_time, s->self_time.unwinds);
   uintptr_t sp = 0, bp = 0;
 #if defined(__x86_64__)  // the proof follows x86-64's registers (stack_capture.cpp)
   asm volatile("mov %%rsp, %0\n\tmov %%rbp, %1" : "=r"(sp), "=r"(bp));
@@ -92,7 +92,7 @@ __attribute__((noinline)) uint32_t unwind_stack(State *s, bool has_python) {
   uint64_t frames[128];
   unsigned n = 0;
   if (proof) {
-    SelfTimer timer(s->config.self_time, &s->self_time.proofs, &s->self_time.proof_ticks);
+    SelfTimer timer(s->config.self_time, s->self_time.proofs);
     n = s->stacks.capture_with_proof(frames, s->config.stack_depth, proof);
   }
   if (n == 0) n = s->stacks.capture(frames, s->config.stack_depth);
@@ -259,13 +259,13 @@ namespace {
 // The allocation record, once the capture runs. Its live-table entry is made by the drain, which
 // the marks in `reserved` tell what to keep (drain_settle.cpp).
 inline __attribute__((always_inline)) void alloc_body(State *s, const CallFacts &f, Space space) {
-  SelfTimer timer(s->config.self_time, &s->self_time.records, &s->self_time.record_ticks);
+  SelfTimer timer(s->config.self_time, s->self_time.records);
   const RecordTime t = record_time(f, false);
   const int16_t device = resolve_device(s, f.device);
   // The calling thread's own Python frames, read without the GIL (python_stack.h); 0 when none.
   uint32_t py_stack_id;
   {
-    SelfTimer python(s->config.self_time, &s->self_time.python_walks, &s->self_time.python_ticks);
+    SelfTimer python(s->config.self_time, s->self_time.python);
     py_stack_id = s->py_stacks.capture(s);
   }
   // A framework's block on a Python thread: its Python frames name the call site (config.h).
@@ -309,7 +309,7 @@ PendingFree begin_free(ClockReading start, Space space, uint64_t address) {
   PendingFree p;
   State *s = g_state;
   if (phase(s) != Phase::kRunning) return p;
-  SelfTimer timer(s->config.self_time, &s->self_time.frees, &s->self_time.free_ticks);
+  SelfTimer timer(s->config.self_time, s->self_time.frees);
   p.buffer = thread_buffer(s);
   // Until this free's record is appended, the drain feeds the live table no allocation at this
   // address: the driver may give it to another thread before then (recorder_state.h).
@@ -324,7 +324,7 @@ PendingFree begin_free(ClockReading start, Space space, uint64_t address) {
 void end_free(const PendingFree &p, const CallFacts &f, Space space) {
   if (!p.active) return;
   State *s = g_state;
-  SelfTimer timer(s->config.self_time, &s->self_time.frees, &s->self_time.free_ticks);  // (counts 2 a free)
+  SelfTimer timer(s->config.self_time, s->self_time.frees);  // (counts 2 a free)
   const RecordTime t = record_time(f, true);
   // Size, kind and device are the allocation's, filled by the drain from the live table; a free
   // of a pointer it never saw allocated is flagged there and keeps device -1. No stack for frees:
