@@ -31,10 +31,10 @@ namespace gpuleak::analysis::detail {
 namespace {
 
 using Series = SurvivorObserver::Series;
+using Delta = SurvivorObserver::Delta;
 
 // Threads for the fits after each warm-up: 65 fits, each a millisecond or more on a long series.
 constexpr unsigned kMaxFitThreads = 8;
-using Delta = SurvivorObserver::Delta;
 
 struct Trend {
   RobustFit fit;
