@@ -258,14 +258,15 @@ namespace {
 
 // The allocation record, once the capture runs. Its live-table entry is made by the drain, which
 // the marks in `reserved` tell what to keep (drain_settle.cpp).
+template <bool kTimed>
 inline __attribute__((always_inline)) void alloc_body(State *s, const CallFacts &f, Space space) {
-  SelfTimer timer(s->config.self_time, s->self_time.records);
+  SectionTimer<kTimed> timer(s->self_time.records);
   const RecordTime t = record_time(f, false);
   const int16_t device = resolve_device(s, f.device);
   // The calling thread's own Python frames, read without the GIL (python_stack.h); 0 when none.
   uint32_t py_stack_id;
   {
-    SelfTimer python(s->config.self_time, s->self_time.python);
+    SectionTimer<kTimed> python(s->self_time.python);
     py_stack_id = s->py_stacks.capture(s);
   }
   // A framework's block on a Python thread: its Python frames name the call site (config.h).
@@ -293,7 +294,7 @@ inline __attribute__((always_inline)) void alloc_body(State *s, const CallFacts 
 __attribute__((noinline)) void record_first_alloc(State *s, const CallFacts &f, Space space) {
   bool started = false;
   if (!ensure_running(s, f.result, &started)) return;
-  alloc_body(s, f, space);
+  alloc_body<false>(s, f, space);
   if (started && f.result != kOutOfMemory) writer_flush_now(s);  // (an OOM record flushed already)
 }
 
@@ -302,14 +303,17 @@ __attribute__((noinline)) void record_first_alloc(State *s, const CallFacts &f, 
 void record_alloc(const CallFacts &f, Space space) {
   State *s = g_state;
   if (__builtin_expect(phase(s) != Phase::kRunning, 0)) return record_first_alloc(s, f, space);
-  alloc_body(s, f, space);
+  if (__builtin_expect(s->config.self_time, 0)) return alloc_body<true>(s, f, space);
+  alloc_body<false>(s, f, space);
 }
 
-PendingFree begin_free(ClockReading start, Space space, uint64_t address) {
+namespace {
+
+template <bool kTimed>
+inline __attribute__((always_inline)) PendingFree begin_free_body(State *s, ClockReading start, Space space,
+                                                                  uint64_t address) {
+  SectionTimer<kTimed> timer(s->self_time.frees);
   PendingFree p;
-  State *s = g_state;
-  if (phase(s) != Phase::kRunning) return p;
-  SelfTimer timer(s->config.self_time, s->self_time.frees);
   p.buffer = thread_buffer(s);
   // Until this free's record is appended, the drain feeds the live table no allocation at this
   // address: the driver may give it to another thread before then (recorder_state.h).
@@ -321,10 +325,10 @@ PendingFree begin_free(ClockReading start, Space space, uint64_t address) {
   return p;
 }
 
-void end_free(const PendingFree &p, const CallFacts &f, Space space) {
-  if (!p.active) return;
-  State *s = g_state;
-  SelfTimer timer(s->config.self_time, s->self_time.frees);  // (counts 2 a free)
+template <bool kTimed>
+inline __attribute__((always_inline)) void end_free_body(State *s, const PendingFree &p, const CallFacts &f,
+                                                         Space space) {
+  SectionTimer<kTimed> timer(s->self_time.frees);  // (counts 2 a free)
   const RecordTime t = record_time(f, true);
   // Size, kind and device are the allocation's, filled by the drain from the live table; a free
   // of a pointer it never saw allocated is flagged there and keeps device -1. No stack for frees:
@@ -334,6 +338,22 @@ void end_free(const PendingFree &p, const CallFacts &f, Space space) {
   emit(s, f.result == 0 ? Counted::kFree : Counted::kNone,
        [&](format::MemoryRecord &r) { fill_record(r, f, t, -1, 0, 0, ring); });
   if (p.buffer) p.buffer->free_since.store(0, std::memory_order_release);
+}
+
+}  // namespace
+
+PendingFree begin_free(ClockReading start, Space space, uint64_t address) {
+  State *s = g_state;
+  if (phase(s) != Phase::kRunning) return PendingFree{};
+  if (__builtin_expect(s->config.self_time, 0)) return begin_free_body<true>(s, start, space, address);
+  return begin_free_body<false>(s, start, space, address);
+}
+
+void end_free(const PendingFree &p, const CallFacts &f, Space space) {
+  if (!p.active) return;
+  State *s = g_state;
+  if (__builtin_expect(s->config.self_time, 0)) return end_free_body<true>(s, p, f, space);
+  end_free_body<false>(s, p, f, space);
 }
 
 void record_event(const CallFacts &f) {

@@ -48,6 +48,17 @@ class SelfTimer {
   uint64_t start_ = 0;
 };
 
+// SelfTimer where `kOn`, nothing at all where not: the hot path picks once per hook between its
+// timed and untimed copies (recorder.cpp), so that the untimed one pays no test per section.
+template <bool kOn>
+struct SectionTimer {
+  explicit SectionTimer(SelfCounter &) {}
+};
+template <>
+struct SectionTimer<true> : SelfTimer {
+  explicit SectionTimer(SelfCounter &counter) : SelfTimer(true, counter) {}
+};
+
 // The exit line ("gpuleak: own time in the hooks (GPULEAK_SELF_TIME): ..."). Async-signal-safe.
 void say_self_time(const SelfTime &t, const char *unwinder);
 
