@@ -151,7 +151,11 @@ std::string text_summary(const nlohmann::json &r, const std::string &report_path
   std::string verdict = text(r, "verdict");
   std::string source = text(r, "iteration_source");
   if (source.empty()) source = "none";
+  // iterations[] lists at most 10,000 (an even sample past that): the count is the analysis's.
   size_t iterations = field(r, "iterations", none).size();
+  const auto &analysis = field(r, "analysis", empty);
+  if (analysis.contains("iterations_total") && analysis["iterations_total"].is_number_unsigned())
+    iterations = analysis["iterations_total"].get<size_t>();
   const auto &ooms = field(field(r, "oom", empty), "events", none);
   out += "gpuleak: " + text(run, "program") + " (pid " + std::to_string(integer(run, "pid")) + "): ";
   if (!ooms.empty()) out += oom_lead(ooms) + "  ";

@@ -24,6 +24,16 @@ TEST(TextSummary, NamesTheLeakingFunctionAndItsLine) {
             "  report: out/train.7.report.json\n");
 }
 
+// iterations[] stops at 10,000 entries (an even sample past that): the count said is the analysis's.
+TEST(TextSummary, CountsEveryIterationNotOnlyTheListedOnes) {
+  auto r = nlohmann::json::parse(R"({"run": {"program": "stress", "pid": 9}, "verdict": "clean",
+    "iteration_source": "auto", "iterations": [{}, {}, {}], "analysis": {"iterations_total": 160000}})");
+  EXPECT_EQ(text_summary(r, "r.json").rfind("gpuleak: stress (pid 9): verdict clean, 160000 iterations (auto)\n", 0),
+            0u);
+  r["analysis"] = nlohmann::json::object();  // an older report: the listed ones
+  EXPECT_EQ(text_summary(r, "r.json").rfind("gpuleak: stress (pid 9): verdict clean, 3 iterations (auto)\n", 0), 0u);
+}
+
 TEST(TextSummary, PythonProgramsAreNamedByTheirPythonLine) {
   auto r = nlohmann::json::parse(R"({"leaks": [{"bytes_per_iteration": 1024, "stack": [
     {"kind": "native", "function": "ffi_call", "file": "ffi.c", "line": 1},
