@@ -19,6 +19,7 @@
 #include "core/recorder_state.h"
 #include "core/run_facts.h"
 #include "core/signal_safe.h"
+#include "core/tls.h"
 #include "log/log.h"
 
 #ifndef GPULEAK_VERSION
@@ -29,7 +30,6 @@ namespace gpuleak::core {
 
 namespace {
 
-#define GPULEAK_TLS static thread_local __attribute__((tls_model("initial-exec")))
 GPULEAK_TLS ThreadBuffer *t_buffer = nullptr;
 GPULEAK_TLS State *t_buffer_owner = nullptr;  // after fork() a new State owns new buffers
 
