@@ -9,17 +9,13 @@
 #include "text/bounded_read.h"
 #include "text/json_input.h"
 #include "text/limits.h"
+#include "text/paths.h"
 
 namespace gpuleak::gate {
 
 namespace {
 
 using nlohmann::json;
-
-std::string basename_of(const std::string &path) {
-  size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 // Field readers: `where` is the JSON path used in the error ("devices[0].peak_live_bytes").
 class Reader {
@@ -191,7 +187,7 @@ Report parse_report(const nlohmann::json &doc, const std::string &path) {
   const json *run = r.field(doc, "run");
   if (run && !run->is_object()) r.fail("run", "an object");
   const json &runo = run ? *run : empty;
-  rep.program = r.string_or(runo, "program", "run", basename_of(path));
+  rep.program = r.string_or(runo, "program", "run", text::basename_of(path));
   rep.pid = r.opt_int(runo, "pid", "run");
   rep.rank = r.opt_int(runo, "rank", "run");
   if (const json *cap = r.field(runo, "capture"); cap && cap->is_object()) {

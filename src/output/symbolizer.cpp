@@ -13,6 +13,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "text/paths.h"
+
 namespace gpuleak::output {
 namespace {
 
@@ -24,16 +26,6 @@ const Dwfl_Callbacks kCallbacks = {
     dwfl_offline_section_address,
     &g_debuginfo_path,
 };
-
-std::string hex(const unsigned char *bits, int length) {
-  static const char digits[] = "0123456789abcdef";
-  std::string s;
-  for (int i = 0; i < length; ++i) {
-    s += digits[bits[i] >> 4];
-    s += digits[bits[i] & 15];
-  }
-  return s;
-}
 
 std::string demangle(const char *name) {
   // Only mangled names go to the demangler: plain C names come back as they are, and it never
@@ -84,7 +76,8 @@ class ElfObject {
     const unsigned char *bits = nullptr;
     GElf_Addr id_vaddr = 0;
     int length = dwfl_module_build_id(module_, &bits, &id_vaddr);
-    std::string found = length > 0 ? hex(bits, length) : "";
+    std::string found =
+        length > 0 ? text::hex_bytes({reinterpret_cast<const char *>(bits), static_cast<size_t>(length)}) : "";
     if (found != build_id) {
       problem_ = "build id " + (found.empty() ? std::string("(none)") : found) +
                  " differs from the recorded " + (build_id.empty() ? "(none)" : build_id);
@@ -306,10 +299,9 @@ Stack python_frames(const format::Capture &capture, const format::Stack &stack) 
 const std::vector<std::string> &Symbolizer::problems() const { return impl_->problems; }
 
 bool is_gpuleak_or_cuda_frame(const Frame &frame) {
-  size_t slash = frame.module.rfind('/');
-  const char *base = frame.module.c_str() + (slash == std::string::npos ? 0 : slash + 1);
+  const std::string base = text::basename_of(frame.module);
   for (const char *prefix : {"libgpuleak", "libcuda.so", "libcudart", "libcupti"})
-    if (std::strncmp(base, prefix, std::strlen(prefix)) == 0) return true;
+    if (base.compare(0, std::strlen(prefix), prefix) == 0) return true;
   // nvcc's default build links the runtime statically: its frames sit in the program's own module
   // and are known by name only (cudaMalloc, cudart::..., __cudart...).
   const std::string &fn = frame.function;

@@ -27,6 +27,7 @@
 #include "text/bounded_read.h"
 #include "text/escape.h"
 #include "text/limits.h"
+#include "text/paths.h"
 
 #ifndef GPULEAK_VERSION
 #define GPULEAK_VERSION "0.0.0"
@@ -69,7 +70,7 @@ std::string executable_dir() {
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n <= 0) return "";
   std::string path(exe, static_cast<size_t>(n));
-  return path.substr(0, path.find_last_of('/'));
+  return text::dirname_of(path);
 }
 
 std::string load_template(const std::string &explicit_path) {
