@@ -123,7 +123,7 @@ int view_command(const ViewCommandOptions &o) {
     throw UsageError{std::string("view: ") + e.what()};
   }
   const std::string path = o.output.empty() ? html_path_for(o.input) : o.output;
-  write_file_atomically(path, html, true);
+  write_file_atomically(path, html);
   if (!o.quiet)
     std::fprintf(stderr, "gpuleak: wrote %s (%.1f MiB%s); open it in a browser, no network needed\n", path.c_str(),
                  html.size() / 1048576.0,
