@@ -227,7 +227,8 @@ ElfFacts read_elf(int fd) {
   return f;
 }
 
-// Mirrors src/shim/gpuleak.map; the doctor test checks the built shim against it.
+// Mirrors src/shim/gpuleak.map.in (its CUDA names, hooks.def's rows, as "cu" prefixes: a shim of
+// another version may wrap other entry points); the doctor test checks the built shim against it.
 bool allowed_export(const std::string &name) {
   // The exec family: flushed before the image is replaced (src/shim/exec_hooks.cpp).
   static const std::set<std::string> exec_family = {"execve", "execv",  "execvp",  "execvpe", "execl",
