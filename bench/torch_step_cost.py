@@ -17,6 +17,8 @@ all alike):
   gl-tensor-py     the same with GPULEAK_STACK_DEPTH=0 (Python frames only)
   gl-tensor-nat8   the same with GPULEAK_STACK_DEPTH=8
   gl-tensor-nopy   the same with GPULEAK_PY_STACK_DEPTH=0 (native 32 only)
+  gl-default-native gl-default with GPULEAK_BLOCK_NATIVE_STACKS=1 (native stacks for tensors too)
+  gl-*-gcc         the same with GPULEAK_UNWINDER=libgcc (what a machine without libunwind gets)
   gl-*-nomemo      the same as gl-* with GPULEAK_STACK_MEMO=0 (every stack from libunwind's unw_backtrace)
 
 Each process runs WARMUP steps, then BLOCKS blocks of STEPS steps, synchronizing the device after
@@ -27,6 +29,7 @@ the per-tensor configurations, plain for the rest). --json FILE writes every fig
 usage: torch_step_cost.py GPULEAK_CLI [--rounds N] [--only REGEX] [--json FILE]
 """
 import argparse
+import glob
 import json
 import os
 import re
@@ -96,6 +99,9 @@ CONFIGS = {
     "gl-tensor-py": (["--torch", "per-tensor"], {"GPULEAK_STACK_DEPTH": "0"}),
     "gl-tensor-nat8": (["--torch", "per-tensor"], {"GPULEAK_STACK_DEPTH": "8"}),
     "gl-tensor-nopy": (["--torch", "per-tensor"], {"GPULEAK_PY_STACK_DEPTH": "0"}),
+    "gl-default-native": ([], {"GPULEAK_BLOCK_NATIVE_STACKS": "1"}),
+    "gl-default-gcc": ([], {"GPULEAK_BLOCK_NATIVE_STACKS": "1", "GPULEAK_UNWINDER": "libgcc"}),
+    "gl-tensor-gcc": (["--torch", "per-tensor"], {"GPULEAK_UNWINDER": "libgcc"}),
     "gl-default-nomemo": ([], {"GPULEAK_STACK_MEMO": "0"}),
     "gl-tensor-nomemo": (["--torch", "per-tensor"], {"GPULEAK_STACK_MEMO": "0"}),
 }
@@ -103,19 +109,25 @@ BASELINE = {name: ("plain-async" if name.startswith("gl-tensor") else "plain") f
 
 
 def run_one(cli, name, workload, args, outdir):
+    """The step time in ms (None when the run failed) and the unwinder the capture used."""
     opts, extra = CONFIGS[name]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GPULEAK_", "PYTORCH_CUDA_ALLOC"))}
     env.update(extra)
     cmd = [sys.executable, "-c", CHILD, workload, str(args.warmup), str(args.blocks), str(args.steps)]
+    out = tempfile.mkdtemp(dir=outdir)
     if opts is not None:
         env["GPULEAK_QUIET"] = "1"
-        cmd = [cli, "run", "--out", outdir, *opts, "--", *cmd]
+        cmd = [cli, "run", "--out", out, *opts, "--", *cmd]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    unwinder = ""
+    for report in glob.glob(os.path.join(out, "*.report.json")):
+        with open(report) as f:
+            unwinder = (json.load(f).get("run") or {}).get("unwinder") or ""
     for line in p.stdout.splitlines():
         if line.startswith("RESULT "):
-            return json.loads(line[7:])["median_ms"]
+            return json.loads(line[7:])["median_ms"], unwinder
     sys.stderr.write(f"{name}/{workload} failed ({p.returncode}): {p.stderr[-2000:]}\n")
-    return None
+    return None, unwinder
 
 
 def main():
@@ -136,10 +148,10 @@ def main():
         for r in range(args.rounds):
             for w in workloads:
                 for n in names:
-                    ms = run_one(args.cli, n, w, args, outdir)
+                    ms, unwinder = run_one(args.cli, n, w, args, outdir)
                     if ms is not None:
                         figures[(n, w)].append(ms)
-                    print(f"round {r + 1} {w:11} {n:15} {ms if ms is None else f'{ms:.3f}'} ms", flush=True)
+                    print(f"round {r + 1} {w:11} {n:17} {ms if ms is None else f'{ms:.3f}'} ms {unwinder}", flush=True)
     print()
     print(f"{'workload':11} {'configuration':15} {'median ms':>9} {'min-max':>15} {'vs baseline':>12}")
     summary = {}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Makes the folder the device tool carries to the GPU machine (64 MiB at most): the CLI, the shim
-# and its bundled libraries, and the nvcc-built GPU test programs, stripped of debug sections.
+# and its bundled libraries, its data (share/: the PyTorch adapter's source), and the nvcc-built GPU
+# test programs, stripped of debug sections.
 # usage: scripts/gpu-carry.sh [BUILD_DIR [CARRY_DIR]]   (defaults: build, build-gpu)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +11,7 @@ scripts/bundle-runtime-libs.sh "$build" >/dev/null
 tests/gpu/build.sh "$build" >/dev/null
 rm -rf "$carry"
 mkdir -p "$carry"
-cp -a "$build/bin" "$build/lib" "$build/gpu-tests" "$carry/"
+cp -a "$build/bin" "$build/lib" "$build/share" "$build/gpu-tests" "$carry/"
 # The fake CUDA's pair benchmark, to time the hook on the GPU host's quiet CPU without the GPU's
 # own (bimodal) cost: run it with LD_LIBRARY_PATH=$carry/fake.
 mkdir -p "$carry/fake"

@@ -93,6 +93,10 @@ Config read_config() {
   read(&c, "GPULEAK_STACK_DEPTH", [&](const char *v) { return parse_unsigned(v, 0, 128, &c.stack_depth); });
   read(&c, "GPULEAK_STACK_MEMO", [&](const char *v) { return parse_bool(v, &c.stack_memo); });
   read(&c, "GPULEAK_BLOCK_NATIVE_STACKS", [&](const char *v) { return parse_bool(v, &c.block_native_stacks); });
+  read(&c, "GPULEAK_UNWINDER", [&](const char *v) {
+    c.prefer_libgcc = std::strcmp(v, "libgcc") == 0;
+    return c.prefer_libgcc || std::strcmp(v, "libunwind") == 0;
+  });
   read(&c, "GPULEAK_CUPTI", [&](const char *v) { return parse_bool(v, &c.cupti); });
   read(&c, "GPULEAK_ACTIVITY", [&](const char *v) { return parse_bool(v, &c.activity); });
   read(&c, "GPULEAK_ACTIVITY_MB", [&](const char *v) {

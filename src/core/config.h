@@ -18,6 +18,10 @@ struct Config {
   // frames, which name the call site, and skip the native unwind through the framework, which
   // costs most of a step (docs/benchmarks.md run 9); threads without Python keep native stacks.
   bool block_native_stacks = false;
+  // GPULEAK_UNWINDER: "libunwind" (the default: its cached walk, when libunwind.so.8 is found) or
+  // "libgcc" (the C++ runtime's walk, several times slower; for comparison, or a program whose
+  // generated code libunwind walks wrongly).
+  bool prefer_libgcc = false;
   bool cupti = false;              // GPULEAK_CUPTI=1
   bool quiet = false;              // GPULEAK_QUIET=1: no at-exit summary
   unsigned buffer_kib = 256;       // GPULEAK_BUFFER_KB: per-thread event buffer (16..65536)

@@ -196,7 +196,7 @@ void recorder_init(const Config &config, uintptr_t own_begin, uintptr_t own_end)
     recorder_disable_quietly(py_error);
     return;
   }
-  g_state->stacks.init(own_begin, own_end);
+  g_state->stacks.init(own_begin, own_end, config.prefer_libgcc);
 }
 
 void recorder_set_probe(const DriverProbe &probe) {

@@ -45,10 +45,10 @@ struct StackCapture::Cursor {
   int (*is_signal_frame)(unw_cursor_t *);
 };
 
-void StackCapture::init(uintptr_t own_begin, uintptr_t own_end) {
+void StackCapture::init(uintptr_t own_begin, uintptr_t own_end, bool libgcc) {
   own_begin_ = own_begin;
   own_end_ = own_end;
-  void *lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+  void *lib = libgcc ? nullptr : dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
   if (lib) {
     auto bt = reinterpret_cast<Backtrace>(dlsym(lib, "unw_backtrace"));
     auto set_policy = reinterpret_cast<int (*)(void *, int)>(dlsym(lib, "_ULx86_64_set_caching_policy"));

@@ -35,8 +35,9 @@ struct StackProof {
 
 class StackCapture {
  public:
-  // Loads the unwinder; `own_begin/own_end` bound gpuleak's own code, whose frames are skipped.
-  void init(uintptr_t own_begin, uintptr_t own_end);
+  // Loads the unwinder (libgcc's when `libgcc` or libunwind is missing); `own_begin/own_end` bound
+  // gpuleak's own code, whose frames are skipped.
+  void init(uintptr_t own_begin, uintptr_t own_end, bool libgcc = false);
   // Fills `out` with at most `max_frames` return addresses, innermost first, starting at the first
   // frame outside gpuleak. Returns the number of frames.
   unsigned capture(uint64_t *out, unsigned max_frames) const;

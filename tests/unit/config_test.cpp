@@ -61,6 +61,23 @@ TEST(Config, BlockNativeStacksAreOffUnlessAsked) {
   EXPECT_EQ(c.error, "bad value GPULEAK_BLOCK_NATIVE_STACKS=\"sometimes\"");
 }
 
+TEST(Config, Unwinder) {
+  EXPECT_FALSE(read_config().prefer_libgcc);
+  {
+    Env a("GPULEAK_UNWINDER", "libgcc");
+    EXPECT_TRUE(read_config().prefer_libgcc);
+  }
+  {
+    Env a("GPULEAK_UNWINDER", "libunwind");
+    EXPECT_FALSE(read_config().prefer_libgcc);
+    EXPECT_TRUE(read_config().enabled);
+  }
+  Env bad("GPULEAK_UNWINDER", "gdb");
+  Config c = read_config();
+  EXPECT_FALSE(c.enabled);
+  EXPECT_EQ(c.error, "bad value GPULEAK_UNWINDER=\"gdb\"");
+}
+
 TEST(Config, NvmlSampleInterval) {
   EXPECT_EQ(read_config().nvml_interval_ms, 250u);
   {
