@@ -1,15 +1,15 @@
 #include "output/symbolizer.h"
 
+#include <cxxabi.h>
+#include <elfutils/libdwfl.h>
+#include <gelf.h>
+#include <sys/stat.h>
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
-#include <cxxabi.h>
-#include <elfutils/libdwfl.h>
-#include <gelf.h>
 #include <iterator>
 #include <map>
-#include <sys/stat.h>
 #include <unordered_map>
 #include <utility>
 
@@ -79,8 +79,8 @@ class ElfObject {
     std::string found =
         length > 0 ? text::hex_bytes({reinterpret_cast<const char *>(bits), static_cast<size_t>(length)}) : "";
     if (found != build_id) {
-      problem_ = "build id " + (found.empty() ? std::string("(none)") : found) +
-                 " differs from the recorded " + (build_id.empty() ? "(none)" : build_id);
+      problem_ = "build id " + (found.empty() ? std::string("(none)") : found) + " differs from the recorded " +
+                 (build_id.empty() ? "(none)" : build_id);
       module_ = nullptr;
       return;
     }
@@ -119,11 +119,9 @@ class ElfObject {
       GElf_Sym sym;
       GElf_Addr addr = 0;
       GElf_Word shndx = 0;
-      const char *name =
-          dwfl_module_getsym_info(module_, i, &sym, &addr, &shndx, nullptr, nullptr);
+      const char *name = dwfl_module_getsym_info(module_, i, &sym, &addr, &shndx, nullptr, nullptr);
       int type = GELF_ST_TYPE(sym.st_info);
-      if (name == nullptr || name[0] == '\0' || shndx == SHN_UNDEF ||
-          (type != STT_FUNC && type != STT_GNU_IFUNC))
+      if (name == nullptr || name[0] == '\0' || shndx == SHN_UNDEF || (type != STT_FUNC && type != STT_GNU_IFUNC))
         continue;
       int bind = GELF_ST_BIND(sym.st_info);
       int rank = (sym.st_size == 0 ? 4 : 0) + (bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2);
@@ -140,8 +138,8 @@ class ElfObject {
   }
 
   const Symbol *symbol_at(uint64_t pc) const {
-    auto it = std::upper_bound(symbols_.begin(), symbols_.end(), pc,
-                               [](uint64_t v, const Symbol &s) { return v < s.start; });
+    auto it =
+        std::upper_bound(symbols_.begin(), symbols_.end(), pc, [](uint64_t v, const Symbol &s) { return v < s.start; });
     if (it == symbols_.begin()) return nullptr;
     --it;
     const Symbol *nearest = &*it;
@@ -246,7 +244,7 @@ struct Symbolizer::Impl {
   }
 
   const format::Capture &capture;
-  std::map<uint64_t, Piece> pieces;  // start -> non-overlapping [start, end) and its module
+  std::map<uint64_t, Piece> pieces;     // start -> non-overlapping [start, end) and its module
   std::vector<ElfObject *> objects_of;  // per module record, opened on first use
   std::unordered_map<std::string, std::unique_ptr<ElfObject>> objects;  // by path + build id
   std::unordered_map<uint64_t, Frame> frames;
