@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "format/capture_format.h"
+#include "output/report_schema.h"
 #include "text/bounded_read.h"
 #include "text/json_input.h"
 #include "text/limits.h"
@@ -108,24 +109,8 @@ class Reader {
 };
 
 void check_schema(const json &doc, const std::string &path) {
-  const std::string expected = "gpuleak.report/" + std::to_string(kSchemaMajor);
-  auto it = doc.is_object() ? doc.find("schema") : doc.end();
-  const std::string prefix = "gpuleak.report/";
-  if (!doc.is_object() || it == doc.end() || !it->is_string() || it->get<std::string>().rfind(prefix, 0) != 0)
-    throw GateError(path + ": not a gpuleak report (no \"schema\": \"" + expected + "\")");
-  std::string schema = it->get<std::string>();
-  std::string major_text = schema.substr(prefix.size());
-  size_t dot = major_text.find('.');
-  if (dot != std::string::npos) major_text = major_text.substr(0, dot);  // "2.1" reads as major 2
-  long major = 0;
-  bool numeric =
-      !major_text.empty() && major_text.size() < 9 && major_text.find_first_not_of("0123456789") == std::string::npos;
-  if (numeric) major = std::stol(major_text);
-  if (!numeric || major < 1)
-    throw GateError(path + ": unknown report schema \"" + schema + "\" (this gpuleak reads " + expected + ")");
-  if (major > kSchemaMajor)
-    throw GateError(path + ": report schema " + schema + " is newer than this gpuleak reads (" + expected +
-                    "); upgrade gpuleak");
+  const std::string problem = output::report_schema_problem(doc);
+  if (!problem.empty()) throw GateError(path + ": " + problem);
 }
 
 }  // namespace
