@@ -297,9 +297,9 @@ Stack python_frames(const format::Capture &capture, const format::Stack &stack) 
 const std::vector<std::string> &Symbolizer::problems() const { return impl_->problems; }
 
 bool is_gpuleak_or_cuda_frame(const Frame &frame) {
-  const std::string base = text::basename_of(frame.module);
-  for (const char *prefix : {"libgpuleak", "libcuda.so", "libcudart", "libcupti"})
-    if (base.compare(0, std::strlen(prefix), prefix) == 0) return true;
+  const std::string_view base = text::basename_view(frame.module);
+  for (std::string_view prefix : {"libgpuleak", "libcuda.so", "libcudart", "libcupti"})
+    if (base.substr(0, prefix.size()) == prefix) return true;
   // nvcc's default build links the runtime statically: its frames sit in the program's own module
   // and are known by name only (cudaMalloc, cudart::..., __cudart...).
   const std::string &fn = frame.function;

@@ -12,11 +12,13 @@
 namespace gpuleak::text {
 
 // The last component of a '/'-separated path ("libcuda.so.1" for "/usr/lib/libcuda.so.1"); the
-// path itself when it has no slash.
-inline std::string basename_of(std::string_view path) {
+// path itself when it has no slash. basename_view allocates nothing (a view into `path`), for the
+// shim's code that runs inside the program's dlsym and dl_iterate_phdr calls.
+inline std::string_view basename_view(std::string_view path) {
   size_t slash = path.find_last_of('/');
-  return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
+inline std::string basename_of(std::string_view path) { return std::string(basename_view(path)); }
 
 // The folder of a path, as dirname(3) has it: "/usr/lib" for "/usr/lib/libcuda.so.1", "/" for
 // "/init", "." for a path without a slash.
