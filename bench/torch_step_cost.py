@@ -23,8 +23,11 @@ all alike):
 
 Each process runs WARMUP steps, then BLOCKS blocks of STEPS steps, synchronizing the device after
 each block; its figure is the median block's time per step. Printed: one line per configuration
-and workload (median over rounds, min-max), and the overhead against its baseline (plain-async for
-the per-tensor configurations, plain for the rest). --json FILE writes every figure.
+and workload (median over rounds, min-max), the overhead against its baseline (plain-async for
+the per-tensor configurations, plain for the rest), and for gpuleak's configurations its own time
+per step (GPULEAK_SELF_TIME: the hooks' time over every step the process ran, warm-up included)
+and that time's share of the baseline's median step: step times on a shared host vary more from
+process to process than a few percent, the own time does not. --json FILE writes every figure.
 
 usage: torch_step_cost.py GPULEAK_CLI [--rounds N] [--only REGEX] [--json FILE]
 """
@@ -109,25 +112,40 @@ BASELINE = {name: ("plain-async" if name.startswith("gl-tensor") else "plain") f
 
 
 def run_one(cli, name, workload, args, outdir):
-    """The step time in ms (None when the run failed) and the unwinder the capture used."""
+    """The step time in ms (None when the run failed) and gpuleak's own-time line (GPULEAK_SELF_TIME:
+    its hooks' time, the unwinder and the memo's hits), shortened."""
     opts, extra = CONFIGS[name]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GPULEAK_", "PYTORCH_CUDA_ALLOC"))}
     env.update(extra)
     cmd = [sys.executable, "-c", CHILD, workload, str(args.warmup), str(args.blocks), str(args.steps)]
-    out = tempfile.mkdtemp(dir=outdir)
     if opts is not None:
         env["GPULEAK_QUIET"] = "1"
-        cmd = [cli, "run", "--out", out, *opts, "--", *cmd]
+        env["GPULEAK_SELF_TIME"] = "1"
+        cmd = [cli, "run", "--out", outdir, "--no-report", *opts, "--", *cmd]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
-    unwinder = ""
-    for report in glob.glob(os.path.join(out, "*.report.json")):
-        with open(report) as f:
-            unwinder = (json.load(f).get("run") or {}).get("unwinder") or ""
+    own = ""
+    for line in p.stderr.splitlines():
+        if "(GPULEAK_SELF_TIME): " in line:
+            own = line.split("(GPULEAK_SELF_TIME): ", 1)[1]
+    for f in glob.glob(os.path.join(outdir, "*")):
+        os.remove(f)
     for line in p.stdout.splitlines():
         if line.startswith("RESULT "):
-            return json.loads(line[7:])["median_ms"], unwinder
+            return json.loads(line[7:])["median_ms"], own
     sys.stderr.write(f"{name}/{workload} failed ({p.returncode}): {p.stderr[-2000:]}\n")
-    return None, unwinder
+    return None, own
+
+
+OWN = re.compile(r"(\d+) allocation records in (\d+) us, (\d+) free records in (\d+) us")
+
+
+def own_ms_per_step(own, args):
+    """gpuleak's own time per step (ms) from its GPULEAK_SELF_TIME line: allocation and free hooks
+    over every step the process ran (warm-up included); None without a line in microseconds."""
+    m = OWN.search(own or "")
+    if not m:
+        return None
+    return (int(m.group(2)) + int(m.group(4))) / 1000 / (args.warmup + args.blocks * args.steps)
 
 
 def main():
@@ -144,28 +162,37 @@ def main():
     names = [n for n in CONFIGS if re.search(args.only, n)]
     workloads = args.workloads.split(",")
     figures = {(n, w): [] for n in names for w in workloads}
+    owns = {(n, w): [] for n in names for w in workloads}
     with tempfile.TemporaryDirectory() as outdir:
         for r in range(args.rounds):
             for w in workloads:
                 for n in names:
-                    ms, unwinder = run_one(args.cli, n, w, args, outdir)
+                    ms, own = run_one(args.cli, n, w, args, outdir)
                     if ms is not None:
                         figures[(n, w)].append(ms)
-                    print(f"round {r + 1} {w:11} {n:17} {ms if ms is None else f'{ms:.3f}'} ms {unwinder}", flush=True)
+                    if own_ms_per_step(own, args) is not None:
+                        owns[(n, w)].append(own_ms_per_step(own, args))
+                    print(f"round {r + 1} {w:11} {n:17} {ms if ms is None else f'{ms:.3f}'} ms {own}", flush=True)
     print()
-    print(f"{'workload':11} {'configuration':15} {'median ms':>9} {'min-max':>15} {'vs baseline':>12}")
+    print(f"{'workload':11} {'configuration':17} {'median ms':>9} {'min-max':>15} {'vs baseline':>12}"
+          f"  own ms/step (share of the baseline's median step)")
     summary = {}
     for w in workloads:
         for n in names:
             v = figures[(n, w)]
             if not v:
-                print(f"{w:11} {n:15} {'failed':>9}")
+                print(f"{w:11} {n:17} {'failed':>9}")
                 continue
             med = statistics.median(v)
             base = figures.get((BASELINE[n], w)) or []
             rel = "" if n == BASELINE[n] or not base else f"{(med / statistics.median(base) - 1) * 100:+.1f}%"
-            print(f"{w:11} {n:15} {med:9.3f} {min(v):7.3f}-{max(v):7.3f} {rel:>12} ({BASELINE[n]})")
-            summary[f"{w}/{n}"] = {"median_ms": med, "runs": v, "baseline": BASELINE[n]}
+            own = owns[(n, w)]
+            own_text = ""
+            if own and base:
+                share = [o / statistics.median(base) * 100 for o in own]
+                own_text = f"  {min(own):.3f}-{max(own):.3f} ({min(share):.1f}-{max(share):.1f} %)"
+            print(f"{w:11} {n:17} {med:9.3f} {min(v):7.3f}-{max(v):7.3f} {rel:>12} ({BASELINE[n]}){own_text}")
+            summary[f"{w}/{n}"] = {"median_ms": med, "runs": v, "baseline": BASELINE[n], "own_ms_per_step": own}
     if args.json:
         with open(args.json, "w") as f:
             json.dump(summary, f, indent=1)

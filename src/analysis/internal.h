@@ -1,4 +1,5 @@
-// What the analysis stages hand each other. Private to src/analysis: nothing outside includes it.
+// What the analysis stages hand each other. Private to src/analysis: nothing outside it includes it
+// but unit tests (tests/unit/sites_test.cpp checks its framework classifier against the headline's).
 //
 // The memory records are never held: every stage that needs them reads them during a replay of
 // the capture's format::MemorySource in effective-time order, and keeps only what is proportional

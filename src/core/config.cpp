@@ -97,6 +97,7 @@ Config read_config() {
     c.prefer_libgcc = std::strcmp(v, "libgcc") == 0;
     return c.prefer_libgcc || std::strcmp(v, "libunwind") == 0;
   });
+  read(&c, "GPULEAK_SELF_TIME", [&](const char *v) { return parse_bool(v, &c.self_time); });
   read(&c, "GPULEAK_CUPTI", [&](const char *v) { return parse_bool(v, &c.cupti); });
   read(&c, "GPULEAK_ACTIVITY", [&](const char *v) { return parse_bool(v, &c.activity); });
   read(&c, "GPULEAK_ACTIVITY_MB", [&](const char *v) {

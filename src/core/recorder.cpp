@@ -73,6 +73,7 @@ bool ensure_running(State *s, int32_t result, bool *started) {
 // nothing the unwind depended on changed (stack_memo.h). Not inlined: the memo's proof starts at
 // this function's own stack pointer.
 __attribute__((noinline)) uint32_t unwind_stack(State *s, bool has_python) {
+  SelfTimer timer(s->config.self_time, &s->self_time.unwinds, &s->self_time.unwind_ticks);
   uintptr_t sp = 0, bp = 0;
 #if defined(__x86_64__)  // the proof follows x86-64's registers (stack_capture.cpp)
   asm volatile("mov %%rsp, %0\n\tmov %%rbp, %1" : "=r"(sp), "=r"(bp));
@@ -82,10 +83,18 @@ __attribute__((noinline)) uint32_t unwind_stack(State *s, bool has_python) {
 #endif
   StackProof *proof = nullptr;
   if (memo)
-    if (uint32_t id = memo->find(sp, bp, has_python, &proof)) return id;
+    if (uint32_t id = memo->find(sp, bp, has_python, &proof)) {
+      if (s->config.self_time) s->self_time.memo_hits.fetch_add(1, std::memory_order_relaxed);
+      return id;
+    }
   uint64_t frames[128];
-  unsigned n = proof ? s->stacks.capture_with_proof(frames, s->config.stack_depth, proof) : 0;
+  unsigned n = 0;
+  if (proof) {
+    SelfTimer timer(s->config.self_time, &s->self_time.proofs, &s->self_time.proof_ticks);
+    n = s->stacks.capture_with_proof(frames, s->config.stack_depth, proof);
+  }
   if (n == 0) n = s->stacks.capture(frames, s->config.stack_depth);
+  if (s->config.self_time) s->self_time.frames.fetch_add(n, std::memory_order_relaxed);
   if (has_python) {
     n = PythonStacks::frames_before_interpreter(frames, n);
     if (proof) proof->keep_frames(n);  // the interpreter's frames above the cut may vary freely
@@ -213,10 +222,14 @@ namespace {
 
 // The allocation record and the live-table entry, once the capture runs.
 inline __attribute__((always_inline)) void alloc_body(State *s, const CallFacts &f, Space space) {
+  SelfTimer timer(s->config.self_time, &s->self_time.records, &s->self_time.record_ticks);
   format::MemoryRecord r = make_record(f, false);
   r.device = resolve_device(s, f.device);
   // The calling thread's own Python frames, read without the GIL (python_stack.h); 0 when none.
-  r.py_stack_id = s->py_stacks.capture(s);
+  {
+    SelfTimer python(s->config.self_time, &s->self_time.python_walks, &s->self_time.python_ticks);
+    r.py_stack_id = s->py_stacks.capture(s);
+  }
   // A framework's block on a Python thread: its Python frames name the call site (config.h).
   const bool python_names_it =
       f.kind == format::Kind::kPoolBlock && r.py_stack_id != 0 && !s->config.block_native_stacks;
@@ -259,6 +272,7 @@ PendingFree begin_free(Space space, uint64_t address) {
   PendingFree p;
   State *s = g_state;
   if (phase(s) != Phase::kRunning) return p;
+  SelfTimer timer(s->config.self_time, &s->self_time.frees, &s->self_time.free_ticks);
   p.active = true;
   p.found = s->live.take(space, address, &p.entry);
   return p;
@@ -267,6 +281,7 @@ PendingFree begin_free(Space space, uint64_t address) {
 void end_free(const PendingFree &p, const CallFacts &f, Space space) {
   State *s = g_state;
   if (!p.active) return;
+  SelfTimer timer(s->config.self_time, &s->self_time.frees, &s->self_time.free_ticks);  // (counts 2 a free)
   if (f.result != 0 && p.found) s->live.restore(space, f.address, p.entry);
   format::MemoryRecord r = make_record(f, true);
   if (p.found) {

@@ -19,6 +19,7 @@
 #include "core/python_stack.h"
 #include "core/recorder.h"
 #include "core/report_spawn.h"
+#include "core/self_time.h"
 #include "core/signal_safe.h"
 #include "core/stack_capture.h"
 #include "core/thread_buffer.h"
@@ -42,6 +43,7 @@ struct State {
   DeviceTally tally;  // live and peak bytes per device, from the drained records (device_tally.h)
   BufferRegistry buffers;
   ModuleMap modules;
+  SelfTime self_time;  // GPULEAK_SELF_TIME
 
   std::atomic<int> phase{static_cast<int>(Phase::kIdle)};
   std::once_flag started;

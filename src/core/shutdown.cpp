@@ -38,6 +38,7 @@ int finish(State *s, const BufferCounters *totals) {
         .text(")")
         .emit();
   }
+  if (s->config.self_time) say_self_time(s->self_time, s->stacks.unwinder_name());
   // Under `gpuleak run` the command prints the analyzed summary instead of this one.
   if (s->config.under_run || s->summary_printed.exchange(true)) return -1;
   if (!s->config.quiet && totals) {

@@ -80,12 +80,18 @@ void StackCapture::init(uintptr_t own_begin, uintptr_t own_end, bool libgcc) {
 unsigned StackCapture::capture(uint64_t *out, unsigned max_frames) const {
   if (!backtrace_ || max_frames == 0) return 0;
   void *raw[128 + kOwnFramesMax];
-  int want = static_cast<int>(std::min(max_frames, 128u)) + kOwnFramesMax;
+  // Room for gpuleak's own frames above the program's: as many as any capture has met so far and
+  // two more (a deeper hook path is learned at its first capture, which may lose an outermost
+  // frame once), kOwnFramesMax until then. Every frame asked for is walked.
+  int own = __atomic_load_n(&own_frames_, __ATOMIC_RELAXED);
+  int room = own ? std::min(own + 2, kOwnFramesMax) : kOwnFramesMax;
+  int want = static_cast<int>(std::min(max_frames, 128u)) + room;
   int n = backtrace_(raw, want);
   int skip = 0;
   while (skip < n && reinterpret_cast<uintptr_t>(raw[skip]) >= own_begin_ &&
          reinterpret_cast<uintptr_t>(raw[skip]) < own_end_)
     ++skip;
+  if (skip > own) __atomic_store_n(&own_frames_, skip, __ATOMIC_RELAXED);
   unsigned count = 0;
   for (int i = skip; i < n && count < max_frames; ++i) out[count++] = reinterpret_cast<uintptr_t>(raw[i]);
   return count;

@@ -55,6 +55,9 @@ class StackCapture {
   const Cursor *cursor_ = nullptr;
   int which_ = 0;  // 0 none, 1 libunwind, 2 libgcc
   uintptr_t own_begin_ = 0, own_end_ = 0;
+  // The most own frames a capture has skipped (read and raised with relaxed __atomic builtins;
+  // copied with the rest into a fork child's state).
+  mutable int own_frames_ = 0;
 };
 
 }  // namespace gpuleak::core

@@ -16,11 +16,17 @@ namespace gpuleak::core {
 namespace {
 
 // By stack pointer. A PyTorch training step allocates from a few hundred call paths per thread
-// (about 530 allocations per step of a 6-layer transformer): 8 buckets (the first size) thrashed,
-// and every allocation paid a full unwind through libtorch (docs/benchmarks.md, run 8). 128 x 2
-// entries of up to 2 x (depth + 16) + 2 slots: about 400 KB per allocating thread at depth 32.
-constexpr unsigned kBuckets = 128;
-constexpr unsigned kWays = 2;  // two call paths at one stack pointer keep both proofs
+// (about 530 allocations per step of a 6-layer transformer), many of them at one stack pointer (the
+// dispatcher's frames differ by op, not in size): two paths per stack pointer thrashed, and a proof
+// per miss cost more than the unwinds it saved (docs/benchmarks.md, run 10). Entries are chained
+// per bucket; the slots of their proofs are packed in one array, reserved per thread and touched
+// only as proofs are kept (about 50 slots, 800 bytes, per call path at depth 32).
+constexpr unsigned kBuckets = 512;
+constexpr unsigned kEntries = 4096;    // call paths (and first sightings) per thread
+constexpr unsigned kSlots = 1u << 17;  // proof slots per thread (2 MiB reserved)
+// Proven paths at one stack pointer: past it, that stack pointer takes no more proofs (its other
+// paths are unwound each time). A wrong path's check stops at its first differing slot.
+constexpr unsigned kPathsPerSp = 128;
 constexpr unsigned kOwnFrames = 16;
 constexpr int kLearnCredit = 4;  // unwinds with proof a bucket may spend before it pays them back
 constexpr int kLearnCreditMax = 16;
@@ -68,21 +74,26 @@ bool thread_stack(uintptr_t *low, uintptr_t *end) {
 struct StackMemo::Entry {
   uintptr_t sp = 0;
   uintptr_t bp = 0;
-  uint32_t stack_id = 0;  // 0: seen without a proof (or its proof failed)
+  uint32_t slots = 0;     // its proof's first slot in slots_
+  uint32_t stack_id = 0;  // 0: a first sighting (or a proof that failed)
+  int32_t next = -1;      // the bucket's next entry
+  int32_t after = -1;     // the entry of this bucket that held the last time after this one did
   uint16_t count = 0;     // slots in its proof
   bool python = false;
   bool bp_used = false;  // the proof depends on the frame-pointer register itself
-  bool used = false;
 };
 
+// A training step reaches the allocator through the same call paths in the same order every
+// step: each entry remembers which one of its bucket came next, and that one is checked first.
 struct StackMemo::Bucket {
-  Entry ways[kWays];
+  int32_t head = -1;
+  int32_t last = -1;  // the entry that held (or was proven) last
   int credit = kLearnCredit;
-  uint8_t recent = 0;  // the way used last
 };
 
 StackMemo::~StackMemo() {
   delete[] buckets_;
+  delete[] entries_;
   delete[] slots_;
 }
 
@@ -91,7 +102,7 @@ StackMemo *StackMemo::for_thread(const void *owner, unsigned max_frames) {
   if (m && m->owner_ == owner) return m;
   if (m) {  // a fork child's new recorder: the ids belong to the parent's
     m->owner_ = owner;
-    for (unsigned b = 0; b < kBuckets; ++b) m->buckets_[b] = Bucket{};
+    m->clear();
     return m;
   }
   pthread_once(&g_exit_key_once, make_exit_key);
@@ -99,10 +110,12 @@ StackMemo *StackMemo::for_thread(const void *owner, unsigned max_frames) {
   if (!m) return nullptr;
   m->owner_ = owner;
   bool bounded = thread_stack(&m->stack_low_, &m->stack_end_);
-  m->slots_per_entry_ = 2 * (max_frames + kOwnFrames) + 2;
+  m->slots_per_proof_ = 2 * (max_frames + kOwnFrames) + 2;
   m->buckets_ = new (std::nothrow) Bucket[kBuckets];
-  m->slots_ = new (std::nothrow) StackSlot[(kBuckets * kWays + 1) * m->slots_per_entry_];
-  if (!m->buckets_ || !m->slots_ || !bounded) {
+  m->entries_ = new (std::nothrow) Entry[kEntries];
+  // Default-initialized: the pages are touched only as proofs are stored.
+  m->slots_ = new (std::nothrow) StackSlot[kSlots + m->slots_per_proof_];
+  if (!m->buckets_ || !m->entries_ || !m->slots_ || !bounded) {
     delete m;
     return nullptr;
   }
@@ -111,37 +124,58 @@ StackMemo *StackMemo::for_thread(const void *owner, unsigned max_frames) {
   return m;
 }
 
-StackMemo::Bucket &StackMemo::bucket_for(uintptr_t sp) { return buckets_[((sp >> 4) ^ (sp >> 11)) % kBuckets]; }
+void StackMemo::clear() {
+  for (unsigned b = 0; b < kBuckets; ++b) buckets_[b] = Bucket{};  // (entries are reset as reused)
+  entries_used_ = 0;
+  slots_used_ = 0;
+}
 
-StackSlot *StackMemo::slots_of(const Bucket &b, unsigned way) {
-  return slots_ + ((&b - buckets_) * kWays + way) * slots_per_entry_;
+StackMemo::Bucket &StackMemo::bucket_for(uintptr_t sp) { return buckets_[((sp >> 4) ^ (sp >> 13)) % kBuckets]; }
+
+bool StackMemo::holds(const Entry &e, uintptr_t sp, uintptr_t bp, bool python) const {
+  if (e.sp != sp || e.python != python || (e.bp_used && e.bp != bp) || !e.stack_id) return false;
+  const StackSlot *s = slots_ + e.slots;
+  unsigned k = 0;
+  while (k < e.count && *reinterpret_cast<const volatile uint64_t *>(s[k].address) == s[k].value) ++k;
+  return k == e.count;
+}
+
+void StackMemo::held(Bucket &b, int32_t i) {
+  if (b.last >= 0) entries_[b.last].after = i;
+  b.last = i;
+  if (b.credit < kLearnCreditMax) ++b.credit;
 }
 
 uint32_t StackMemo::find(uintptr_t sp, uintptr_t bp, bool python, StackProof **proof) {
   *proof = nullptr;
   if (sp < stack_low_ || sp >= stack_end_) return 0;  // a signal stack, a coroutine's: never memoized
   Bucket &b = bucket_for(sp);
+  if (b.last >= 0) {
+    int32_t next = entries_[b.last].after;
+    if (next >= 0 && holds(entries_[next], sp, bp, python)) {
+      held(b, next);
+      return entries_[next].stack_id;
+    }
+  }
   bool seen = false;
-  for (unsigned w = 0; w < kWays; ++w) {
-    Entry &e = b.ways[w];
-    if (!e.used || e.sp != sp || e.python != python || (e.bp_used && e.bp != bp)) continue;
+  unsigned checked = 0;
+  for (int32_t i = b.head; i >= 0 && checked < kPathsPerSp; i = entries_[i].next) {
+    const Entry &e = entries_[i];
+    if (e.sp != sp || e.python != python) continue;
     seen = true;
     if (!e.stack_id) continue;
-    const StackSlot *s = slots_of(b, w);
-    unsigned i = 0;
-    while (i < e.count && *reinterpret_cast<const volatile uint64_t *>(s[i].address) == s[i].value) ++i;
-    if (i < e.count) continue;
-    b.recent = static_cast<uint8_t>(w);
-    if (b.credit < kLearnCreditMax) ++b.credit;
+    ++checked;
+    if (!holds(e, sp, bp, python)) continue;
+    held(b, i);
     return e.stack_id;
   }
-  if (seen && b.credit > 0) {
+  if (seen && b.credit > 0 && checked < kPathsPerSp) {
     scratch_ = StackProof{};
     scratch_.sp = sp;
     scratch_.bp = bp;
     scratch_.stack_end = stack_end_;
-    scratch_.slots = slots_ + kBuckets * kWays * slots_per_entry_;
-    scratch_.capacity = slots_per_entry_;
+    scratch_.slots = slots_ + kSlots;
+    scratch_.capacity = slots_per_proof_;
     *proof = &scratch_;
   }
   return 0;
@@ -149,31 +183,48 @@ uint32_t StackMemo::find(uintptr_t sp, uintptr_t bp, bool python, StackProof **p
 
 void StackMemo::remember(uintptr_t sp, uintptr_t bp, bool python, const StackProof *proof, uint32_t stack_id) {
   if (sp < stack_low_ || sp >= stack_end_) return;
-  Bucket &b = bucket_for(sp);
-  auto same = [&](const Entry &e) { return e.used && e.sp == sp && e.python == python; };
-  // A first sighting takes the way not used last; a proof replaces this stack pointer's sighting,
-  // else the way not used last (two call paths that alternate at one stack pointer keep both).
-  unsigned way = b.recent ^ 1u;
-  for (unsigned w = 0; w < kWays; ++w) {
-    if (!same(b.ways[w])) continue;
+  Bucket *b = &bucket_for(sp);
+  int32_t sighting = -1;  // this stack pointer's first-sighting entry, if any
+  for (int32_t i = b->head; i >= 0; i = entries_[i].next) {
+    const Entry &e = entries_[i];
+    if (e.sp != sp || e.python != python) continue;
     if (!proof) return;  // seen before: find() asks for a proof next time
-    if (b.ways[w].stack_id == 0) way = w;
+    if (!e.stack_id && sighting < 0) sighting = i;
   }
-  Entry &e = b.ways[way];
-  e = Entry{};
-  e.used = true;
+  if (proof) {
+    --b->credit;
+    if (!proof->valid || stack_id == 0) return;
+  }
+  const unsigned count = proof ? proof->count : 0;
+  if (sighting < 0 && entries_used_ == kEntries) {  // full: start over
+    clear();
+    b = &bucket_for(sp);
+  }
+  if (count > kSlots - slots_used_) {
+    clear();
+    b = &bucket_for(sp);
+    sighting = -1;
+  }
+  int32_t i = sighting;
+  if (i < 0) {
+    i = static_cast<int32_t>(entries_used_++);
+    entries_[i] = Entry{};
+    entries_[i].next = b->head;
+    b->head = i;
+  }
+  Entry &e = entries_[i];
   e.sp = sp;
   e.bp = bp;
   e.python = python;
-  b.recent = static_cast<uint8_t>(way);
   if (!proof) return;
-  --b.credit;
-  if (!proof->valid || stack_id == 0) return;
-  StackSlot *s = slots_of(b, way);
-  for (unsigned i = 0; i < proof->count; ++i) s[i] = proof->slots[i];
-  e.count = static_cast<uint16_t>(proof->count);
+  for (unsigned k = 0; k < count; ++k) slots_[slots_used_ + k] = proof->slots[k];
+  e.slots = slots_used_;
+  slots_used_ += count;
+  e.count = static_cast<uint16_t>(count);
   e.bp_used = proof->bp_used;
   e.stack_id = stack_id;
+  if (b->last >= 0) entries_[b->last].after = i;
+  b->last = i;
 }
 
 }  // namespace gpuleak::core

@@ -8,11 +8,15 @@
 // same frames: the stack id found then is the answer, after two loads per frame instead of an
 // unwind and a hash lookup of the frames.
 //
-// A stack pointer is memoized the second time it is seen (the first time costs only the ordinary
-// unwind), through StackCapture::capture_with_proof. Only slots inside the thread's own stack are
-// trusted; a thread running on another stack (a signal stack, a coroutine) is never memoized.
-// Limits: registers other than the stack and frame pointers are assumed not to place frames
-// (true of compiler-generated unwind tables on x86-64).
+// A call path is memoized the second time its stack pointer is seen (the first time costs only the
+// ordinary unwind), through StackCapture::capture_with_proof, which is several times slower. Many
+// call paths may reach the allocator at one stack pointer (a framework's ops through one dispatcher:
+// the frames differ, their sizes not), so a stack pointer keeps a proof per path, up to kPathsPerSp;
+// a lookup checks them in turn and each wrong one fails at its first differing slot. The memo is
+// bounded per thread (entries and slots); when full, it starts over. Only slots inside the thread's
+// own stack are trusted; a thread running on another stack (a signal stack, a coroutine) is never
+// memoized. Limits: registers other than the stack and frame pointers are assumed not to place
+// frames (true of compiler-generated unwind tables on x86-64).
 #pragma once
 
 #include <cstdint>
@@ -40,12 +44,17 @@ class StackMemo {
   struct Entry;
   struct Bucket;
   Bucket &bucket_for(uintptr_t sp);
-  StackSlot *slots_of(const Bucket &b, unsigned way);
+  bool holds(const Entry &e, uintptr_t sp, uintptr_t bp, bool python) const;  // its proof still holds
+  void held(Bucket &b, int32_t entry);  // after `entry` held: the next lookup tries its successor first
+  void clear();
   const void *owner_ = nullptr;
   uintptr_t stack_low_ = 0, stack_end_ = 0;  // the thread's own stack
-  unsigned slots_per_entry_ = 0;
+  unsigned slots_per_proof_ = 0;             // the most one proof can hold
   Bucket *buckets_ = nullptr;
-  StackSlot *slots_ = nullptr;  // slots_per_entry_ per way of every bucket, then one scratch set
+  Entry *entries_ = nullptr;
+  unsigned entries_used_ = 0;
+  StackSlot *slots_ = nullptr;  // the entries' proofs, one after another; then one scratch proof
+  unsigned slots_used_ = 0;
   StackProof scratch_;
 };
 

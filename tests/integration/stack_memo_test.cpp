@@ -65,5 +65,39 @@ TEST_P(StackMemo, GivesEveryAllocationTheFramesOfAFullUnwind) {
 
 INSTANTIATE_TEST_SUITE_P(Programs, StackMemo, ::testing::Values("prog_stack_shapes", "prog_stack_shapes_nofp"));
 
+// Forty call paths reach cudaMalloc at one stack pointer, round-robin (a framework's ops through
+// one dispatcher): each keeps its own proof, so after the first rounds every stack comes from the
+// memo, and each is still the full unwind's. Proofs are paid for by hits (a bucket's credit), so
+// the proven paths double each round: all 40 by the sixth. With two paths per stack pointer (the
+// memo before run 10) they evicted each other and 3 % came from the memo.
+TEST(StackMemoPaths, ManyCallPathsAtOneStackPointerEachKeepTheirStack) {
+  constexpr int kPaths = 40, kRounds = 25;
+  std::map<std::string, std::vector<Frames>> stacks;
+  std::string self_time;
+  for (const char *memo : {"0", "1"}) {
+    std::string out = make_temp_dir(std::string("stack-paths-memo") + memo);
+    auto env = shim_env(out);
+    env["GPULEAK_STACK_MEMO"] = memo;
+    env["GPULEAK_SELF_TIME"] = "1";
+    Result r = run({program("prog_stack_paths"), std::to_string(kPaths), std::to_string(kRounds)}, env);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    stacks[memo] = allocation_stacks(read_only_capture(out));
+    if (*memo == '1') self_time = r.err;
+  }
+  const auto &unwound = stacks["0"], &memoized = stacks["1"];
+  ASSERT_EQ(unwound.size(), size_t{kPaths} * kRounds);
+  ASSERT_EQ(memoized.size(), unwound.size());
+  EXPECT_EQ(std::set<Frames>(unwound.begin(), unwound.end()).size(), size_t{kPaths});
+  for (size_t i = 0; i < unwound.size(); ++i)
+    ASSERT_EQ(memoized[i], unwound[i]) << "allocation " << i << " (round " << i / kPaths << ", path " << i % kPaths
+                                       << ")";
+  // "native stacks (libunwind): 1000 (858 from the memo, ...": all but the first six rounds' misses.
+  auto at = self_time.find(" from the memo");
+  ASSERT_NE(at, std::string::npos) << self_time;
+  auto open = self_time.rfind('(', at);
+  long hits = std::stol(self_time.substr(open + 1, at - open - 1));
+  EXPECT_GE(hits, long{kPaths} * (kRounds - 6)) << self_time;
+}
+
 }  // namespace
 }  // namespace gpuleak::test

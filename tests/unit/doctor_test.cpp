@@ -53,8 +53,10 @@ extern "C" int cuMemAlloc_v2(unsigned long long *, unsigned long) { return 0; }
 
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <link.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -495,6 +497,27 @@ TEST(DoctorRun, OneLinePerCheckInOrder) {
   EXPECT_LT(command, environment) << text;
   EXPECT_NE(environment, std::string::npos) << text;
   EXPECT_EQ(text.back(), '\n');
+}
+
+// The shim finds a libunwind bundled beside it before the system's (its RUNPATH is $ORIGIN); a
+// copy that is not a library is skipped, never reported as the one in use.
+TEST_F(DoctorTest, UnwinderBesideTheShimComesFirst) {
+  void *system = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+  ASSERT_EQ(system, nullptr) << "the test needs libunwind not yet loaded in this process";
+  link_map *map = nullptr;
+  void *probe = dlopen("libunwind.so.8", RTLD_LAZY | RTLD_LOCAL);
+  if (!probe) GTEST_SKIP() << "no libunwind.so.8 on this machine";
+  ASSERT_EQ(dlinfo(probe, RTLD_DI_LINKMAP, &map), 0);
+  std::string installed = map->l_name;
+  dlclose(probe);
+  write("libunwind.so.8", "not an ELF file", 0644);
+  DoctorCheck broken = check_unwinder(dir_ + "/libgpuleak.so");
+  EXPECT_EQ(broken.level, DoctorCheck::Level::kOk);
+  EXPECT_EQ(broken.detail.find(dir_), std::string::npos) << broken.detail;
+  copy(installed, "libunwind.so.8", 0755);
+  DoctorCheck beside = check_unwinder(dir_ + "/libgpuleak.so");
+  EXPECT_EQ(beside.level, DoctorCheck::Level::kOk);
+  EXPECT_NE(beside.detail.find(dir_ + "/libunwind.so.8"), std::string::npos) << beside.detail;
 }
 
 }  // namespace

@@ -701,6 +701,27 @@ DoctorCheck check_cupti(const std::vector<std::string> &candidates) {
   return {"cupti", Level::kInfo, "not found (only needed for --cupti)"};
 }
 
+DoctorCheck check_unwinder(const std::string &shim_path) {
+  // The shim dlopens libunwind.so.8 through its RUNPATH ($ORIGIN: a bundled copy beside it), then
+  // the system's; without it, stacks go through libgcc's unwinder and its memo never hits.
+  std::string beside = dirname_of(shim_path) + "/libunwind.so.8";
+  for (const std::string &candidate : {beside, std::string("libunwind.so.8")}) {
+    if (candidate.find('/') != std::string::npos && access(candidate.c_str(), F_OK) != 0) continue;
+    if (void *handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+      std::string where = escape_untrusted(candidate);
+      link_map *map = nullptr;
+      if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr && *map->l_name)
+        where = escape_untrusted(map->l_name);
+      dlclose(handle);
+      return {"unwinder", Level::kOk, "libunwind: " + where + " (native stacks through its cached walk)"};
+    }
+  }
+  return {"unwinder", Level::kWarn,
+          "libunwind.so.8 found neither beside the shim nor on the system: native stacks go through "
+          "libgcc's unwinder, several times slower (docs/benchmarks.md run 10); install libunwind8, or "
+          "run scripts/bundle-runtime-libs.sh on a build folder"};
+}
+
 std::vector<DoctorCheck> check_command(const std::vector<std::string> &command) {
   std::vector<DoctorCheck> out;
   if (command.empty()) return out;
@@ -731,6 +752,7 @@ std::vector<DoctorCheck> doctor_checks(const DoctorInput &input) {
   std::vector<DoctorCheck> checks = check_shim(input.shim_path);
   checks.push_back(check_driver("libcuda.so.1"));
   checks.push_back(check_cupti(kDefaultCuptiCandidates));
+  checks.push_back(check_unwinder(input.shim_path));
   for (auto &check : check_command(input.command)) checks.push_back(std::move(check));
   for (auto &check : check_environment()) checks.push_back(std::move(check));
   return checks;

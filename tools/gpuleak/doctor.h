@@ -54,6 +54,10 @@ DoctorCheck check_driver(const char *library);
 DoctorCheck check_cupti(const std::vector<std::string> &candidates);
 extern const std::vector<std::string> kDefaultCuptiCandidates;
 
+// libunwind as the shim will find it (beside it, then the system's); warns when only libgcc's
+// unwinder is left.
+DoctorCheck check_unwinder(const std::string &shim_path);
+
 // Resolves command[0] like execvp (PATH, or confstr(_CS_PATH) when PATH is unset), follows #!
 // interpreters (up to 4 levels, as the kernel does), and reads how the final ELF is linked.
 std::vector<DoctorCheck> check_command(const std::vector<std::string> &command);
