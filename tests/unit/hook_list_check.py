@@ -16,7 +16,7 @@ def rows(text, macro):
     m = re.search(r"^#define " + macro + r"\(X\)(.*?)(?:^\s*$|^#|^//)", text, re.M | re.S)
     if not m:
         sys.exit(f"FAIL: no {macro} in hooks.def")
-    return re.findall(r"\bX\((\w+),", m.group(1))
+    return re.findall(r"\bX\((\w+)[,)]", m.group(1))
 
 
 def main():
@@ -24,14 +24,17 @@ def main():
     with open(src + "/src/shim/hooks.def", encoding="utf-8") as f:
         text = f.read()
     driver, runtime = rows(text, "GPULEAK_DRIVER_HOOKS"), rows(text, "GPULEAK_RUNTIME_HOOKS")
-    if len(driver) < 20 or len(runtime) < 10:
-        sys.exit(f"FAIL: only {len(driver)} driver and {len(runtime)} runtime rows parsed from hooks.def")
-    listed = set(driver) | set(runtime)
-    problems = [f"{n}: listed twice in hooks.def" for n in sorted(listed) if (driver + runtime).count(n) > 1]
+    cupti = rows(text, "GPULEAK_CUPTI_HOOKS")
+    if len(driver) < 20 or len(runtime) < 10 or not cupti:
+        sys.exit(f"FAIL: only {len(driver)} driver, {len(runtime)} runtime and {len(cupti)} CUPTI rows parsed from "
+                 "hooks.def")
+    every = driver + runtime + cupti
+    listed = set(every)
+    problems = [f"{n}: listed twice in hooks.def" for n in sorted(listed) if every.count(n) > 1]
 
     nm = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True, check=True).stdout
     exported = {line.split()[-1].split("@")[0] for line in nm.splitlines() if line.split()}
-    cuda = {s for s in exported if re.match(r"cu[A-Z]|cuda", s)}
+    cuda = {s for s in exported if s.startswith("cu")}  # cuMem..., cuda..., cupti...
     for s in sorted(cuda - listed):
         problems.append(f"{s}: exported by {lib} but not a hooks.def row")
     for s in sorted(listed - cuda):
@@ -39,7 +42,8 @@ def main():
 
     if problems:
         sys.exit("FAIL:\n  " + "\n  ".join(problems))
-    print(f"ok: {lib} exports exactly hooks.def's {len(driver)} driver and {len(runtime)} runtime symbols")
+    print(f"ok: {lib} exports exactly hooks.def's {len(driver)} driver, {len(runtime)} runtime and {len(cupti)} "
+          "CUPTI symbols")
 
 
 if __name__ == "__main__":
