@@ -30,9 +30,6 @@ namespace gpuleak::core {
 
 namespace {
 
-GPULEAK_TLS ThreadBuffer *t_buffer = nullptr;
-GPULEAK_TLS State *t_buffer_owner = nullptr;  // after fork() a new State owns new buffers
-
 pthread_key_t g_exit_key;
 pthread_once_t g_exit_key_once = PTHREAD_ONCE_INIT;
 
@@ -41,22 +38,6 @@ void on_thread_exit(void *buffer) {
   static_cast<ThreadBuffer *>(buffer)->orphaned.store(true, std::memory_order_release);
 }
 void make_exit_key() { pthread_key_create(&g_exit_key, on_thread_exit); }
-
-__attribute__((noinline)) ThreadBuffer *new_thread_buffer(State *s) {
-  pthread_once(&g_exit_key_once, make_exit_key);
-  ThreadBuffer *b = s->buffers.create(s->config.buffer_kib * 1024u, static_cast<uint32_t>(syscall(SYS_gettid)));
-  if (!b) return nullptr;
-  t_buffer = b;
-  t_buffer_owner = s;
-  pthread_setspecific(g_exit_key, b);
-  return b;
-}
-
-// The calling thread's buffer, made on its first record.
-inline ThreadBuffer *thread_buffer(State *s) {
-  if (__builtin_expect(t_buffer && t_buffer_owner == s, 1)) return t_buffer;
-  return new_thread_buffer(s);
-}
 
 void append(std::string *out, format::RecordType type, const void *payload, size_t n, const void *tail = nullptr,
             size_t tail_n = 0) {
@@ -125,17 +106,17 @@ void say_fd_lost(State *s) {
     recorder_disable("the program closed or replaced the capture file's descriptor (" + s->path + ")");
 }
 
-void drain(State *s) {
+// `forced`: every record there is (the first allocation, an OOM, exit), else only those the
+// drain's order lets through (recorder_state.h).
+void drain(State *s, bool forced) {
   if (s->halted.load(std::memory_order_acquire) || !claim(s, 1 << 20)) return;
   std::string &batch = s->batch;
   batch.clear();
   s->modules.append_changes(&batch);
-  for (ThreadBuffer *b = s->buffers.first(); b; b = b->next) {
-    uint64_t head = b->head.load(std::memory_order_acquire);
-    settle_times(b, head, &s->tally);
-    buffer_drain_to(b, head, [&](const uint8_t *p, size_t n) { batch.append(reinterpret_cast<const char *>(p), n); });
-  }
-  s->tally.settle();
+  settle_buffers(s, forced);
+  for (ThreadBuffer *b = s->buffers.first(); b; b = b->next)
+    buffer_drain_to(b, b->ready,
+                    [&](const uint8_t *p, size_t n) { batch.append(reinterpret_cast<const char *>(p), n); });
   size_t n = cap_batch(s, &batch);
   bool owned = n == 0 || still_own_fd(s);
   bool ok = !owned || n == 0 || write_all(s->fd, batch.data(), n);
@@ -209,7 +190,7 @@ void *writer_main(void *arg) {
       continue;
     }
     uint64_t before = s->bytes_written;
-    drain(s);
+    drain(s, false);
     if (s->bytes_written != before)
       GPULEAK_LOG_TRACE("writer: flushed %llu bytes", static_cast<unsigned long long>(s->bytes_written - before));
     usage_sampler_start(s);
@@ -226,6 +207,22 @@ void *writer_main(void *arg) {
 }
 
 }  // namespace
+
+namespace detail {
+thread_local GPULEAK_TLS_MODEL ThreadBuffer *t_buffer = nullptr;
+// After fork() a new State owns new buffers.
+thread_local GPULEAK_TLS_MODEL State *t_buffer_owner = nullptr;
+}  // namespace detail
+
+__attribute__((noinline)) ThreadBuffer *new_thread_buffer(State *s) {
+  pthread_once(&g_exit_key_once, make_exit_key);
+  ThreadBuffer *b = s->buffers.create(s->config.buffer_kib * 1024u, static_cast<uint32_t>(syscall(SYS_gettid)));
+  if (!b) return nullptr;
+  detail::t_buffer = b;
+  detail::t_buffer_owner = s;
+  pthread_setspecific(g_exit_key, b);
+  return b;
+}
 
 namespace {
 
@@ -357,7 +354,7 @@ void writer_wake(State *s) {
   s->wake.notify_one();
 }
 
-void writer_flush_now(State *s) { drain(s); }
+void writer_flush_now(State *s) { drain(s, true); }
 
 void writer_stop(State *s) {
   if (s->writer_running) {
@@ -370,7 +367,7 @@ void writer_stop(State *s) {
     s->writer_running = false;
   }
   usage_sampler_stop(s);  // after the writer (which starts it); its last records go out below
-  drain(s);
+  drain(s, true);
   std::string tail;
   format::StatsRecord st = make_stats(s, true);
   append(&tail, format::RecordType::kStats, &st, sizeof st);

@@ -14,13 +14,13 @@ size_t mix(uint64_t k) {
 }
 }  // namespace
 
-inline __attribute__((always_inline)) LiveTable::Slot *LiveTable::Shard::find(uint64_t k) {
+inline __attribute__((always_inline)) LiveTable::Slot *LiveTable::Shard::find(uint64_t k) const {
   if (slots.empty()) return nullptr;
   size_t mask = slots.size() - 1;
   for (size_t i = mix(k) & mask;; i = (i + 1) & mask) {
-    Slot &slot = slots[i];
+    const Slot &slot = slots[i];
     if (slot.state == 0) return nullptr;
-    if (slot.state == 1 && slot.key == k) return &slot;
+    if (slot.state == 1 && slot.key == k) return const_cast<Slot *>(&slot);
   }
 }
 
@@ -51,20 +51,22 @@ __attribute__((noinline)) void LiveTable::Shard::grow() {
     }
 }
 
-void LiveTable::insert(Space space, uint64_t address, const LiveEntry &e) {
-  uint64_t k = key(space, address);
+bool LiveTable::insert(Space space, uint64_t address, const LiveEntry &e, bool may_grow) {
+  uint64_t k = key_of(space, address);
   Shard &s = shard(k);
   std::lock_guard<SpinLock> lock(s.lock);
+  if (!may_grow && (s.used + 1) * 2 > s.slots.size()) return false;
   Slot *slot = s.claim(k);
   if (slot->state != 1) {  // else a stale entry at the same address, replaced
     if (slot->state == 0) ++s.used;
     s.full.store(s.full.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
   *slot = Slot{k, e, 1};
+  return true;
 }
 
 bool LiveTable::take(Space space, uint64_t address, LiveEntry *out) {
-  uint64_t k = key(space, address);
+  uint64_t k = key_of(space, address);
   Shard &s = shard(k);
   std::lock_guard<SpinLock> lock(s.lock);
   Slot *slot = s.find(k);
@@ -72,6 +74,16 @@ bool LiveTable::take(Space space, uint64_t address, LiveEntry *out) {
   *out = slot->entry;
   slot->state = 2;
   s.full.store(s.full.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+  return true;
+}
+
+bool LiveTable::peek(Space space, uint64_t address, LiveEntry *out) const {
+  uint64_t k = key_of(space, address);
+  const Shard &s = shard(k);
+  std::lock_guard<SpinLock> lock(s.lock);
+  const Slot *slot = s.find(k);
+  if (!slot) return false;
+  *out = slot->entry;
   return true;
 }
 

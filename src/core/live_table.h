@@ -1,8 +1,9 @@
 // What the program holds right now, by address: the recorder's own ledger. It gives a free its
-// size and kind (taken before the real free, so that another thread's re-use of the address is
-// never seen first), and the live set by call site at any moment. It counts no bytes: live and
-// peak bytes per device are tallied from the drained records, off the hot path (device_tally.h).
-// Sharded by address so that threads allocating at once rarely meet on a lock.
+// size, kind and device, and the live set by call site at any moment. Since issue #15 it is kept
+// by whoever drains the threads' buffers, from the records, in time order (drain_settle.cpp), never
+// by a hook; the hot path only appends. It counts no bytes: live and peak bytes per device are
+// tallied from the same records (device_tally.h). Sharded, each shard under its own lock, so that
+// a reader (by_site) may walk it while the drain holder updates it.
 #pragma once
 
 #include <array>
@@ -31,16 +32,20 @@ class LiveTable {
   static constexpr int kMaxDevices = 64;
 
   // Records a new allocation (replacing a stale entry at the same address, which can only be an
-  // allocation whose free we did not see).
-  void insert(Space space, uint64_t address, const LiveEntry &e);
+  // allocation whose free we did not see). `may_grow` false (a signal handler: no malloc): false
+  // when the shard has no room left, and nothing is recorded.
+  bool insert(Space space, uint64_t address, const LiveEntry &e, bool may_grow = true);
   // Removes and returns the entry; false when the address is not live.
   bool take(Space space, uint64_t address, LiveEntry *out);
-  // Puts back an entry taken for a free that then failed.
-  void restore(Space space, uint64_t address, const LiveEntry &e) { insert(space, address, e); }
+  // Returns the entry and leaves it (a free that failed); false when the address is not live.
+  bool peek(Space space, uint64_t address, LiveEntry *out) const;
   // Drops every entry of a device (context reset).
   void drop_device(int device);
 
   uint64_t live_count() const;
+
+  // One number for an address in its space (the table's key).
+  static uint64_t key_of(Space s, uint64_t address) { return address ^ (static_cast<uint64_t>(s) << 58); }
 
   // Live bytes and count per call site of one device (-1: all), for the OOM record and summary.
   struct SiteTotal {
@@ -64,12 +69,12 @@ class LiveTable {
     std::vector<Slot> slots;      // power-of-two size
     size_t used = 0;              // full + erased
     std::atomic<size_t> full{0};  // written under the lock, read without it
-    Slot *find(uint64_t key);
+    Slot *find(uint64_t key) const;
     Slot *claim(uint64_t key);  // the slot for `key`, full or free to fill
     void grow();
   };
-  static uint64_t key(Space s, uint64_t address) { return address ^ (static_cast<uint64_t>(s) << 58); }
   Shard &shard(uint64_t k) { return shards_[(k >> 8 ^ k >> 20) % kShards]; }
+  const Shard &shard(uint64_t k) const { return shards_[(k >> 8 ^ k >> 20) % kShards]; }
 
   std::array<Shard, kShards> shards_;
 };

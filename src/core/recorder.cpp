@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <new>
 
 #include "core/clock.h"
 #include "core/recorder_state.h"
@@ -73,7 +74,7 @@ bool ensure_running(State *s, int32_t result, bool *started) {
 // nothing the unwind depended on changed (stack_memo.h). Not inlined: the memo's proof starts at
 // this function's own stack pointer.
 __attribute__((noinline)) uint32_t unwind_stack(State *s, bool has_python) {
-  SelfTimer timer(s->config.self_time, &s->self_time.unwinds, &s->self_time.unwind_ticks);
+  SelfTimer timer(s->config.self_time, s->self_time.unwinds);
   uintptr_t sp = 0, bp = 0;
 #if defined(__x86_64__)  // the proof follows x86-64's registers (stack_capture.cpp)
   asm volatile("mov %%rsp, %0\n\tmov %%rbp, %1" : "=r"(sp), "=r"(bp));
@@ -90,7 +91,7 @@ __attribute__((noinline)) uint32_t unwind_stack(State *s, bool has_python) {
   uint64_t frames[128];
   unsigned n = 0;
   if (proof) {
-    SelfTimer timer(s->config.self_time, &s->self_time.proofs, &s->self_time.proof_ticks);
+    SelfTimer timer(s->config.self_time, s->self_time.proofs);
     n = s->stacks.capture_with_proof(frames, s->config.stack_depth, proof);
   }
   if (n == 0) n = s->stacks.capture(frames, s->config.stack_depth);
@@ -122,43 +123,77 @@ int16_t resolve_device(State *s, int16_t device) {
   return s->probe.current_device ? static_cast<int16_t>(s->probe.current_device()) : -1;
 }
 
-// The record's time is the call's end, or its start for frees and events (so that a free is
-// ordered before the re-use of its address by another thread).
-inline __attribute__((always_inline)) format::MemoryRecord make_record(const CallFacts &f, bool time_at_start) {
-  format::MemoryRecord r{};
-  // Tick readings stay ticks, marked for the drain to convert (settle_times, capture_writer_signal.cpp):
-  // no line is read here. The rare reading in nanoseconds (before the line, without an invariant
-  // TSC) is stored as it is.
+// A record's time: the call's end, or its start for frees and events (so that a free is ordered
+// before the re-use of its address by another thread).
+struct RecordTime {
+  uint64_t ts;
+  uint32_t duration;
+  uint16_t ring;  // kRingMark, with kRingTicks when ts and duration are TSC ticks
+};
+inline __attribute__((always_inline)) RecordTime record_time(const CallFacts &f, bool time_at_start) {
+  // Tick readings stay ticks, marked for the drain to convert (drain_settle.cpp): no line is read
+  // here. The rare reading in nanoseconds (before the line, without an invariant TSC) is stored as
+  // it is.
   if (f.timing == Timing::kCall) {
     ClockReading end = clock_read();
     if (__builtin_expect(f.start.ticks && end.ticks, 1)) {
       uint64_t d = end.value > f.start.value ? end.value - f.start.value : 0;
-      r.ts_ns = time_at_start ? f.start.value : end.value;
-      r.duration_ns = d > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(d);
-      r.reserved = kTicksInRing;
-    } else {
-      CallTime t = call_finish(f.start, time_at_start);
-      r.ts_ns = t.ts_ns;
-      r.duration_ns = t.duration_ns > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(t.duration_ns);
+      return {time_at_start ? f.start.value : end.value, d > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(d),
+              static_cast<uint16_t>(kRingMark | kRingTicks)};
     }
-  } else {
-    ClockReading once = f.timing == Timing::kStart ? f.start : clock_read();
-    r.ts_ns = once.value;
-    if (once.ticks) r.reserved = kTicksInRing;
+    CallTime t = call_finish(f.start, time_at_start);
+    return {t.ts_ns, t.duration_ns > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(t.duration_ns), kRingMark};
   }
+  ClockReading once = f.timing == Timing::kStart ? f.start : clock_read();
+  return {once.value, 0, static_cast<uint16_t>(once.ticks ? kRingMark | kRingTicks : kRingMark)};
+}
+
+// Every field of a memory record (it may be written in place in the ring, never zeroed first).
+inline __attribute__((always_inline)) void fill_record(format::MemoryRecord &r, const CallFacts &f, const RecordTime &t,
+                                                       int16_t device, uint32_t stack_id, uint32_t py_stack_id,
+                                                       uint16_t ring) {
+  r.ts_ns = t.ts;
   r.address = f.address;
   r.size = f.size;
   r.stream = f.stream;
   r.aux = f.aux;
+  r.duration_ns = t.duration;
   r.tid = gettid_cached();
+  r.stack_id = stack_id;
+  r.py_stack_id = py_stack_id;
   r.result = f.result;
   r.api = static_cast<uint16_t>(f.api);
   r.runtime_api = t_runtime_api;
   r.op = static_cast<uint8_t>(f.op);
   r.kind = static_cast<uint8_t>(f.kind);
+  r.device = device;
   r.flags = f.flags | (t_runtime_api ? format::kFlagRuntimeLabel : 0) |
             (f.timing == Timing::kCall ? 0 : format::kFlagUntimed);
-  return r;
+  r.reserved = t.ring | ring;
+}
+
+// Appends the memory record that `fill` writes to the calling thread's ring: in place when it fits
+// there without wrapping (nothing is copied), else a copy through append_memory_record, which may
+// wait for room or drop.
+template <typename Fill>
+inline __attribute__((always_inline)) void emit(State *s, Counted counted, Fill &&fill) {
+  constexpr size_t kBytes = sizeof(format::RecordHeader) + sizeof(format::MemoryRecord);
+  ThreadBuffer *b = thread_buffer(s);
+  uint8_t *at = b ? buffer_reserve<kBytes>(b) : nullptr;
+  if (__builtin_expect(!at, 0)) {
+    format::MemoryRecord r;
+    fill(r);
+    append_memory_record(s, r, counted);
+    return;
+  }
+  const format::RecordHeader h{sizeof(format::MemoryRecord), static_cast<uint16_t>(format::RecordType::kMemory), 0};
+  std::memcpy(at, &h, sizeof h);
+  fill(*new (at + sizeof h) format::MemoryRecord);
+  buffer_commit<kBytes>(b);
+  bump(b->events);
+  if (counted == Counted::kAllocation) bump(b->allocations);
+  if (counted == Counted::kFree) bump(b->frees);
+  if (buffer_used(b) > b->capacity / 4) request_drain(s);  // the writer drains before it is full
 }
 
 bool counts_on_device(format::Kind k) {
@@ -169,7 +204,7 @@ bool counts_on_device(format::Kind k) {
 
 void write_oom(State *s, const format::MemoryRecord &r) {
   format::OomRecord o{};
-  o.ts_ns = r.reserved == kTicksInRing ? ticks_to_ns(r.ts_ns, 0).ts_ns : r.ts_ns;
+  o.ts_ns = (r.reserved & kRingTicks) ? ticks_to_ns(r.ts_ns, 0).ts_ns : r.ts_ns;
   o.requested = r.size;
   o.tid = r.tid;
   o.stack_id = r.stack_id;
@@ -220,34 +255,36 @@ uint16_t runtime_label_swap(uint16_t api) {
 
 namespace {
 
-// The allocation record and the live-table entry, once the capture runs.
+// The allocation record, once the capture runs. Its live-table entry is made by the drain, which
+// the marks in `reserved` tell what to keep (drain_settle.cpp).
+template <bool kTimed>
 inline __attribute__((always_inline)) void alloc_body(State *s, const CallFacts &f, Space space) {
-  SelfTimer timer(s->config.self_time, &s->self_time.records, &s->self_time.record_ticks);
-  format::MemoryRecord r = make_record(f, false);
-  r.device = resolve_device(s, f.device);
+  SectionTimer<kTimed> timer(s->self_time.records);
+  const RecordTime t = record_time(f, false);
+  const int16_t device = resolve_device(s, f.device);
   // The calling thread's own Python frames, read without the GIL (python_stack.h); 0 when none.
+  uint32_t py_stack_id;
   {
-    SelfTimer python(s->config.self_time, &s->self_time.python_walks, &s->self_time.python_ticks);
-    r.py_stack_id = s->py_stacks.capture(s);
+    SectionTimer<kTimed> python(s->self_time.python);
+    py_stack_id = s->py_stacks.capture(s);
   }
   // A framework's block on a Python thread: its Python frames name the call site (config.h).
-  const bool python_names_it =
-      f.kind == format::Kind::kPoolBlock && r.py_stack_id != 0 && !s->config.block_native_stacks;
-  r.stack_id = python_names_it ? 0 : capture_stack(s, r.py_stack_id != 0);
+  const bool python_names_it = f.kind == format::Kind::kPoolBlock && py_stack_id != 0 && !s->config.block_native_stacks;
+  const uint32_t stack_id = python_names_it ? 0 : capture_stack(s, py_stack_id != 0);
   bool owned = f.result == 0 && f.op == format::Op::kAlloc && !(f.flags & format::kFlagGraphReservation) &&
                f.kind != format::Kind::kImported;
+  uint16_t ring = 0;
   if (f.result == 0 &&
-      (owned || f.op == format::Op::kReserve || f.op == format::Op::kPoolCreate || f.kind == format::Kind::kImported)) {
-    LiveEntry e;
-    e.size = f.size;
-    e.stack_id = r.stack_id;
-    e.kind = r.kind;
-    e.device = r.device;
-    e.counts_on_device = owned && counts_on_device(f.kind);
-    s->live.insert(space, f.address, e);
+      (owned || f.op == format::Op::kReserve || f.op == format::Op::kPoolCreate || f.kind == format::Kind::kImported))
+    ring = kRingInsert | (owned && counts_on_device(f.kind) ? kRingOnDevice : 0) | static_cast<uint16_t>(space);
+  const Counted counted = f.result == 0 && f.op == format::Op::kAlloc ? Counted::kAllocation : Counted::kNone;
+  if (__builtin_expect(f.result == kOutOfMemory, 0)) {
+    format::MemoryRecord r;
+    fill_record(r, f, t, device, stack_id, py_stack_id, ring);
+    append_memory_record(s, r, counted);
+    return write_oom(s, r);
   }
-  append_memory_record(s, r, f.result == 0 && f.op == format::Op::kAlloc ? Counted::kAllocation : Counted::kNone);
-  if (f.result == kOutOfMemory) write_oom(s, r);
+  emit(s, counted, [&](format::MemoryRecord &r) { fill_record(r, f, t, device, stack_id, py_stack_id, ring); });
 }
 
 // Before the capture runs: start it, record, and write this first record to the file at once
@@ -256,7 +293,7 @@ inline __attribute__((always_inline)) void alloc_body(State *s, const CallFacts 
 __attribute__((noinline)) void record_first_alloc(State *s, const CallFacts &f, Space space) {
   bool started = false;
   if (!ensure_running(s, f.result, &started)) return;
-  alloc_body(s, f, space);
+  alloc_body<false>(s, f, space);
   if (started && f.result != kOutOfMemory) writer_flush_now(s);  // (an OOM record flushed already)
 }
 
@@ -265,46 +302,66 @@ __attribute__((noinline)) void record_first_alloc(State *s, const CallFacts &f, 
 void record_alloc(const CallFacts &f, Space space) {
   State *s = g_state;
   if (__builtin_expect(phase(s) != Phase::kRunning, 0)) return record_first_alloc(s, f, space);
-  alloc_body(s, f, space);
+  if (__builtin_expect(s->config.self_time, 0)) return alloc_body<true>(s, f, space);
+  alloc_body<false>(s, f, space);
 }
 
-PendingFree begin_free(Space space, uint64_t address) {
+namespace {
+
+template <bool kTimed>
+inline __attribute__((always_inline)) PendingFree begin_free_body(State *s, ClockReading start, Space space,
+                                                                  uint64_t address) {
+  SectionTimer<kTimed> timer(s->self_time.frees);
   PendingFree p;
-  State *s = g_state;
-  if (phase(s) != Phase::kRunning) return p;
-  SelfTimer timer(s->config.self_time, &s->self_time.frees, &s->self_time.free_ticks);
+  p.buffer = thread_buffer(s);
+  // Until this free's record is appended, the drain feeds the live table no allocation at this
+  // address: the driver may give it to another thread before then (recorder_state.h).
+  if (p.buffer) {
+    p.buffer->free_key.store(LiveTable::key_of(space, address), std::memory_order_release);
+    p.buffer->free_since.store(encode_free_since(start), std::memory_order_release);
+  }
   p.active = true;
-  p.found = s->live.take(space, address, &p.entry);
   return p;
 }
 
-void end_free(const PendingFree &p, const CallFacts &f, Space space) {
+template <bool kTimed>
+inline __attribute__((always_inline)) void end_free_body(State *s, const PendingFree &p, const CallFacts &f,
+                                                         Space space) {
+  SectionTimer<kTimed> timer(s->self_time.frees);  // (counts 2 a free)
+  const RecordTime t = record_time(f, true);
+  // Size, kind and device are the allocation's, filled by the drain from the live table; a free
+  // of a pointer it never saw allocated is flagged there and keeps device -1. No stack for frees:
+  // what keeps memory alive is where it was allocated, and unwinding here would double the cost
+  // of every pair.
+  const uint16_t ring = kRingFree | static_cast<uint16_t>(space);
+  emit(s, f.result == 0 ? Counted::kFree : Counted::kNone,
+       [&](format::MemoryRecord &r) { fill_record(r, f, t, -1, 0, 0, ring); });
+  if (p.buffer) p.buffer->free_since.store(0, std::memory_order_release);
+}
+
+}  // namespace
+
+PendingFree begin_free(ClockReading start, Space space, uint64_t address) {
   State *s = g_state;
+  if (phase(s) != Phase::kRunning) return PendingFree{};
+  if (__builtin_expect(s->config.self_time, 0)) return begin_free_body<true>(s, start, space, address);
+  return begin_free_body<false>(s, start, space, address);
+}
+
+void end_free(const PendingFree &p, const CallFacts &f, Space space) {
   if (!p.active) return;
-  SelfTimer timer(s->config.self_time, &s->self_time.frees, &s->self_time.free_ticks);  // (counts 2 a free)
-  if (f.result != 0 && p.found) s->live.restore(space, f.address, p.entry);
-  format::MemoryRecord r = make_record(f, true);
-  if (p.found) {
-    r.size = p.entry.size;
-    r.kind = p.entry.kind;
-    r.device = p.entry.device;
-  } else {
-    r.device = resolve_device(s, f.device);
-    r.flags |= format::kFlagUnknownPointer;
-  }
-  // No stack for frees: what keeps memory alive is where it was allocated, and unwinding here
-  // would double the cost of every pair.
-  append_memory_record(s, r, f.result == 0 ? Counted::kFree : Counted::kNone);
+  State *s = g_state;
+  if (__builtin_expect(s->config.self_time, 0)) return end_free_body<true>(s, p, f, space);
+  end_free_body<false>(s, p, f, space);
 }
 
 void record_event(const CallFacts &f) {
   State *s = g_state;
   if (phase(s) != Phase::kRunning) return;
-  format::MemoryRecord r = make_record(f, true);
-  r.device = resolve_device(s, f.device);
-  if (f.op == format::Op::kContextReset && f.result == 0) s->live.drop_device(r.device);
-  r.stack_id = capture_stack(s);
-  append_memory_record(s, r, Counted::kNone);
+  const RecordTime t = record_time(f, true);
+  const int16_t device = resolve_device(s, f.device);  // a context reset empties the device's table in the drain
+  const uint32_t stack_id = capture_stack(s);
+  emit(s, Counted::kNone, [&](format::MemoryRecord &r) { fill_record(r, f, t, device, stack_id, 0, 0); });
 }
 
 uint32_t intern_string(State *s, const char *text, size_t length) {

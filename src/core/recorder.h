@@ -82,15 +82,17 @@ inline void hook_leave() { detail::t_in_hook = false; }
 // Records an allocation-type call (Alloc, Reserve, Map, PoolCreate) after the real call returned.
 void record_alloc(const CallFacts &facts, Space space);
 
-// A free is recorded in two halves around the real call: the address leaves the live table
-// *before* the memory is released, because the driver can hand the same address to another
-// thread the moment it is free.
+// A free is recorded in two halves around the real call. Its time is read *before* the memory is
+// released, because the driver can hand the same address to another thread the moment it is free;
+// begin_free says that a free of `address` is under way from `start` on, so that the drain orders
+// it before any re-use of the address (recorder_state.h, "the drain's order"), and end_free
+// appends its record.
+struct ThreadBuffer;
 struct PendingFree {
-  LiveEntry entry;
-  bool found = false;
+  ThreadBuffer *buffer = nullptr;
   bool active = false;
 };
-PendingFree begin_free(Space space, uint64_t address);
+PendingFree begin_free(ClockReading start, Space space, uint64_t address);
 void end_free(const PendingFree &pending, const CallFacts &facts, Space space);
 
 // Pool trims, pool destruction and context resets: no address of their own.

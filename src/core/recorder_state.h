@@ -9,7 +9,9 @@
 #include <condition_variable>
 #include <mutex>
 #include <string>
+#include <vector>
 
+#include "core/clock.h"
 #include "core/config.h"
 #include "core/device_tally.h"
 #include "core/interner.h"
@@ -23,14 +25,63 @@
 #include "core/signal_safe.h"
 #include "core/stack_capture.h"
 #include "core/thread_buffer.h"
+#include "core/tls.h"
 
 namespace gpuleak::core {
 
+// A free under way on some thread, as the drain saw it (drain_settle.cpp): the table key of its
+// address, its time less the margin, and the thread's buffer (whose own records never wait for it:
+// the thread is inside the free).
+struct FreeInFlight {
+  uint64_t key;
+  uint64_t since_ns;
+  const ThreadBuffer *by;
+};
+
+// A memory record in a ring, for the drain's sort by time (drain_settle.cpp).
+struct SettleRef {
+  uint64_t ts;
+  uint64_t at;  // its body's position in the ring
+  ThreadBuffer *buffer;
+};
+
 enum class Phase : int { kIdle = 0, kRunning = 1, kStopped = 2, kDisabled = 3 };
 
-// MemoryRecord.reserved in a thread's ring (never in a file): ts_ns and duration_ns hold TSC ticks,
-// converted to nanoseconds by the drain (capture_writer.cpp, settle_times).
-constexpr uint16_t kTicksInRing = 0x7443;
+// MemoryRecord.reserved in a thread's ring (never in a file): what the drain still has to do with
+// a record the hot path left unfinished (drain_settle.cpp). Every memory record a hook appends
+// carries kRingMark; the drain clears `reserved` before the record leaves the ring.
+constexpr uint16_t kRingMark = 0x7400;
+constexpr uint16_t kRingMarkMask = 0xff00;
+constexpr uint16_t kRingTicks = 0x0080;     // ts_ns and duration_ns hold TSC ticks, not nanoseconds
+constexpr uint16_t kRingFree = 0x0040;      // a free: size, kind and device come from the live table
+constexpr uint16_t kRingInsert = 0x0020;    // an allocation the live table keeps (its free will look it up)
+constexpr uint16_t kRingOnDevice = 0x0010;  // ... and it is device memory the program owns (LiveEntry)
+constexpr uint16_t kRingSpace = 0x0007;     // the Space of its address
+inline bool ring_marked(uint16_t reserved) { return (reserved & kRingMarkMask) == kRingMark; }
+
+// The drain's order (issue #15 goal 3). The hot path no longer touches the live table: a free's
+// record leaves the hook without its size, and the drain looks the address up. For that the
+// drain applies records to the table in time order across threads, never ahead of a record that
+// is not in a ring yet and must come first:
+//  - an allocation's record is appended before its hook returns the address to the program, so
+//    a free of it cannot be entered earlier; but the drain reads the rings one after another, and
+//    could find the free in a ring it read last and miss the allocation in one it read first. So
+//    the drain reads the clock before it reads any ring and stops every ring short of that
+//    moment: whatever was appended after a ring was read was also entered after that reading.
+//  - a free is entered (its time read) before the real free, and the driver may hand the address
+//    to another thread whose allocation is appended before the free's record is. So the freeing
+//    thread publishes the address (free_key) and its reading (free_since) before the real call
+//    and clears the reading once its record is appended; the drain reads them before any ring and
+//    stops a ring at an allocation of that address after that reading (or a context reset), which
+//    waits for the free's record. Only that ring waits: a free that takes seconds (a synchronous
+//    cuMemFree waiting for the device) holds no other thread's records.
+// Both bounds lose a margin (kSettleMarginNs) for the TSC's reordering and the line's steps; what
+// is held back goes with the next drain. Forced drains (the first allocation, an OOM, exit,
+// signals) take everything there is: a free racing with them may then be ordered after a
+// re-use of its address by another thread, at worst one misattributed free.
+constexpr uint64_t kSettleMarginNs = 10000;
+// A reading as free_since holds it: ticks or nanoseconds in the low bit (a reading is never 0).
+inline uint64_t encode_free_since(ClockReading r) { return r.value << 1 | (r.ticks ? 1 : 0); }
 
 struct State {
   Config config;
@@ -65,7 +116,10 @@ struct State {
   std::string path;
   ReportCommand report;  // the at-exit `gpuleak report`, prepared at capture start
   uint64_t bytes_written = 0;
-  std::string batch;  // the drainer's scratch, reused (only the holder of `draining` touches it)
+  std::string batch;                    // the drainer's scratch, reused (only the holder of `draining` touches it)
+  std::vector<SettleRef> settle_refs;   // the same: one drain's memory records in time order
+  std::vector<size_t> settle_runs;      // the same: where each thread's records begin in settle_refs
+  std::vector<FreeInFlight> in_flight;  // the same: the frees under way when the drain began
 
   // Counters (relaxed atomics: read for statistics only). Events, allocations and frees are
   // counted per thread (ThreadBuffer) and summed by counter_totals().
@@ -103,9 +157,25 @@ bool write_all(int fd, const void *data, size_t n);
 // Claims the right to drain (the writer thread, an OOM flush, exec, exit or a signal handler):
 // false after `spins` tries. Release with `s->draining.store(false)`. Async-signal-safe.
 bool claim(State *s, int spins);
-// Before a drain hands a buffer's bytes up to `head` on: tick readings to nanoseconds, a thread's
-// times in order, memory records to `tally` (may be null). Async-signal-safe.
-void settle_times(ThreadBuffer *b, uint64_t head, DeviceTally *tally);
+// The calling thread's buffer, made on its first record (null when that failed).
+namespace detail {
+extern thread_local ThreadBuffer *t_buffer GPULEAK_TLS_MODEL;
+extern thread_local State *t_buffer_owner GPULEAK_TLS_MODEL;
+}  // namespace detail
+ThreadBuffer *new_thread_buffer(State *s);
+inline ThreadBuffer *thread_buffer(State *s) {
+  if (__builtin_expect(detail::t_buffer && detail::t_buffer_owner == s, 1)) return detail::t_buffer;
+  return new_thread_buffer(s);
+}
+
+// drain_settle.cpp. Before a drain hands the buffers' bytes on: tick readings to nanoseconds, each
+// thread's times in order, the live table fed in time order (frees get their sizes) and the
+// memory records counted into s->tally; each buffer's `ready` says how far its bytes may leave.
+// `forced`: everything up to the heads (else up to the drain's order above). Drain claim held.
+void settle_buffers(State *s, bool forced);
+// The same in a signal handler (async-signal-safe: no malloc, no tally; each thread's records in
+// its own order, the table not grown), everything up to the heads.
+void settle_buffers_from_signal(State *s);
 
 // capture_writer_signal.cpp. Async-signal-safe: flush what the thread buffers hold, keeping the drain claim.
 void writer_flush_from_signal(State *s);

@@ -12,32 +12,51 @@
 
 namespace gpuleak::core {
 
-struct SelfTime {
-  std::atomic<uint64_t> records{0}, record_ticks{0};
-  std::atomic<uint64_t> frees{0}, free_ticks{0};  // both halves of a free hook's recording
-  std::atomic<uint64_t> unwinds{0}, unwind_ticks{0}, memo_hits{0}, frames{0};
-  // The memo's misses that took a proof (the slow cursor, stack_memo.h).
-  std::atomic<uint64_t> proofs{0}, proof_ticks{0};
-  std::atomic<uint64_t> python_walks{0}, python_ticks{0};
+// A count of timed sections and their ticks.
+struct SelfCounter {
+  std::atomic<uint64_t> count{0}, ticks{0};
 };
 
-// Adds the ticks since it was made to `ticks` (and one to `count`) when it goes, if `on`.
+struct SelfTime {
+  SelfCounter records, frees;   // allocation records; both halves of each free's recording
+  SelfCounter unwinds, proofs;  // native stacks (memo hits included); the memo's misses with proof
+  SelfCounter python;           // Python stacks
+  std::atomic<uint64_t> memo_hits{0}, frames{0};
+};
+
+// Adds the ticks since it was made to `counter` when it goes, if `on`. Off, it costs a test when
+// made and one when it goes (the hot path's cost: docs/benchmarks.md).
 class SelfTimer {
  public:
-  SelfTimer(bool on, std::atomic<uint64_t> *count, std::atomic<uint64_t> *ticks)
-      : count_(on ? count : nullptr), ticks_(ticks), start_(on ? detail::ticks() : 0) {}
+  SelfTimer(bool on, SelfCounter &counter) {
+    if (__builtin_expect(on, 0)) {
+      counter_ = &counter;
+      start_ = detail::ticks();
+    }
+  }
   ~SelfTimer() {
-    if (!count_) return;
-    ticks_->fetch_add(detail::ticks() - start_, std::memory_order_relaxed);
-    count_->fetch_add(1, std::memory_order_relaxed);
+    if (__builtin_expect(counter_ != nullptr, 0)) {
+      counter_->ticks.fetch_add(detail::ticks() - start_, std::memory_order_relaxed);
+      counter_->count.fetch_add(1, std::memory_order_relaxed);
+    }
   }
   SelfTimer(const SelfTimer &) = delete;
   SelfTimer &operator=(const SelfTimer &) = delete;
 
  private:
-  std::atomic<uint64_t> *count_;
-  std::atomic<uint64_t> *ticks_;
-  uint64_t start_;
+  SelfCounter *counter_ = nullptr;
+  uint64_t start_ = 0;
+};
+
+// SelfTimer where `kOn`, nothing at all where not: the hot path picks once per hook between its
+// timed and untimed copies (recorder.cpp), so that the untimed one pays no test per section.
+template <bool kOn>
+struct SectionTimer {
+  explicit SectionTimer(SelfCounter &) {}
+};
+template <>
+struct SectionTimer<true> : SelfTimer {
+  explicit SectionTimer(SelfCounter &counter) : SelfTimer(true, counter) {}
 };
 
 // The exit line ("gpuleak: own time in the hooks (GPULEAK_SELF_TIME): ..."). Async-signal-safe.

@@ -22,8 +22,15 @@ struct ThreadBuffer {
   std::atomic<uint64_t> events{0};       // memory records appended
   std::atomic<uint64_t> allocations{0};  // successful allocations
   std::atomic<uint64_t> frees{0};        // successful frees
-  uint64_t last_ts = 0;                  // the drainer's: the latest record time it let through
-  uint32_t capacity = 0;                 // power of two
+  // A free in progress on this thread since this clock reading (encode_free_since), 0 when none,
+  // and its address (LiveTable::key_of): the drain applies no later allocation at that address
+  // until the free's own record is in (recorder_state.h, "the drain's order"). Written by the
+  // owning thread only, the key before the reading.
+  std::atomic<uint64_t> free_key{0};
+  std::atomic<uint64_t> free_since{0};
+  uint64_t last_ts = 0;   // the drainer's: the latest record time it let through
+  uint64_t ready = 0;     // the drainer's: bytes up to here are settled and may leave the ring
+  uint32_t capacity = 0;  // power of two
   uint32_t tid = 0;
   ThreadBuffer *next = nullptr;  // registry list, owned by BufferRegistry
   uint8_t *data = nullptr;
@@ -55,6 +62,22 @@ inline bool buffer_append_fixed(ThreadBuffer *b, const void *part1, const void *
   std::memcpy(b->data + start + N1, part2, N2);
   b->head.store(head + N1 + N2, std::memory_order_release);
   return true;
+}
+
+// The hot path's append in place: room for N bytes at the head, in one piece, or null when they
+// would wrap or do not fit (then the caller appends a copy with buffer_append). The record is
+// written there and made visible to the drain by buffer_commit<N>: nothing is copied twice.
+template <size_t N>
+inline uint8_t *buffer_reserve(ThreadBuffer *b) {
+  uint64_t head = b->head.load(std::memory_order_relaxed);
+  uint64_t tail = b->tail.load(std::memory_order_acquire);
+  size_t start = static_cast<size_t>(head & (b->capacity - 1));
+  if (b->capacity - (head - tail) < N || start + N > b->capacity) return nullptr;
+  return b->data + start;
+}
+template <size_t N>
+inline void buffer_commit(ThreadBuffer *b) {
+  b->head.store(b->head.load(std::memory_order_relaxed) + N, std::memory_order_release);
 }
 
 // Copies the bytes of `b` up to `head` (a value of b->head read with acquire) to `sink(data, n)`

@@ -13,8 +13,9 @@ bool is_ptsz(ApiId api) {
 }
 // Stream-ordered calls made while the stream captures a graph reserve graph memory; they are not
 // live memory of the program (DESIGN.md).
-uint16_t capture_flags(CUstream stream, ApiId api) {
-  return stream_capturing(stream, is_ptsz(api)) ? format::kFlagGraphReservation : 0;
+inline uint16_t capture_flags(CUstream stream, ApiId api) {
+  if (__builtin_expect(!capture_may_be_open(), 1)) return 0;  // no driver call while no stream captures
+  return detail::ask_driver_capturing(stream, is_ptsz(api)) ? format::kFlagGraphReservation : 0;
 }
 }  // namespace
 
@@ -78,8 +79,9 @@ CUresult on_mem_free_async(PFN_cuMemFreeAsync_v11020 real, ApiId api, CUdevicept
   Hook hook(api, core::Timing::kStart);
   if (!hook || dptr == 0) return real(dptr, stream);
   hook.freeing(Space::kDevicePtr, dptr);
-  // Only a pointer we never counted can be a graph reservation: ask the driver only then.
-  uint16_t flags = hook.known() ? 0 : capture_flags(stream, api);
+  // Only a pointer never counted can be a graph reservation: the drain clears the flag when the
+  // live table knows it (drain_settle.cpp). Asks the driver only while some stream captures.
+  uint16_t flags = capture_flags(stream, api);
   CUresult r = real(dptr, stream);
   hook.freed(r, Kind::kAsync, handle(stream), flags);
   return r;

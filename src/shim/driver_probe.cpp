@@ -111,8 +111,7 @@ int driver_version() {
 
 }  // namespace
 
-bool stream_capturing(CUstream stream, bool ptsz) {
-  if (!capture_may_be_open()) return false;
+bool detail::ask_driver_capturing(CUstream stream, bool ptsz) {
   const Driver *d = driver();
   if (!d) return false;
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;

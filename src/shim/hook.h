@@ -42,10 +42,8 @@ class Hook {
   void freeing(Space space, uint64_t address) {
     space_ = space;
     facts_.address = address;
-    pending_ = core::begin_free(space, address);
+    pending_ = core::begin_free(facts_.start, space, address);
   }
-  // After freeing(): whether the address was one we saw allocated.
-  bool known() const { return pending_.found; }
   void freed(CUresult r, Kind kind, uint64_t stream = 0, uint16_t flags = 0, Op op = Op::kFree) {
     fill(r, op, kind, facts_.address, 0, stream, 0, core::CallFacts::kQueryDevice, flags);
     core::end_free(pending_, facts_, space_);

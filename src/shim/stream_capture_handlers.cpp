@@ -13,16 +13,18 @@
 
 namespace gpuleak::shim {
 
-namespace {
+namespace detail {
 std::atomic<int> g_open_captures{0};
+}  // namespace detail
+
+namespace {
+using detail::g_open_captures;
 
 CUresult began(CUresult r) {
   if (r == CUDA_SUCCESS) g_open_captures.fetch_add(1, std::memory_order_acq_rel);
   return r;
 }
 }  // namespace
-
-bool capture_may_be_open() { return g_open_captures.load(std::memory_order_acquire) > 0; }
 
 CUresult on_begin_capture_v1(PFN_gpuleak_cuStreamBeginCapture_v10000 real, ApiId, CUstream stream) {
   return began(real(stream));

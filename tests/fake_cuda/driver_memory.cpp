@@ -39,10 +39,23 @@ CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
     return alloc_device(dptr, bytesize);
 }
 
+// FAKE_CUDA_REUSE_DELAY_US=N: cuMemFree_v2 returns N microseconds after the address became free,
+// so that another thread's allocation (FAKE_CUDA_REUSE=1) gets it while the free is still in the
+// driver: the race a profiler must order right.
+void reuse_delay() {
+    static const long us = [] {
+        const char* v = std::getenv("FAKE_CUDA_REUSE_DELAY_US");
+        return v ? std::atol(v) : 0L;
+    }();
+    if (us > 0) std::this_thread::sleep_for(std::chrono::microseconds(us));
+}
+
 CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr) {
     if (dptr == 0) return CUDA_SUCCESS;  // like the real driver
     sync_latency();
-    return free_block(reinterpret_cast<void*>(dptr), BlockKind::Device);
+    CUresult rc = free_block(reinterpret_cast<void*>(dptr), BlockKind::Device);
+    reuse_delay();
+    return rc;
 }
 
 // Legacy (CUDA 2.0) ABI: 32-bit device pointers and sizes. The fake returns

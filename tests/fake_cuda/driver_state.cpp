@@ -47,6 +47,7 @@ struct Config {
     size_t capacity = kDefaultCapacity;
     long long fail_after = -1;  // -1: never inject
     bool pool_keep = false;     // FAKE_CUDA_POOL_KEEP=1
+    bool reuse = false;         // FAKE_CUDA_REUSE=1 (backing_alloc)
 };
 
 const Config& config() {
@@ -64,6 +65,7 @@ const Config& config() {
         }
         if (const char* f = std::getenv("FAKE_CUDA_FAIL_AFTER")) c.fail_after = std::atoll(f);
         if (const char* k = std::getenv("FAKE_CUDA_POOL_KEEP")) c.pool_keep = std::strcmp(k, "1") == 0;
+        if (const char* r = std::getenv("FAKE_CUDA_REUSE")) c.reuse = std::strcmp(r, "1") == 0;
         return c;
     }();
     return cfg;
@@ -93,8 +95,24 @@ Registry& reg() {
 
 thread_local CUcontext t_ctx = nullptr;
 
+// FAKE_CUDA_REUSE=1: blocks under kMmapThreshold come from one process-wide last-in-first-out
+// list of 64 KiB slabs, so that an address freed by one thread is the next one handed to any
+// thread (a real driver re-uses addresses at once too). Called under the state mutex.
+constexpr size_t kSlab = 1;  // map_len of a slab (never a real mmap length)
+std::vector<void*>& free_slabs() {
+    static auto* v = new std::vector<void*>;  // leaked: usable from atexit handlers
+    return *v;
+}
+
 void* backing_alloc(size_t bytes, bool low32, size_t* map_len) {
     if (bytes > (SIZE_MAX >> 1)) return nullptr;
+    if (config().reuse && !low32 && bytes < kMmapThreshold) {
+        *map_len = kSlab;
+        if (free_slabs().empty()) return std::aligned_alloc(kAlign, kMmapThreshold);
+        void* p = free_slabs().back();
+        free_slabs().pop_back();
+        return p;
+    }
     if (low32 || bytes >= kMmapThreshold) {
         size_t len = (bytes + 4095) & ~size_t{4095};
         int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (low32 ? MAP_32BIT : 0);
@@ -108,7 +126,8 @@ void* backing_alloc(size_t bytes, bool low32, size_t* map_len) {
 }
 
 void backing_free(void* p, size_t map_len) {
-    if (map_len) munmap(p, map_len);
+    if (map_len == kSlab) free_slabs().push_back(p);
+    else if (map_len) munmap(p, map_len);
     else std::free(p);
 }
 

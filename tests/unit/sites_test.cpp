@@ -176,8 +176,21 @@ TEST(Headline, WithoutUserCodeATensorIsHeadedByWhatAskedTheAllocator) {
   Headline h = headline_of(frames, project());
   EXPECT_FALSE(h.user);
   EXPECT_EQ(h.frame.function, "at::cuda::getCurrentCUDABlasHandle");
+  EXPECT_FALSE(h.via) << h.text;  // never "via ...record_trace(...)": the allocator says nothing more
+  EXPECT_EQ(h.text, "at::cuda::getCurrentCUDABlasHandle (libtorch_cuda.so)");
   // only the allocator's frames: the innermost of them
   EXPECT_EQ(headline_of({frames[0], frames[1]}, project()).frame.function, frames[0].function);
+}
+
+TEST(Headline, TheUsersNativeLineIsShownViaTheOpNotTheAllocator) {
+  const std::string c10 = "/venv/lib/python3.12/site-packages/torch/lib/libc10_cuda.so";
+  const std::string cuda = "/venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so";
+  Stack frames = {native("c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc", c10),
+                  native("at::native::empty_cuda", cuda),
+                  native("step", "/home/ana/proj/build/train", "/home/ana/proj/step.cpp", 12)};
+  Headline h = headline_of(frames, project());
+  EXPECT_TRUE(h.user);
+  EXPECT_EQ(h.text, "step.cpp:12 in step (via at::native::empty_cuda, libtorch_cuda.so)");
 }
 
 // One line between the user's code and the rest (src/text/code_owner.h): the analysis (loops from

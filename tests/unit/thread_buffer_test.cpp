@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <thread>
 
@@ -32,6 +33,40 @@ TEST(ThreadBuffer, RefusesWhatDoesNotFit) {
   std::string big(4000, 'x');
   EXPECT_TRUE(buffer_append(b, big.data(), big.size(), nullptr, 0));
   EXPECT_FALSE(buffer_append(b, big.data(), 200, nullptr, 0));
+}
+
+// The hot path's in-place append: room only where the record fits in one piece, and nothing is
+// visible to the drain before the commit.
+TEST(ThreadBuffer, ReservesInPlaceOnlyWhereTheRecordFitsInOnePiece) {
+  BufferRegistry registry;
+  ThreadBuffer *b = registry.create(4096, 1);
+  std::string drained;
+  auto sink = [&](const uint8_t *p, size_t n) { drained.append(reinterpret_cast<const char *>(p), n); };
+  int reserved = 0, refused = 0;
+  std::string expected;
+  for (int i = 0; i < 200; ++i) {
+    uint8_t *at = buffer_reserve<80>(b);
+    if (!at) {  // at the ring's end: the caller appends a copy, which wraps
+      ++refused;
+      std::string rec(80, static_cast<char>('A' + i % 26));
+      ASSERT_TRUE(buffer_append(b, rec.data(), rec.size(), nullptr, 0));
+      expected += rec;
+    } else {
+      ++reserved;
+      std::memset(at, 'a' + i % 26, 80);
+      buffer_drain(b, sink);  // the reserved bytes are not the drain's yet
+      buffer_commit<80>(b);
+      expected += std::string(80, static_cast<char>('a' + i % 26));
+    }
+    if (i % 5 == 4) buffer_drain(b, sink);
+  }
+  buffer_drain(b, sink);
+  EXPECT_EQ(drained, expected);
+  EXPECT_GT(refused, 0);  // 4096 is no multiple of 80: records met the end of the ring
+  EXPECT_GT(reserved, 150);
+  std::string full(4096 - 40, 'x');
+  ASSERT_TRUE(buffer_append(b, full.data(), full.size(), nullptr, 0));
+  EXPECT_EQ(buffer_reserve<80>(b), nullptr);  // 40 bytes free
 }
 
 TEST(ThreadBuffer, ProducerAndConsumerOnTwoThreads) {
