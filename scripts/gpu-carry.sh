@@ -16,6 +16,12 @@ cp -a "$build/bin" "$build/lib" "$build/share" "$build/gpu-tests" "$carry/"
 # own (bimodal) cost: run it with LD_LIBRARY_PATH=$carry/fake.
 mkdir -p "$carry/fake"
 cp -a "$build/bench/alloc_pair_bench" "$build/bench/hook_parts" "$build"/fake_cuda/lib*.so* "$carry/fake/"
+# The 8-thread stress of issue #15 (bench/async_stress.py CARRY_DIR): its program against the GPU
+# host's driver, so without the RUNPATH to this machine's fake (the fake's libcuda would be found
+# there if the folder existed on the GPU host).
+mkdir -p "$carry/bench"
+cp -a "$build/bench/async_stress_bench" "$carry/bench/"
+if command -v patchelf >/dev/null; then patchelf --remove-rpath "$carry/bench/async_stress_bench"; fi
 strip --strip-debug "$carry/bin/gpuleak" "$carry/lib/libgpuleak.so"
 size=$(du -sm "$carry" | cut -f1)
 echo "carry folder $carry: ${size} MiB"

@@ -26,18 +26,6 @@ const char *advice_kind_name(AdviceKind kind) {
 
 namespace detail {
 
-uint32_t LoopView::iteration_of(uint32_t p) const {
-  // The first iteration ending after p; p is inside it when it began at or before p.
-  uint32_t j = static_cast<uint32_t>(std::upper_bound(end.begin(), end.end(), p) - end.begin());
-  return j < n && begin[j] <= p ? j : kNone;
-}
-
-uint32_t LoopView::ends_crossed(uint32_t birth, uint32_t death) const {
-  // Alive at end e when born before it (birth < e) and freed at or after it (death >= e).
-  auto after = [&](uint32_t p) { return std::upper_bound(end.begin(), end.end(), p) - end.begin(); };
-  return death <= birth ? 0 : static_cast<uint32_t>(after(death) - after(birth));
-}
-
 bool LoopView::enough() const { return post() >= static_cast<uint32_t>(std::max(2, min_post_warmup)); }
 
 bool LoopView::most(uint64_t iterations) const {
@@ -136,6 +124,7 @@ Advisor::Advisor(const format::Capture &capture, const Timeline &timeline, const
       timeline_(timeline),
       sites_(sites),
       spans_(spans),
+      primary_ends_(primary.end_pos),
       options_(options),
       loop_(make_loop(capture, sites, timeline.devices, spans, primary, options)),
       peaks_(loop_) {
@@ -165,7 +154,7 @@ void Advisor::finish(Analysis *out) {
     if (rule->wants_second(out->ooms)) second.push_back(rule->second());
   if (!second.empty()) {  // the moments some rules need are known now: one more replay
     Ledger again;
-    replay(capture_, timeline_, sites_, spans_, second, &again);
+    replay(capture_, timeline_, sites_, spans_, primary_ends_, second, &again);
   }
   std::vector<Advice> found;
   for (auto &rule : rules_) rule->findings(out->ooms, &found);

@@ -41,10 +41,20 @@ struct LoopView {
   int min_post_warmup = 3;   // AnalysisOptions::min_post_warmup_iterations
 
   uint32_t post() const { return n > w ? n - w : 0; }
-  // The primary iteration holding event position p, or kNone (between iterations, outside).
-  uint32_t iteration_of(uint32_t p) const;
-  // Iteration ends an allocation born at `birth` and freed at `death` lived through.
-  uint32_t ends_crossed(uint32_t birth, uint32_t death) const;
+  // The primary iteration holding event position p, or kNone (between iterations, outside), given
+  // `after`: how many primary iterations ended at or before p (Primary::end_pos; a Life's
+  // ends_at_birth, or a PositionCursor over `end` at the replay's position). O(1): the rules ask on
+  // every death, and a binary search over the ends each time was a tenth of the analysis.
+  uint32_t iteration_at(uint32_t p, uint32_t after) const {
+    const uint32_t j = std::min(after, n);  // `end` may be a prefix of the primary ends
+    return j < n && begin[j] <= p ? j : kNone;
+  }
+  uint32_t iteration_born(const Life &a) const { return iteration_at(a.birth, a.ends_at_birth); }
+  // Iteration ends allocation `a` lived through when it died at `death`, `after_death` iterations
+  // having ended at or before that.
+  uint32_t ends_crossed(const Life &a, uint32_t death, uint32_t after_death) const {
+    return death <= a.birth ? 0 : std::min(after_death, n) - std::min(a.ends_at_birth, n);
+  }
   // Enough post-warm-up iterations for "every iteration" to mean something.
   bool enough() const;
   // At least min_iteration_share of the post-warm-up iterations.
@@ -165,6 +175,7 @@ class Advisor {
   const Timeline &timeline_;
   const SiteTable &sites_;
   const std::vector<Span> &spans_;
+  const std::vector<uint32_t> &primary_ends_;
   const AnalysisOptions &options_;
   LoopView loop_;
   DevicePeaks peaks_;

@@ -110,8 +110,9 @@ void churn_finding(const LoopView &loop, const ChurnSite &s, std::vector<Advice>
 struct Ended {
   Life life;
   uint32_t death = 0;
-  uint32_t free_ns = 0;   // duration of the call that ended it, when that was a free
-  uint16_t free_api = 0;  // api_label of the record that ended it
+  uint32_t death_iteration = kNone;  // the primary iteration holding `death`
+  uint32_t free_ns = 0;              // duration of the call that ended it, when that was a free
+  uint16_t free_api = 0;             // api_label of the record that ended it
 };
 
 // Cache thrash: a burst is consecutive frees of one device (no other change of that device in
@@ -121,7 +122,7 @@ struct Ended {
 // changes arrive: a free extends the open burst or starts one; anything else closes it.
 class ChurnAndThrash : public Rule, public Observer {
  public:
-  explicit ChurnAndThrash(const LoopView &loop) : loop_(loop), slots_(loop.devices.size()) {}
+  explicit ChurnAndThrash(const LoopView &loop) : loop_(loop), ends_(loop.end), slots_(loop.devices.size()) {}
   Observer *first() override { return this; }
 
   void born(uint32_t, const format::MemoryRecord &, const Life &a) override {
@@ -134,7 +135,7 @@ class ChurnAndThrash : public Rule, public Observer {
   void died(uint32_t k, const format::MemoryRecord &r, const Life &a) override {
     if (!on_device(a.space)) return;
     Slot &s = slots_[a.slot];
-    Ended e{a, k, is_free(r) ? r.duration_ns : 0, api_label(r)};
+    Ended e{a, k, loop_.iteration_at(k, ends_.through(k)), is_free(r) ? r.duration_ns : 0, api_label(r)};
     // A release of nothing takes no part in a burst, nor does a stream-ordered free: it gives its
     // block back to the pool, which keeps it (no cache is emptied).
     if (!is_free(r) || a.size == 0 || stream_ordered(r)) {
@@ -148,7 +149,7 @@ class ChurnAndThrash : public Rule, public Observer {
       s.open = true;
       s.before = s.live;
       s.bytes = 0;
-      s.iteration = loop_.iteration_of(k);
+      s.iteration = e.death_iteration;
       s.stop = s.iteration != kNone ? loop_.end[s.iteration] : kNone;
       s.stack_id = r.stack_id;
       s.py_stack_id = r.py_stack_id;
@@ -204,7 +205,7 @@ class ChurnAndThrash : public Rule, public Observer {
       ++dev.alloc_sites[e.life.site];
       dev.free_ns += e.free_ns;
       dev.alloc_ns += e.life.birth_ns;
-      uint32_t born = loop_.iteration_of(e.life.birth);
+      uint32_t born = loop_.iteration_born(e.life);
       if (born != kNone && born >= loop_.w) ++dev.born_in_loop;
     }
     s.members.clear();
@@ -212,8 +213,8 @@ class ChurnAndThrash : public Rule, public Observer {
 
   void churn(const Ended &e) {
     const Life &a = e.life;
-    uint32_t j = loop_.iteration_of(a.birth);
-    if (j == kNone || j < loop_.w || loop_.iteration_of(e.death) != j) return;
+    uint32_t j = loop_.iteration_born(a);
+    if (j == kNone || j < loop_.w || e.death_iteration != j) return;
     auto [it, fresh] = index_.try_emplace(key_of(a.slot, a.site), sites_.size());
     if (fresh) {
       sites_.emplace_back();
@@ -237,6 +238,7 @@ class ChurnAndThrash : public Rule, public Observer {
   }
 
   const LoopView &loop_;
+  PositionCursor ends_;  // over loop_.end, at the replay's position
   std::vector<Slot> slots_;
   std::unordered_map<uint64_t, size_t> index_;
   std::vector<ChurnSite> sites_;

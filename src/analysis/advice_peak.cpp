@@ -44,19 +44,26 @@ struct Counterfactual {
 class LateRelease : public Rule, public Observer {
  public:
   LateRelease(const LoopView &loop, const DevicePeaks &peaks)
-      : loop_(loop), peaks_(peaks), pass2_(this), walk_(loop), live_(loop.devices.size(), 0) {}
+      : loop_(loop),
+        peaks_(peaks),
+        pass2_(this),
+        ends_(loop.end),
+        walk_(loop),
+        ends2_(loop.end),
+        begins2_(loop.begin),
+        live_(loop.devices.size(), 0) {}
   Observer *first() override { return this; }
   Observer *second() override { return &pass2_; }
 
   // Pass 1: which allocations of each site outlive their iteration by 1..late_max_lag ends.
   void died(uint32_t k, const format::MemoryRecord &, const Life &a) override {
     if (!active() || !on_device(a.space)) return;
-    const uint32_t j = loop_.iteration_of(a.birth);
+    const uint32_t j = loop_.iteration_born(a);
     if (j == kNone) return;
     const bool judged = j >= loop_.w;  // warm-up allocations are fixed too, never judged
     LateSite &s = site(a);
     if (judged) ++s.eligible;
-    uint32_t lag = loop_.ends_crossed(a.birth, k);
+    uint32_t lag = loop_.ends_crossed(a, k, ends_.through(k));
     if (lag < 1 || lag > loop_.options.late_max_lag || !judged) return;
     ++s.late;
     s.bytes += a.size;
@@ -69,7 +76,7 @@ class LateRelease : public Rule, public Observer {
     if (!active()) return;
     live.for_each([&](const LiveKey &, const Life &a) {
       if (!on_device(a.space)) return;
-      const uint32_t j = loop_.iteration_of(a.birth);
+      const uint32_t j = loop_.iteration_born(a);
       if (j == kNone || j < loop_.w) return;
       LateSite &s = site(a);
       if (j + loop_.options.late_max_lag < loop_.n) ++s.eligible;  // else its release may still come
@@ -134,7 +141,7 @@ class LateRelease : public Rule, public Observer {
         if (!on_device(a.space)) return;
         auto it = r_.candidates_.find(key_of(a.slot, a.site));
         if (it == r_.candidates_.end()) return;
-        const uint32_t j = r_.loop_.iteration_of(a.birth);
+        const uint32_t j = r_.loop_.iteration_born(a);
         if (j == kNone || j < r_.loop_.w || j + r_.loop_.options.late_max_lag < r_.loop_.n) return;
         Counterfactual &c = r_.counterfactuals_[it->second];  // never freed, in the last iterations
         c.alive[j + 1] += static_cast<int64_t>(a.size);
@@ -163,12 +170,11 @@ class LateRelease : public Rule, public Observer {
   // A candidate's allocation dies at k: when it is late, its release moves to the end of its
   // iteration j_a; it counts in A_i of the iterations i > j_a that began before k.
   void moved(Counterfactual *c, const Life &a, uint32_t k) {
-    const uint32_t ja = loop_.iteration_of(a.birth);
+    const uint32_t ja = loop_.iteration_born(a);
     if (ja == kNone) return;
-    const uint32_t lag = loop_.ends_crossed(a.birth, k);
+    const uint32_t lag = loop_.ends_crossed(a, k, ends2_.through(k));
     if (lag < 1 || lag > loop_.options.late_max_lag) return;
-    const uint32_t last = static_cast<uint32_t>(std::upper_bound(loop_.begin.begin(), loop_.begin.end(), k) -
-                                                loop_.begin.begin());  // iterations [0, last) began
+    const uint32_t last = begins2_.through(k);  // iterations [0, last) began
     if (last > ja + 1) {
       c->alive[ja + 1] += static_cast<int64_t>(a.size);
       c->alive[last] -= static_cast<int64_t>(a.size);
@@ -228,8 +234,10 @@ class LateRelease : public Rule, public Observer {
   const LoopView &loop_;
   const DevicePeaks &peaks_;
   Pass2 pass2_;
-  LoopWalk walk_;              // second replay
-  std::vector<int64_t> live_;  // second replay: per slot
+  PositionCursor ends_;             // over loop_.end: first replay
+  LoopWalk walk_;                   // second replay
+  PositionCursor ends2_, begins2_;  // over loop_.end and loop_.begin: second replay
+  std::vector<int64_t> live_;       // second replay: per slot
   std::unordered_map<uint64_t, size_t> index_;
   std::vector<LateSite> sites_;
   std::unordered_map<uint64_t, size_t> candidates_;  // (slot, site) -> counterfactuals_

@@ -54,12 +54,19 @@ IterationDevice idle_row(int device, const std::vector<LiveStep> &steps, uint32_
   return row;
 }
 
+Analysis::Cells Analysis::active_devices(size_t iteration) const {
+  const Iteration &it = iterations[iteration];
+  if (it.cells_end > iteration_cells.size() || it.cells_begin > it.cells_end) return {};
+  return {iteration_cells.data() + it.cells_begin, iteration_cells.data() + it.cells_end};
+}
+
 IterationDevice Analysis::iteration_device(size_t iteration, size_t device) const {
   const Iteration &it = iterations[iteration];
   const int index = devices[device].index;
-  auto found = std::lower_bound(it.active_devices.begin(), it.active_devices.end(), index,
+  const Cells active = active_devices(iteration);
+  auto found = std::lower_bound(active.begin(), active.end(), index,
                                 [](const IterationDevice &d, int i) { return d.device < i; });
-  if (found != it.active_devices.end() && found->device == index) return *found;
+  if (found != active.end() && found->device == index) return *found;
   static const std::vector<LiveStep> kNever;
   return idle_row(index, device < device_live.size() ? device_live[device] : kNever, it.begin_event, it.end_event);
 }
@@ -250,18 +257,21 @@ void fill_devices(const Capture &capture, const Ledger &ledger, Analysis *out) {
 void fill_iterations(const Capture &capture, const std::vector<Span> &spans, const Ledger &ledger,
                      const std::string &primary, Analysis *out) {
   std::unordered_map<std::string, uint32_t> next_index;
+  uint32_t *counter = nullptr;  // the previous span's loop's: usually this one's too
   const uint64_t anchor = capture.header.monotonic_ns;
+  out->iterations.reserve(spans.size());
   for (size_t s = 0; s < spans.size(); ++s) {
     Iteration it;
     it.loop = spans[s].loop;
-    it.index = next_index[it.loop]++;
+    if (!counter || s == 0 || spans[s].loop != spans[s - 1].loop) counter = &next_index[it.loop];
+    it.index = (*counter)++;
     it.primary = it.loop == primary;
     it.start_ns = since_start(spans[s].start_ns, anchor);
     it.end_ns = since_start(spans[s].end_ns, anchor);
     it.begin_event = spans[s].begin;
     it.end_event = spans[s].end;
-    it.active_devices.assign(ledger.cells.begin() + ledger.cell_start[s],
-                             ledger.cells.begin() + ledger.cell_start[s + 1]);
+    it.cells_begin = ledger.cell_start[s];  // the cells come over at the end (analyze())
+    it.cells_end = ledger.cell_start[s + 1];
     out->iterations.push_back(std::move(it));
   }
 }
@@ -339,7 +349,7 @@ Analysis analyze(const format::Capture &capture, const format::MemorySource &mem
   std::optional<LifeRecorder> lives;
   if (options.record_lives) observers.push_back(&lives.emplace(sites, segments));
   Ledger ledger;
-  replay(capture, timeline, sites, spans, observers, &ledger);
+  replay(capture, timeline, sites, spans, primary.end_pos, observers, &ledger);
   if (lives) out.lives = lives->take(ledger);
 
   out.accounting = ledger.accounting;
@@ -367,6 +377,7 @@ Analysis analyze(const format::Capture &capture, const format::MemorySource &mem
   fill_live_at_exit(std::move(live_at_exit.live), options, &out);
   advisor.finish(&out);  // may replay once more (advice_internal.h)
   out.device_live = std::move(ledger.live_steps);
+  out.iteration_cells = std::move(ledger.cells);  // by span, and the iterations are the spans in order
   return out;
 }
 

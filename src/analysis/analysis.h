@@ -123,9 +123,12 @@ struct Iteration {
   uint32_t begin_event = 0;
   uint32_t end_event = 0;
   // Only the devices that allocated or released memory inside it, ascending index: the numbers
-  // are sparse (a capture may name 32 devices and mark a million iterations). Every device's row,
-  // touched or not: Analysis::iteration_device().
-  std::vector<IterationDevice> active_devices;
+  // are sparse (a capture may name 32 devices and mark a million iterations). They are
+  // Analysis::iteration_cells[cells_begin, cells_end) (Analysis::active_devices(), one array for
+  // all iterations, not a vector each: a loop of one allocation pair has a million iterations).
+  // Every device's row, touched or not: Analysis::iteration_device().
+  uint32_t cells_begin = 0;
+  uint32_t cells_end = 0;
 };
 
 struct Forecast {
@@ -276,6 +279,8 @@ struct Analysis {
   std::string allocator_note;
   std::vector<DeviceSummary> devices;  // ascending index
   std::vector<Iteration> iterations;   // every loop, by start time
+  // Every iteration's active devices (Iteration::cells_begin), iteration after iteration.
+  std::vector<IterationDevice> iteration_cells;
   // Per device of `devices` (same order): its live bytes as steps (LiveStep), the rows of the
   // iterations it did not touch.
   std::vector<std::vector<LiveStep>> device_live;
@@ -295,8 +300,17 @@ struct Analysis {
   // With AnalysisOptions::record_lives: every owned allocation's life from this analysis's replay.
   std::shared_ptr<const Lives> lives;
 
+  // The devices that allocated or released memory during iterations[iteration], ascending index.
+  struct Cells {
+    const IterationDevice *first = nullptr, *last = nullptr;
+    const IterationDevice *begin() const { return first; }
+    const IterationDevice *end() const { return last; }
+    size_t size() const { return static_cast<size_t>(last - first); }
+    const IterationDevice &operator[](size_t i) const { return first[i]; }
+  };
+  Cells active_devices(size_t iteration) const;
   // Device `device` (an index into `devices`) during iterations[iteration]: its entry in
-  // active_devices, or its idle_row(). O(log) in the active devices and the device's steps.
+  // active_devices(), or its idle_row(). O(log) in the active devices and the device's steps.
   IterationDevice iteration_device(size_t iteration, size_t device) const;
 };
 

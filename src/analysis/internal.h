@@ -16,6 +16,7 @@
 //   advice*.cpp           the loop advice (advice_internal.h)
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <limits>
@@ -132,7 +133,7 @@ std::vector<Span> spans_from_nvtx(const format::Capture &capture, const std::reg
 std::string primary_loop(const std::vector<Span> &spans);
 // Allocation indices (into the allocation sequence) -> their event positions (timeline.size past
 // the last), from SiteTable::alloc_positions; and event positions (ascending, each <
-// timeline.size) -> their times, in one replay.
+// timeline.size; repeats allowed) -> their times, in one replay.
 std::vector<uint32_t> positions_of(const Timeline &timeline, const SiteTable &sites,
                                    const std::vector<uint32_t> &allocs);
 std::vector<uint64_t> times_at(const Timeline &timeline, const std::vector<uint32_t> &positions);
@@ -151,6 +152,26 @@ std::vector<Span> spans_from_period(const Timeline &timeline, const SiteTable &s
 std::vector<Span> spans_from_python_loop(const format::Capture &capture, const Timeline &timeline,
                                          const SiteTable &sites, int min_repetitions, double min_coverage);
 
+// How many of an ascending list of event positions are at or before p (std::upper_bound's
+// count), for a p that never decreases, as a replay's position: O(1) amortized where a binary
+// search per event cost log2(iterations). A p below the last one asked is searched for.
+class PositionCursor {
+ public:
+  explicit PositionCursor(const std::vector<uint32_t> &positions) : positions_(&positions) {}
+  uint32_t through(uint32_t p) {
+    const std::vector<uint32_t> &v = *positions_;
+    if (p < last_) return static_cast<uint32_t>(std::upper_bound(v.begin(), v.end(), p) - v.begin());
+    last_ = p;
+    while (next_ < v.size() && v[next_] <= p) ++next_;
+    return next_;
+  }
+
+ private:
+  const std::vector<uint32_t> *positions_;
+  uint32_t next_ = 0;
+  uint32_t last_ = 0;
+};
+
 // One live allocation, as long as it lives.
 struct Life {
   uint64_t size = 0;
@@ -158,8 +179,11 @@ struct Life {
   uint32_t site = 0;
   uint32_t birth_ns = 0;  // duration of the allocating call
   uint32_t ordinal = 0;   // the how-manieth allocation of owned memory (from 0)
-  uint16_t slot = 0;      // device slot (Ledger::devices)
-  uint16_t api = 0;       // api_label of the allocating call
+  // Primary iteration ends (Primary::end_pos) at or before its birth: which iteration it was born
+  // in, without a search over the ends on every death (LoopView::iteration_born).
+  uint32_t ends_at_birth = 0;
+  uint16_t slot = 0;  // device slot (Ledger::devices)
+  uint16_t api = 0;   // api_label of the allocating call
   Space space = Space::kDevicePtr;
   bool async = false;   // the allocating call was stream-ordered
   bool mapped = false;  // VMM: mapped once already (the first mapping's site owns it)
@@ -191,18 +215,32 @@ bool leak_candidate(const PoolBlocks *pool, const Life &a);
 class Observer {
  public:
   virtual ~Observer() = default;
-  // Before event k changes anything (k == size: at the end, after the last event).
-  virtual void before(uint32_t k, const format::MemoryRecord *r, const LiveSet &live) { (void)k, (void)r, (void)live; }
+  // Before event k changes anything (k == size: at the end, after the last event). The default
+  // does nothing and says so: the replay stops calling it (two virtual calls per observer and
+  // event, most of them to these, were a tenth of a replay's own work).
+  virtual void before(uint32_t k, const format::MemoryRecord *r, const LiveSet &live) {
+    (void)k, (void)r, (void)live;
+    default_before_ = true;
+  }
   virtual void born(uint32_t k, const format::MemoryRecord &r, const Life &a) { (void)k, (void)r, (void)a; }
   // `r` is the record that ended it: a free, an allocation reusing the address, a context reset.
   virtual void died(uint32_t k, const format::MemoryRecord &r, const Life &a) { (void)k, (void)r, (void)a; }
   // A VMM allocation's first mapping at event k moved it from site `old` to a.site: what an
   // observer noted about it while it lived (a snapshot of the live set) must follow.
   virtual void remapped(uint32_t k, uint32_t old, const Life &a) { (void)k, (void)old, (void)a; }
-  // After event k was applied.
-  virtual void after(uint32_t k, const LiveSet &live) { (void)k, (void)live; }
+  // After event k was applied. The default, like before()'s, is called once.
+  virtual void after(uint32_t k, const LiveSet &live) {
+    (void)k, (void)live;
+    default_after_ = true;
+  }
   // After the last event: what is still live.
   virtual void finish(const LiveSet &live) { (void)live; }
+  // Whether before() or after() is the default that does nothing (known once it was called).
+  bool default_before() const { return default_before_; }
+  bool default_after() const { return default_after_; }
+
+ private:
+  bool default_before_ = false, default_after_ = false;
 };
 
 // frameworks.cpp: whose code a frame is. Not the user's: Python files of the standard library,
@@ -271,9 +309,11 @@ struct Ledger {
   // Span s's numbers for one slot, touched or not.
   IterationDevice row(uint32_t span, size_t slot) const;
 };
-// One replay of every event: fills *ledger and tells the observers.
+// One replay of every event: fills *ledger and tells the observers. `primary_ends` (Primary::end_pos)
+// sets each Life's ends_at_birth.
 void replay(const format::Capture &capture, const Timeline &timeline, const SiteTable &sites,
-            const std::vector<Span> &spans, const std::vector<Observer *> &observers, Ledger *ledger);
+            const std::vector<Span> &spans, const std::vector<uint32_t> &primary_ends,
+            const std::vector<Observer *> &observers, Ledger *ledger);
 
 // The iterations the verdicts are computed on: the primary loop's spans in end order.
 struct Primary {
@@ -286,7 +326,8 @@ struct Primary {
 // the ends where an allocation started or stopped counting (verdicts.cpp).
 class SurvivorObserver : public Observer {
  public:
-  SurvivorObserver(const Primary &primary, const PoolBlocks *pool) : primary_(primary), pool_(pool) {}
+  SurvivorObserver(const Primary &primary, const PoolBlocks *pool)
+      : primary_(primary), pool_(pool), ends_(primary.end_pos) {}
   void died(uint32_t k, const format::MemoryRecord &r, const Life &a) override;
   void finish(const LiveSet &live) override;
 
@@ -311,6 +352,7 @@ class SurvivorObserver : public Observer {
   void add(const Life &a, uint32_t ub);
   const Primary &primary_;
   const PoolBlocks *pool_;
+  PositionCursor ends_;                           // over primary_.end_pos, at the replay's position
   std::unordered_map<uint64_t, uint32_t> index_;  // (slot, site) -> series
 };
 // Fills out->leaks, the devices' verdicts and growth fits, and out->verdict.

@@ -39,8 +39,14 @@ namespace {
 class Replayer {
  public:
   Replayer(const Capture &capture, const Timeline &timeline, const SiteTable &sites, const std::vector<Span> &spans,
-           const std::vector<Observer *> &observers, Ledger *out)
-      : capture_(capture), timeline_(timeline), sites_(sites), spans_(spans), observers_(observers), out_(*out) {}
+           const std::vector<uint32_t> &primary_ends, const std::vector<Observer *> &observers, Ledger *out)
+      : capture_(capture),
+        timeline_(timeline),
+        sites_(sites),
+        spans_(spans),
+        observers_(observers),
+        out_(*out),
+        primary_ends_(primary_ends) {}
 
   void run() {
     out_.devices = timeline_.devices;
@@ -65,11 +71,22 @@ class Replayer {
     if (!std::is_sorted(by_end_.begin(), by_end_.end(), by_end))
       std::stable_sort(by_end_.begin(), by_end_.end(), by_end);
     open_pos_.assign(spans_.size(), kNone);
+    // Every observer is told before and after each event, until its before() or after() turns
+    // out to be the one that does nothing (after the first event).
+    std::vector<Observer *> before = observers_, after = observers_;
+    bool pruned = false;
     timeline_.replay([&](uint32_t k, const MemoryRecord &r) {
       boundaries(k);
-      for (Observer *o : observers_) o->before(k, &r, live_map_);
+      for (Observer *o : before) o->before(k, &r, live_map_);
       apply(k, r);
-      for (Observer *o : observers_) o->after(k, live_map_);
+      for (Observer *o : after) o->after(k, live_map_);
+      if (!pruned) {
+        pruned = true;
+        before.erase(std::remove_if(before.begin(), before.end(), [](Observer *o) { return o->default_before(); }),
+                     before.end());
+        after.erase(std::remove_if(after.begin(), after.end(), [](Observer *o) { return o->default_after(); }),
+                    after.end());
+      }
     });
     boundaries(timeline_.size);
     for (Observer *o : observers_) o->before(timeline_.size, nullptr, live_map_);
@@ -95,7 +112,7 @@ class Replayer {
   void open_span(uint32_t s) {
     open_pos_[s] = static_cast<uint32_t>(open_.size());
     open_.push_back(s);
-    open_cells_.emplace_back();
+    if (open_cells_.size() < open_.size()) open_cells_.emplace_back();  // else a cleared one is reused
   }
   void close_span(uint32_t s) {
     uint32_t pos = open_pos_[s];
@@ -104,8 +121,10 @@ class Replayer {
     open_pos_[open_.back()] = pos;
     open_[pos] = open_.back();
     open_.pop_back();
-    open_cells_[pos] = std::move(open_cells_.back());
-    open_cells_.pop_back();
+    // The closed span's list goes past the open ones, emptied but keeping its capacity: a span
+    // per allocation (a loop of one pair) allocated and freed one list each.
+    std::swap(open_cells_[pos], open_cells_[open_.size()]);
+    open_cells_[open_.size()].clear();
     open_pos_[s] = kNone;
   }
 
@@ -194,6 +213,7 @@ class Replayer {
     a.site = sites_.of(r);
     a.birth_ns = r.duration_ns;
     a.ordinal = static_cast<uint32_t>(out_.accounting.allocations);
+    a.ends_at_birth = primary_ends_.through(k);
     a.slot = static_cast<uint16_t>(slot(r.device));
     a.api = api_label(r);
     a.space = space;
@@ -318,6 +338,7 @@ class Replayer {
   const std::vector<Span> &spans_;
   const std::vector<Observer *> &observers_;
   Ledger &out_;
+  PositionCursor primary_ends_;
   std::vector<int> lookup_;     // device index -> slot
   std::vector<uint64_t> live_;  // per slot
   uint64_t host_live_ = 0, host_peak_ = 0;
@@ -327,6 +348,7 @@ class Replayer {
   std::vector<uint32_t> open_;  // spans open at the current position
   std::vector<uint32_t> open_pos_;
   // Per open span (same order as open_): the (slot, index into cells_) of the devices it touched.
+  // Entries past open_.size() are empty lists kept for the next spans.
   std::vector<std::vector<std::pair<uint16_t, uint32_t>>> open_cells_;
   struct Cell {
     uint32_t span = 0;
@@ -340,9 +362,9 @@ class Replayer {
 }  // namespace
 
 void replay(const Capture &capture, const Timeline &timeline, const SiteTable &sites, const std::vector<Span> &spans,
-            const std::vector<Observer *> &observers, Ledger *ledger) {
+            const std::vector<uint32_t> &primary_ends, const std::vector<Observer *> &observers, Ledger *ledger) {
   *ledger = Ledger{};
-  Replayer(capture, timeline, sites, spans, observers, ledger).run();
+  Replayer(capture, timeline, sites, spans, primary_ends, observers, ledger).run();
 }
 
 }  // namespace gpuleak::analysis::detail

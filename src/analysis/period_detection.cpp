@@ -194,11 +194,18 @@ std::vector<Span> spans_from_starts(const Timeline &timeline, const SiteTable &s
     }
     spans.push_back(std::move(s));
   }
-  // Their times: one more replay for the positions of every start and last event.
+  // Their times: one more replay for the positions of every start and last event. Spans one after
+  // another ask in order already (start, last, next start, ...): then no search per span.
   std::vector<uint32_t> moments;
+  moments.reserve(2 * spans.size());
   for (const Span &s : spans) moments.push_back(s.begin), moments.push_back(std::max(s.begin, s.end - 1));
+  if (std::is_sorted(moments.begin(), moments.end())) {
+    const std::vector<uint64_t> times = times_at(timeline, moments);
+    for (size_t j = 0; j < spans.size(); ++j) spans[j].start_ns = times[2 * j], spans[j].end_ns = times[2 * j + 1];
+    return spans;
+  }
   std::vector<uint32_t> sorted = moments;
-  if (!std::is_sorted(sorted.begin(), sorted.end())) std::sort(sorted.begin(), sorted.end());
+  std::sort(sorted.begin(), sorted.end());
   sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
   const std::vector<uint64_t> times = times_at(timeline, sorted);
   auto time_of = [&](uint32_t pos) {

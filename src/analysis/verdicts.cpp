@@ -17,6 +17,9 @@
 // tests. A device with a leak is `leak`, else with growth `growth`, else `clean`; too few
 // iterations, or none, make it `inconclusive`; a device that never allocated is `clean`.
 #include <algorithm>
+#include <atomic>
+#include <system_error>
+#include <thread>
 #include <unordered_map>
 
 #include "analysis/fit.h"
@@ -29,6 +32,9 @@ namespace {
 
 using Series = SurvivorObserver::Series;
 using Delta = SurvivorObserver::Delta;
+
+// Threads for the fits after each warm-up: 65 fits, each a millisecond or more on a long series.
+constexpr unsigned kMaxFitThreads = 8;
 
 struct Trend {
   RobustFit fit;
@@ -83,6 +89,45 @@ uint32_t first_leaking_iteration(const Series &s, uint32_t n, uint32_t w) {
   return j;
 }
 
+// DeviceSummary::growth_after_warmup: the slope of y[k..n) for k = 0 .. count-1. The fits are
+// independent, and on a long series each is a pass over 130,816 pairs (robust_fit.h): then they
+// run on a few threads. Each slot is its own fit's, so the doubles are the same whatever the
+// threads; a thread that cannot start, or a fit that fails on one, is done on this thread.
+std::vector<double> fits_after_warmup(const std::vector<double> &y, uint32_t count) {
+  const size_t n = y.size();
+  std::vector<double> out(count, 0);
+  std::vector<char> done(count, 0);
+  std::atomic<uint32_t> next{0};
+  std::atomic<bool> failed{false};
+  auto work = [&] {
+    try {
+      std::vector<double> scratch;
+      for (uint32_t k; !failed && (k = next.fetch_add(1)) < count;) {
+        out[k] = robust_slope(y.data() + k, n - k, &scratch);
+        done[k] = 1;
+      }
+    } catch (const std::exception &) {
+      failed = true;
+    }
+  };
+  const bool long_series = n >= kMaxExactFitPoints + count;  // every fit pairs kMaxExactFitPoints points
+  const unsigned threads = long_series ? std::min(std::thread::hardware_concurrency(), kMaxFitThreads) : 1;
+  std::vector<std::thread> helpers;
+  for (unsigned t = 1; t < threads && t < count; ++t) {
+    try {
+      helpers.emplace_back(work);
+    } catch (const std::system_error &) {
+      break;
+    }
+  }
+  if (!helpers.empty()) work();
+  for (std::thread &h : helpers) h.join();
+  std::vector<double> scratch;
+  for (uint32_t k = 0; k < count; ++k)
+    if (!done[k]) out[k] = robust_slope(y.data() + k, n - k, &scratch);
+  return out;
+}
+
 }  // namespace
 
 // Each allocation is live at the ends of iterations [lb, ub): born before end lb, dead at or
@@ -90,7 +135,7 @@ uint32_t first_leaking_iteration(const Series &s, uint32_t n, uint32_t w) {
 void SurvivorObserver::add(const Life &a, uint32_t ub) {
   const auto &ends = primary_.end_pos;
   const uint32_t n = static_cast<uint32_t>(ends.size());
-  uint32_t lb = static_cast<uint32_t>(std::upper_bound(ends.begin(), ends.end(), a.birth) - ends.begin());
+  const uint32_t lb = std::min(a.ends_at_birth, n);
   if (lb >= ub) return;  // born and gone between two iteration ends
   auto [it, fresh] =
       index_.try_emplace(static_cast<uint64_t>(a.slot) << 32 | a.site, static_cast<uint32_t>(series.size()));
@@ -115,8 +160,7 @@ void SurvivorObserver::add(const Life &a, uint32_t ub) {
 
 void SurvivorObserver::died(uint32_t k, const format::MemoryRecord &, const Life &a) {
   if (!leak_candidate(pool_, a)) return;
-  const auto &ends = primary_.end_pos;
-  add(a, static_cast<uint32_t>(std::upper_bound(ends.begin(), ends.end(), k) - ends.begin()));
+  add(a, ends_.through(k));
 }
 
 void SurvivorObserver::finish(const LiveSet &live) {
@@ -155,8 +199,7 @@ void decide(const Ledger &ledger, const SiteTable &sites, const Primary &primary
       dev.growth_fit_quality = t.fit.quality;
       dev.growth_r2 = t.r2;
       dev.verdict = rises(t, m, o) ? Verdict::kGrowth : Verdict::kClean;
-      for (uint32_t k = 0; k + 2 <= n && k <= kMaxWarmupFits; ++k)
-        dev.growth_after_warmup.push_back(robust_slope(y.data() + k, n - k, &scratch));
+      dev.growth_after_warmup = fits_after_warmup(y, n >= 2 ? std::min(n - 1, kMaxWarmupFits + 1) : 0);
     }
   }
   if (!enough) {

@@ -10,6 +10,7 @@
 #include <ctime>
 #include <unordered_map>
 
+#include "output/json_text.h"
 #include "output/report_advice.h"
 #include "output/report_segments.h"
 #include "text/paths.h"
@@ -279,6 +280,53 @@ json iterations_json(const analysis::Analysis &a) {
   return out;
 }
 
+// iterations_json(a) as text at `indent` (JsonTextWriter's layout, members in key order), written
+// straight from the analysis: no tree of 10,000 objects built, written and freed.
+void write_iterations(const analysis::Analysis &a, JsonTextWriter &w, size_t indent) {
+  const size_t n = a.iterations.size();
+  size_t left = 0;
+  for (size_t i = 0; i < n; ++i) left += reported(i, n);
+  if (left == 0) return w.raw("[]");
+  w.raw("[\n");
+  for (size_t i = 0; i < n; ++i) {
+    if (!reported(i, n)) continue;
+    const auto &it = a.iterations[i];
+    const size_t e = indent + 2;  // the entry's indentation
+    w.spaces(e);
+    w.raw("{\n");
+    w.member("devices", e, false, [&] {
+      if (a.devices.empty()) return w.raw("[]");
+      w.raw("[\n");
+      for (size_t k = 0; k < a.devices.size(); ++k) {
+        const analysis::IterationDevice d = a.iteration_device(i, k);
+        const size_t r = e + 4;  // the row's
+        w.spaces(r);
+        w.raw("{\n");
+        w.member("alloc_count", r, false, [&] { w.integer(d.alloc_count); });
+        w.member("allocated_bytes", r, false, [&] { w.integer(d.allocated_bytes); });
+        w.member("free_count", r, false, [&] { w.integer(d.free_count); });
+        w.member("freed_bytes", r, false, [&] { w.integer(d.freed_bytes); });
+        w.member("index", r, false, [&] { w.integer(d.device); });
+        w.member("live_end_bytes", r, false, [&] { w.integer(d.live_end_bytes); });
+        w.member("peak_bytes", r, true, [&] { w.integer(d.peak_bytes); });
+        w.spaces(r);
+        w.raw(k + 1 < a.devices.size() ? "},\n" : "}\n");
+      }
+      w.spaces(e + 2);
+      w.raw("]");
+    });
+    w.member("end_ns", e, false, [&] { w.integer(it.end_ns); });
+    w.member("index", e, false, [&] { w.integer(it.index); });
+    w.member("loop", e, false, [&] { w.string(it.loop); });
+    w.member("primary", e, false, [&] { w.boolean(it.primary); });
+    w.member("start_ns", e, true, [&] { w.integer(it.start_ns); });
+    w.spaces(e);
+    w.raw(--left ? "},\n" : "}\n");
+  }
+  w.spaces(indent);
+  w.raw("]");
+}
+
 json oom_json(const analysis::Analysis &a, Sites &sites) {
   if (a.ooms.empty()) return nullptr;
   json events = json::array();
@@ -361,7 +409,11 @@ json make_report(const format::Capture &capture, const analysis::Analysis &a, co
   return make_report(capture, a, sites, ctx);
 }
 
-json make_report(const format::Capture &capture, const analysis::Analysis &a, Sites &sites, const ReportContext &ctx) {
+namespace {
+
+// make_report() less "iterations".
+json report_without_iterations(const format::Capture &capture, const analysis::Analysis &a, Sites &sites,
+                               const ReportContext &ctx) {
   json r;
   r["schema"] = kReportSchema;
   r["run"] = run_json(capture, a, ctx);
@@ -369,7 +421,6 @@ json make_report(const format::Capture &capture, const analysis::Analysis &a, Si
   r["iteration_source"] = analysis::iteration_source_name(a.iteration_source);
   r["analysis"] = analysis_json(a);
   r["devices"] = devices_json(a, ctx);
-  r["iterations"] = iterations_json(a);
   json leaks = json::array();
   for (const auto &l : a.leaks) {
     json j;
@@ -406,8 +457,8 @@ json make_report(const format::Capture &capture, const analysis::Analysis &a, Si
   return r;
 }
 
-std::string dump_report(const json &report) {
-  std::string text = report.dump(2, ' ', false, json::error_handler_t::replace);
+// "</" written "<\/" (dump_report).
+std::string escape_script_end(std::string text) {
   // '<' only occurs inside strings, where "\/" is a valid escape of '/'. Most reports have no
   // "</" at all: the text is returned as it is, else copied a stretch at a time.
   size_t hit = text.find("</");
@@ -422,6 +473,32 @@ std::string dump_report(const json &report) {
   }
   out.append(text, from, std::string::npos);
   return out;
+}
+
+}  // namespace
+
+json make_report(const format::Capture &capture, const analysis::Analysis &a, Sites &sites, const ReportContext &ctx) {
+  json r = report_without_iterations(capture, a, sites, ctx);
+  r["iterations"] = iterations_json(a);
+  return r;
+}
+
+ReportDocument make_report_document(const format::Capture &capture, const analysis::Analysis &a, Sites &sites,
+                                    const ReportContext &ctx) {
+  ReportDocument doc;
+  doc.tree = report_without_iterations(capture, a, sites, ctx);
+  const JsonTextWriter::Splice iterations{"iterations",
+                                          [&](JsonTextWriter &w, size_t indent) { write_iterations(a, w, indent); }};
+  doc.text = escape_script_end(json_text(doc.tree, iterations));
+  size_t listed = 0;
+  for (size_t i = 0; i < a.iterations.size(); ++i) listed += reported(i, a.iterations.size());
+  doc.tree["iterations"] = json::array();
+  doc.tree["iterations"].get_ref<json::array_t &>().resize(listed);  // nulls: only the number is read
+  return doc;
+}
+
+std::string dump_report(const json &report) {
+  return escape_script_end(json_text(report));  // dump(2, ' ', false, replace), byte for byte
 }
 
 }  // namespace gpuleak::output

@@ -2,10 +2,15 @@
 // strings. Every report is dumped with dump_report and re-parsed by nlohmann's parser.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
 #include <nlohmann/json.hpp>
 
 #include "analysis/analysis.h"
 #include "analysis/capture_builder.h"
+#include "output/json_text.h"
 #include "output/report_json.h"
 #include "output/text_summary.h"
 
@@ -87,6 +92,68 @@ json report_of(const format::Capture &c, const ReportContext &ctx = {}) {
   analysis::Analysis a = analysis::analyze(c);
   std::string text = dump_report(make_report(c, a, fake_symbolize, ctx));
   return json::parse(text);  // throws on invalid JSON
+}
+
+// json_text() is nlohmann's dump(2, ' ', false, replace) to the byte, for every kind of value:
+// nested empty and one-element containers, numbers of each type and sign, floats nlohmann writes
+// in its own way, and strings it must escape or repair (control bytes, quotes, UTF-8, invalid
+// UTF-8), as values and as keys.
+TEST(ReportJson, TextIsNlohmannsDumpToTheByte) {
+  const std::string hostile = std::string("q\"b\\s\x01\x1f\x7f\n</x>") + "\xc3\xa9\xff\xfe(";
+  json doc = {
+      {"empty_object", json::object()},
+      {"empty_array", json::array()},
+      {"one", json::array({json::object({{"a", json::array()}})})},
+      {"numbers", {0, -1, INT64_MIN, INT64_MAX, UINT64_MAX, 0.1, -2.5e-300, 1e300, 3.0, 0.199, 1.0 / 3}},
+      {"special", {std::nan(""), INFINITY, nullptr, true, false}},
+      {"strings", {"", "plain", "say \"hi\"", "back\\\\slash", hostile, "\xe2\x82\xac euro"}},
+      {hostile, {{hostile, hostile}, {"z", 1u}}},
+  };
+  EXPECT_EQ(json_text(doc), doc.dump(2, ' ', false, json::error_handler_t::replace));
+  for (const json &v : {json(1.5), json("x"), json(nullptr), json::array(), json(-7)})
+    EXPECT_EQ(json_text(v), v.dump(2, ' ', false, json::error_handler_t::replace));
+}
+
+// The document `gpuleak report` writes (iterations straight from the analysis into the text) is
+// the report make_report and dump_report give, to the byte: more iterations than are listed (the
+// even sample), two devices of which one is idle in most of them, loops whose names need escaping,
+// and none at all.
+TEST(ReportJson, DocumentIsTheReportToTheByte) {
+  std::vector<CaptureBuilder> captures(3);
+  {
+    CaptureBuilder &b = captures[0];
+    b.device(0, "a", 1ull << 40);
+    b.device(3, "b", 1ull << 40);
+    fill_run(b.capture);
+    for (int i = 0; i < 12000; ++i) {
+      b.begin(i % 3 ? "train" : "tr\xffin</script>\"q\"");
+      const uint64_t t = b.alloc(4096 + i, 2, format::Kind::kAsync, i % 50 ? 0 : 3);
+      b.alloc(i % 7 ? 0 : 512, 7, format::Kind::kDevice);
+      b.free(t, format::Kind::kAsync, i % 50 ? 0 : 3);
+      b.end(i % 3 ? "train" : "tr\xffin</script>\"q\"");
+    }
+  }
+  captures[1] = leaking_run();
+  fill_run(captures[2].capture);  // no memory at all
+  for (const CaptureBuilder &b : captures) {
+    const analysis::Analysis a = analysis::analyze(b.capture);
+    Sites sites(fake_symbolize, {});
+    const json whole = make_report(b.capture, a, sites, {});
+    Sites other(fake_symbolize, {});
+    const ReportDocument doc = make_report_document(b.capture, a, other, {});
+    const std::string want = dump_report(whole);
+    // Not EXPECT_EQ: gtest diffs two 4 MB texts line by line, quadratically.
+    const size_t at =
+        std::mismatch(doc.text.begin(), doc.text.end(), want.begin(), want.end()).first - doc.text.begin();
+    EXPECT_TRUE(doc.text == want) << "first difference at byte " << at << " of " << want.size() << ": \""
+                                  << doc.text.substr(at > 80 ? at - 80 : 0, 160) << "\"";
+    ASSERT_TRUE(doc.tree["iterations"].is_array());
+    EXPECT_EQ(doc.tree["iterations"].size(), whole["iterations"].size());
+    json rest = doc.tree, whole_rest = whole;
+    rest.erase("iterations");
+    whole_rest.erase("iterations");
+    EXPECT_EQ(rest, whole_rest);
+  }
 }
 
 TEST(ReportJson, HasTheDocumentedShape) {

@@ -73,9 +73,17 @@ int report_command(const ReportOptions &o) {
     for (const std::string &w : result.warnings) GPULEAK_LOG_WARN("%s", text::printable(w).c_str());
     output::ReportContext ctx;
     ctx.gpuleak_version = GPULEAK_VERSION;
-    nlohmann::json report = output::make_report(opened->capture(), result, opened->sites(), ctx);
+    // Several processes are compared from their trees, iterations included: then the whole tree.
+    output::ReportDocument doc;
+    if (o.inputs.size() > 1) {
+      doc.tree = output::make_report(opened->capture(), result, opened->sites(), ctx);
+      doc.text = output::dump_report(doc.tree);
+    } else {
+      doc = output::make_report_document(opened->capture(), result, opened->sites(), ctx);
+    }
+    const nlohmann::json &report = doc.tree;
+    const std::string &text = doc.text;
     leak = leak || result.verdict == analysis::Verdict::kLeak;
-    std::string text = output::dump_report(report);
     if (o.inputs.size() > 1) {
       try {
         compared.push_back(gate::parse_report(report, report_path_for(input)));

@@ -68,8 +68,9 @@ inline void expect_consistent(const Advice &a) {
     double peak_bytes = 0;
     for (const AdviceNumber &e : a.evidence)
       if (e.name == "peak_bytes") peak_bytes = e.value;
-    if (static_cast<double>(a.sites.front().bytes) >= 0.5 * peak_bytes)
+    if (static_cast<double>(a.sites.front().bytes) >= 0.5 * peak_bytes) {
       EXPECT_EQ(a.message.find("no single site"), std::string::npos);
+    }
   }
 }
 

@@ -233,11 +233,11 @@ TEST(Ledger, RandomRecordsNeverBreakTheAnalysis) {
     b.device(1 << 30, "huge index", 1);
     Analysis a = analyze(b.capture);
     for (size_t d = 1; d < a.devices.size(); ++d) EXPECT_LT(a.devices[d - 1].index, a.devices[d].index);
-    for (const auto &it : a.iterations) {
-      EXPECT_LE(it.start_ns, it.end_ns);
-      EXPECT_LE(it.active_devices.size(), a.devices.size());
-      for (size_t d = 1; d < it.active_devices.size(); ++d)
-        EXPECT_LT(it.active_devices[d - 1].device, it.active_devices[d].device);
+    for (size_t i = 0; i < a.iterations.size(); ++i) {
+      EXPECT_LE(a.iterations[i].start_ns, a.iterations[i].end_ns);
+      const Analysis::Cells active = a.active_devices(i);
+      EXPECT_LE(active.size(), a.devices.size());
+      for (size_t d = 1; d < active.size(); ++d) EXPECT_LT(active[d - 1].device, active[d].device);
     }
     EXPECT_LE(a.live_at_exit.size(), 100u);
     EXPECT_LE(a.ooms.size(), 16u);

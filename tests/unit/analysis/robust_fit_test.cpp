@@ -40,6 +40,40 @@ TEST(RobustFit, SlopeAloneIsTheFitsSlope) {
   }
 }
 
+// The Theil-Sen slope the long way: every pair of the points robust_slope pairs (all of them, or
+// kMaxExactFitPoints evenly spaced), sorted, the median.
+double slope_the_long_way(const std::vector<double> &y) {
+  const size_t n = y.size(), p = std::min(n, kMaxExactFitPoints);
+  auto index = [&](size_t k) { return p == n ? k : (k * (n - 1) + (p - 1) / 2) / (p - 1); };
+  std::vector<double> slopes;
+  for (size_t a = 0; a < p; ++a)
+    for (size_t b = a + 1; b < p; ++b)
+      slopes.push_back((y[index(b)] - y[index(a)]) / static_cast<double>(index(b) - index(a)));
+  return slopes.empty() ? 0 : median_sorted(slopes);
+}
+
+// Above a few thousand pairs the median is selected inside a bracket taken from a sample of the
+// slopes (robust_fit.cpp): the same double as sorting them all, whatever the series looks like
+// (ties everywhere, a few distinct slopes, noise, a trend that turns, a sample that misses).
+TEST(RobustFit, SlopeIsTheMedianOfEveryPairsSlope) {
+  std::mt19937_64 rng(11);
+  std::vector<double> scratch;
+  for (size_t n : {129u, 130u, 200u, 511u, 512u, 513u, 4000u, 160000u}) {
+    std::vector<std::vector<double>> shapes(7, std::vector<double>(n));
+    for (size_t i = 0; i < n; ++i) {
+      shapes[0][i] = static_cast<double>(i * 1000 + rng() % 5000);             // trend and noise
+      shapes[1][i] = static_cast<double>(rng() % 3);                           // ties: few distinct slopes
+      shapes[2][i] = 4096;                                                     // flat: every slope 0
+      shapes[3][i] = static_cast<double>(i < n / 2 ? i * 64 : (n - i) * 64);   // up, then down
+      shapes[4][i] = static_cast<double>((i % 64) * 4096);                     // sawtooth
+      shapes[5][i] = static_cast<double>(i % 2 ? rng() % (1u << 30) : i * 3);  // wild half, calm half
+      shapes[6][i] = i < n / 3 ? 0.0 : static_cast<double>(1ull << 40) * 1.5;  // one step
+    }
+    for (size_t k = 0; k < shapes.size(); ++k)
+      ASSERT_EQ(robust_slope(shapes[k].data(), n, &scratch), slope_the_long_way(shapes[k])) << n << " shape " << k;
+  }
+}
+
 // A rising series with noise: the fit's quality is unchanged by the MAD(x) shortcut (checked
 // against the formula computed the long way).
 TEST(RobustFit, QualityMatchesTheLongWay) {

@@ -193,7 +193,7 @@ TEST(Verdicts, LeakOnOneDeviceOnly) {
   ASSERT_EQ(a.leaks.size(), 1u);
   EXPECT_EQ(a.leaks[0].device, 1);
   EXPECT_DOUBLE_EQ(a.leaks[0].bytes_per_iteration, 3.0 * kMiB);
-  EXPECT_EQ(a.iterations[0].active_devices.size(), 2u);  // both allocated in it
+  EXPECT_EQ(a.active_devices(0).size(), 2u);  // both allocated in it
   EXPECT_EQ(a.iteration_device(0, 1).device, 1);
 }
 
