@@ -44,8 +44,7 @@ void BM_BufferAppendDrain(benchmark::State &state) {
   char record[80] = {};
   size_t drained = 0;
   for (auto _ : state) {
-    if (!buffer_append(b, record, 8, record + 8, 72))
-      drained += buffer_drain(b, [](const uint8_t *, size_t) {});
+    if (!buffer_append(b, record, 8, record + 8, 72)) drained += buffer_drain(b, [](const uint8_t *, size_t) {});
   }
   benchmark::DoNotOptimize(drained);
 }

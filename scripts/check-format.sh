@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Fails when a C/C++ file of the tree is not formatted as .clang-format says (clang-format
 # --dry-run -Werror). Run by CTest (format.clang_format) and by hand: scripts/check-format.sh.
-# scripts/format-exempt.txt lists files not yet formatted (the debt from before this check, and
-# the fake CUDA and test programs written in the CUDA samples' style); a file in it is skipped, and
-# a new file is never exempt. Exits 77 (skipped) without clang-format.
+# scripts/format-exempt.txt lists the files left in their own style (the fake CUDA, the test
+# programs and the GPU tests, written in the CUDA samples' style); a file in it is skipped, and a
+# new file is never exempt. Exits 77 (skipped) without clang-format.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tool=${CLANG_FORMAT:-clang-format}

@@ -35,7 +35,10 @@ static inline void *gpuleak_detail_lookup_(const char *name) { return dlsym(RTLD
 static inline void gpuleak_iteration_begin(const char *loop) {
   static gpuleak_label_fn fn;
   static int looked;
-  if (!looked) { fn = (gpuleak_label_fn)gpuleak_detail_lookup_("gpuleak_api_iteration_begin"); looked = 1; }
+  if (!looked) {
+    fn = (gpuleak_label_fn)gpuleak_detail_lookup_("gpuleak_api_iteration_begin");
+    looked = 1;
+  }
   if (fn) fn(loop);
 }
 
@@ -43,7 +46,10 @@ static inline void gpuleak_iteration_begin(const char *loop) {
 static inline void gpuleak_iteration_end(void) {
   static gpuleak_void_fn fn;
   static int looked;
-  if (!looked) { fn = (gpuleak_void_fn)gpuleak_detail_lookup_("gpuleak_api_iteration_end"); looked = 1; }
+  if (!looked) {
+    fn = (gpuleak_void_fn)gpuleak_detail_lookup_("gpuleak_api_iteration_end");
+    looked = 1;
+  }
   if (fn) fn();
 }
 
@@ -51,7 +57,10 @@ static inline void gpuleak_iteration_end(void) {
 static inline void gpuleak_mark(const char *label) {
   static gpuleak_label_fn fn;
   static int looked;
-  if (!looked) { fn = (gpuleak_label_fn)gpuleak_detail_lookup_("gpuleak_api_mark"); looked = 1; }
+  if (!looked) {
+    fn = (gpuleak_label_fn)gpuleak_detail_lookup_("gpuleak_api_mark");
+    looked = 1;
+  }
   if (fn) fn(label);
 }
 
@@ -59,7 +68,10 @@ static inline void gpuleak_mark(const char *label) {
 static inline int gpuleak_active(void) {
   static gpuleak_int_fn fn;
   static int looked;
-  if (!looked) { fn = (gpuleak_int_fn)gpuleak_detail_lookup_("gpuleak_api_active"); looked = 1; }
+  if (!looked) {
+    fn = (gpuleak_int_fn)gpuleak_detail_lookup_("gpuleak_api_active");
+    looked = 1;
+  }
   return fn ? fn() : 0;
 }
 
@@ -89,14 +101,20 @@ static inline int gpuleak_pool_block(int op, int device, unsigned long long addr
                                      unsigned long long stream, int framework) {
   static gpuleak_pool_block_fn fn;
   static int looked;
-  if (!looked) { fn = (gpuleak_pool_block_fn)gpuleak_detail_lookup_("gpuleak_api_pool_block"); looked = 1; }
+  if (!looked) {
+    fn = (gpuleak_pool_block_fn)gpuleak_detail_lookup_("gpuleak_api_pool_block");
+    looked = 1;
+  }
   return fn ? fn(op, device, address, size, stream, framework) : 0;
 }
 
 static inline void gpuleak_pool_attached(int framework, const char *description) {
   static gpuleak_pool_attached_fn fn;
   static int looked;
-  if (!looked) { fn = (gpuleak_pool_attached_fn)gpuleak_detail_lookup_("gpuleak_api_pool_attached"); looked = 1; }
+  if (!looked) {
+    fn = (gpuleak_pool_attached_fn)gpuleak_detail_lookup_("gpuleak_api_pool_attached");
+    looked = 1;
+  }
   if (fn) fn(framework, description);
 }
 

@@ -6,6 +6,7 @@
 #include "analysis/advice_internal.h"
 #include "analysis/internal.h"
 #include "analysis/pool_blocks.h"
+#include "text/paths.h"
 
 namespace gpuleak::analysis {
 
@@ -187,9 +188,7 @@ bool contains(const std::string &s, const char *needle) { return s.find(needle) 
 // libc10_cuda.so holds PyTorch's CUDA caching allocator: loaded means PyTorch allocates here.
 bool loaded_pytorch_cuda(const Capture &capture) {
   for (const format::Module &m : capture.modules) {
-    size_t slash = m.path.rfind('/');
-    std::string base = m.path.substr(slash == std::string::npos ? 0 : slash + 1);
-    if (base.compare(0, 12, "libc10_cuda.") == 0) return true;
+    if (text::basename_of(m.path).compare(0, 12, "libc10_cuda.") == 0) return true;
   }
   return false;
 }

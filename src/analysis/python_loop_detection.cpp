@@ -36,15 +36,11 @@
 #include <unordered_map>
 
 #include "analysis/internal.h"
+#include "text/paths.h"
 
 namespace gpuleak::analysis::detail {
 
 namespace {
-
-std::string base_name(const std::string &path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 struct UserFrame {
   uint32_t code = 0;   // dense candidate index
@@ -166,8 +162,8 @@ std::vector<Span> spans_from_python_loop(const format::Capture &capture, const T
     if (line_of[seq[i]] > body_top) tail = i;
   if (starts.size() < reps) return {};
   const std::string loop = capture.string(static_cast<uint32_t>(frames.code_keys[pick])) + " (" +
-                           base_name(capture.string(static_cast<uint32_t>(frames.code_keys[pick] >> 32))) + ":" +
-                           std::to_string(chosen.first_line) + ")";
+                           text::basename_of(capture.string(static_cast<uint32_t>(frames.code_keys[pick] >> 32))) +
+                           ":" + std::to_string(chosen.first_line) + ")";
   return spans_from_starts(timeline, sites, loop, starts, tail);
 }
 

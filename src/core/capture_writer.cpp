@@ -19,6 +19,7 @@
 #include "core/recorder_state.h"
 #include "core/run_facts.h"
 #include "core/signal_safe.h"
+#include "core/tls.h"
 #include "log/log.h"
 
 #ifndef GPULEAK_VERSION
@@ -208,9 +209,9 @@ void *writer_main(void *arg) {
 }  // namespace
 
 namespace detail {
-thread_local __attribute__((tls_model("initial-exec"))) ThreadBuffer *t_buffer = nullptr;
+thread_local GPULEAK_TLS_MODEL ThreadBuffer *t_buffer = nullptr;
 // After fork() a new State owns new buffers.
-thread_local __attribute__((tls_model("initial-exec"))) State *t_buffer_owner = nullptr;
+thread_local GPULEAK_TLS_MODEL State *t_buffer_owner = nullptr;
 }  // namespace detail
 
 __attribute__((noinline)) ThreadBuffer *new_thread_buffer(State *s) {

@@ -22,7 +22,7 @@ struct Config {
   // "libgcc" (the C++ runtime's walk, several times slower; for comparison, or a program whose
   // generated code libunwind walks wrongly).
   bool prefer_libgcc = false;
-  bool self_time = false;  // GPULEAK_SELF_TIME=1: one exit line on the hooks' own time (self_time.h)
+  bool self_time = false;          // GPULEAK_SELF_TIME=1: one exit line on the hooks' own time (self_time.h)
   bool cupti = false;              // GPULEAK_CUPTI=1
   bool quiet = false;              // GPULEAK_QUIET=1: no at-exit summary
   unsigned buffer_kib = 256;       // GPULEAK_BUFFER_KB: per-thread event buffer (16..65536)

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "core/tls.h"
+
 namespace gpuleak::core {
 
 uint64_t hash_frames(const uint64_t *frames, unsigned depth) {
@@ -19,9 +21,9 @@ uint32_t StackInterner::intern(const uint64_t *frames, unsigned depth, bool *is_
   // Loops allocate from the same site over and over: remember this thread's last stack by its
   // 64-bit hash and skip the shared table (a false match needs a 64-bit hash collision between
   // two consecutive stacks of one thread).
-  static thread_local __attribute__((tls_model("initial-exec"))) uint64_t t_hash = 0;
-  static thread_local __attribute__((tls_model("initial-exec"))) uint32_t t_id = 0;
-  static thread_local __attribute__((tls_model("initial-exec"))) const StackInterner *t_owner = nullptr;
+  GPULEAK_TLS uint64_t t_hash = 0;
+  GPULEAK_TLS uint32_t t_id = 0;
+  GPULEAK_TLS const StackInterner *t_owner = nullptr;
   if (t_owner == this && t_hash == h) return t_id;
   uint32_t id = lookup_or_add(h, frames, depth, is_new);
   t_owner = this, t_hash = h, t_id = id;

@@ -12,19 +12,12 @@
 #include <vector>
 
 #include "core/spin_lock.h"
+#include "format/address_space.h"
 
 namespace gpuleak::core {
 
-// Address spaces that must not be confused: a VMM handle may equal a device pointer value.
-enum class Space : uint8_t {
-  kDevicePtr = 0,
-  kVmmHandle = 1,
-  kHost = 2,
-  kArray = 3,
-  kVirtual = 4,
-  kPool = 5,
-  kPoolBlock = 6
-};
+// The space a hook knows its address is in: a VMM handle may equal a device pointer value.
+using Space = format::AddressSpace;
 
 struct LiveEntry {
   uint64_t size = 0;

@@ -25,23 +25,23 @@ struct Layout {
   unsigned minor;  // 3.<minor>
   // Thread state -> innermost frame. 3.11/3.12 go through the C frame of the running eval loop:
   // tstate->cframe->current_frame. 3.10: tstate->frame (a PyFrameObject); 3.13: tstate->current_frame.
-  int tstate_cframe;         // -1 when the version has no _PyCFrame
+  int tstate_cframe;  // -1 when the version has no _PyCFrame
   int cframe_current_frame;
-  int tstate_frame;          // used when tstate_cframe < 0
+  int tstate_frame;  // used when tstate_cframe < 0
   // One frame (_PyInterpreterFrame, or PyFrameObject on 3.10).
-  int frame_code;            // f_code / f_executable
-  int frame_previous;        // previous / f_back
-  int frame_instr;           // prev_instr (3.11, 3.12) / instr_ptr (3.13): pointer into co_code_adaptive;
-                             // 3.10: f_lasti, an int counted in 2-byte code units
-  int frame_owner;           // char; -1 when frames have no owner (3.10)
-  bool lasti_is_index;       // 3.10
+  int frame_code;       // f_code / f_executable
+  int frame_previous;   // previous / f_back
+  int frame_instr;      // prev_instr (3.11, 3.12) / instr_ptr (3.13): pointer into co_code_adaptive;
+                        // 3.10: f_lasti, an int counted in 2-byte code units
+  int frame_owner;      // char; -1 when frames have no owner (3.10)
+  bool lasti_is_index;  // 3.10
   // Code object.
   int code_filename;
   int code_name;
-  int code_qualname;         // -1 before 3.11 (co_name is used)
-  int code_firstlineno;      // int
-  int code_linetable;        // bytes object
-  int code_code_adaptive;    // inline bytecode; -1 on 3.10
+  int code_qualname;       // -1 before 3.11 (co_name is used)
+  int code_firstlineno;    // int
+  int code_linetable;      // bytes object
+  int code_code_adaptive;  // inline bytecode; -1 on 3.10
   LineTable line_table;
   // Objects.
   int ob_type;               // PyObject.ob_type
@@ -57,6 +57,8 @@ struct Layout {
 // (3.12+, FRAME_OWNED_BY_CSTACK in Include/internal/pycore_frame.h).
 inline constexpr int kFrameOwnedByCStack = 3;
 
+// The tables keep one line per group of fields, as the comments name them.
+// clang-format off
 inline constexpr Layout kLayout310 = {
     10, -1, 0, 24,            // tstate->frame
     32, 24, 96, -1, true,     // f_code, f_back, f_lasti
@@ -80,10 +82,12 @@ inline constexpr Layout kLayout313 = {
     0, 8, 56, 70, false,      // f_executable, previous, instr_ptr, owner
     112, 120, 128, 68, 136, 200, LineTable::kLocations311,
     8, 16, 32, 16, 32, 40, 56};
+// clang-format on
 
 // _Py_DebugOffsets as CPython 3.13 defines it (Include/internal/pycore_runtime.h): every field a
 // uint64_t, sections in this order. Only the sections gpuleak reads are spelled out; the struct is
-// read in place from _PyRuntime, which starts with it.
+// read in place from _PyRuntime, which starts with it. One line per section, as CPython has them.
+// clang-format off
 struct DebugOffsets313 {
   char cookie[8];  // "xdebugpy"
   uint64_t version;        // PY_VERSION_HEX of the running interpreter
@@ -112,18 +116,28 @@ struct DebugOffsets313 {
   struct { uint64_t size, state, length, asciiobject_size; } unicode_object;
   struct { uint64_t size, collecting; } gc;
 };
+// clang-format on
 
 // Builds the 3.13 layout from the running interpreter's debug offsets. False when they do not
 // describe a 3.13 default (GIL) build, or an offset is out of any sane range.
 inline bool layout_from_debug_offsets(const DebugOffsets313 &d, Layout *out) {
-  if (std::memcmp(d.cookie, "xdebugpy", 8) != 0 || (d.version >> 16) != 0x030d || d.free_threaded != 0)
-    return false;
-  const uint64_t fields[] = {d.thread_state.current_frame, d.interpreter_frame.previous,
-                             d.interpreter_frame.executable, d.interpreter_frame.instr_ptr,
-                             d.interpreter_frame.owner, d.code_object.filename, d.code_object.name,
-                             d.code_object.qualname, d.code_object.linetable, d.code_object.firstlineno,
-                             d.code_object.co_code_adaptive, d.pyobject.ob_type, d.bytes_object.ob_size,
-                             d.bytes_object.ob_sval, d.unicode_object.state, d.unicode_object.length,
+  if (std::memcmp(d.cookie, "xdebugpy", 8) != 0 || (d.version >> 16) != 0x030d || d.free_threaded != 0) return false;
+  const uint64_t fields[] = {d.thread_state.current_frame,
+                             d.interpreter_frame.previous,
+                             d.interpreter_frame.executable,
+                             d.interpreter_frame.instr_ptr,
+                             d.interpreter_frame.owner,
+                             d.code_object.filename,
+                             d.code_object.name,
+                             d.code_object.qualname,
+                             d.code_object.linetable,
+                             d.code_object.firstlineno,
+                             d.code_object.co_code_adaptive,
+                             d.pyobject.ob_type,
+                             d.bytes_object.ob_size,
+                             d.bytes_object.ob_sval,
+                             d.unicode_object.state,
+                             d.unicode_object.length,
                              d.unicode_object.asciiobject_size};
   for (uint64_t f : fields)
     if (f >= 4096) return false;
@@ -155,10 +169,14 @@ inline bool layout_from_debug_offsets(const DebugOffsets313 &d, Layout *out) {
 // The table for 3.<minor> when gpuleak knows it from source (10, 11, 12), else null.
 inline const Layout *layout_for_minor(unsigned minor) {
   switch (minor) {
-    case 10: return &kLayout310;
-    case 11: return &kLayout311;
-    case 12: return &kLayout312;
-    default: return nullptr;
+    case 10:
+      return &kLayout310;
+    case 11:
+      return &kLayout311;
+    case 12:
+      return &kLayout312;
+    default:
+      return nullptr;
   }
 }
 

@@ -10,18 +10,17 @@
 #include "core/module_map.h"
 #include "core/python_layouts.h"
 #include "core/recorder_state.h"
+#include "core/tls.h"
 #include "log/log.h"
 
 namespace gpuleak::core {
 
 namespace python_detail {
 std::atomic<int> g_runtime_state{0};
-thread_local __attribute__((tls_model("initial-exec"))) uint64_t t_absent_calls = 0;
+thread_local GPULEAK_TLS_MODEL uint64_t t_absent_calls = 0;
 }  // namespace python_detail
 
 namespace {
-
-#define GPULEAK_TLS static thread_local __attribute__((tls_model("initial-exec")))
 
 constexpr unsigned kMaxDepth = 256;
 constexpr size_t kMaxText = 4096;              // String records hold at most this many bytes

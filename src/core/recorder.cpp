@@ -11,12 +11,13 @@
 #include "core/recorder_state.h"
 #include "core/signal_safe.h"
 #include "core/stack_memo.h"
+#include "core/tls.h"
 
 namespace gpuleak::core {
 
 namespace detail {
 std::atomic<int> *g_phase = nullptr;
-thread_local __attribute__((tls_model("initial-exec"))) bool t_in_hook = false;
+thread_local GPULEAK_TLS_MODEL bool t_in_hook = false;
 }  // namespace detail
 
 static_assert(static_cast<int>(Phase::kIdle) == 0 && static_cast<int>(Phase::kRunning) == 1,
@@ -26,9 +27,7 @@ namespace {
 
 State *g_state = nullptr;
 
-// Per-thread state: trivially destructible, initial-exec TLS (the shim is preloaded, so the static
-// TLS block has room; general-dynamic TLS may call malloc on first touch, research/CAPTURE.md 4.2).
-#define GPULEAK_TLS static thread_local __attribute__((tls_model("initial-exec")))
+// Per-thread state (core/tls.h).
 GPULEAK_TLS uint16_t t_runtime_api = 0;
 GPULEAK_TLS uint64_t t_last_ts = 0;
 

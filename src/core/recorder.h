@@ -17,6 +17,7 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/live_table.h"
+#include "core/tls.h"
 #include "format/capture_format.h"
 
 namespace gpuleak::core {
@@ -67,7 +68,7 @@ void recorder_set_probe(const DriverProbe &probe);
 // forward the call, so that nothing is counted twice. Inline: every hooked call runs it.
 namespace detail {
 extern std::atomic<int> *g_phase;  // the recorder's phase (recorder_state.h); null before init
-extern thread_local bool t_in_hook __attribute__((tls_model("initial-exec")));
+extern thread_local bool t_in_hook GPULEAK_TLS_MODEL;
 }  // namespace detail
 inline bool hook_enter() {
   std::atomic<int> *phase = detail::g_phase;

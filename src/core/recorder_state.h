@@ -25,6 +25,7 @@
 #include "core/signal_safe.h"
 #include "core/stack_capture.h"
 #include "core/thread_buffer.h"
+#include "core/tls.h"
 
 namespace gpuleak::core {
 
@@ -158,8 +159,8 @@ bool write_all(int fd, const void *data, size_t n);
 bool claim(State *s, int spins);
 // The calling thread's buffer, made on its first record (null when that failed).
 namespace detail {
-extern thread_local ThreadBuffer *t_buffer __attribute__((tls_model("initial-exec")));
-extern thread_local State *t_buffer_owner __attribute__((tls_model("initial-exec")));
+extern thread_local ThreadBuffer *t_buffer GPULEAK_TLS_MODEL;
+extern thread_local State *t_buffer_owner GPULEAK_TLS_MODEL;
 }  // namespace detail
 ThreadBuffer *new_thread_buffer(State *s);
 inline ThreadBuffer *thread_buffer(State *s) {

@@ -7,6 +7,8 @@
 
 #include <new>
 
+#include "core/tls.h"
+
 extern "C" void *__libc_stack_end;  // ld.so: the initial thread's stack pointer at process start
 
 namespace gpuleak::core {
@@ -29,7 +31,6 @@ constexpr unsigned kOwnFrames = 16;
 constexpr int kLearnCredit = 4;  // unwinds with proof a bucket may spend before it pays them back
 constexpr int kLearnCreditMax = 16;
 
-#define GPULEAK_TLS static thread_local __attribute__((tls_model("initial-exec")))
 GPULEAK_TLS StackMemo *t_memo = nullptr;
 
 pthread_key_t g_exit_key;

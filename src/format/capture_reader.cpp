@@ -2,6 +2,7 @@
 #include "format/huge_pages.h"
 #include "format/memory_source.h"
 #include "text/limits.h"
+#include "text/paths.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -49,16 +50,6 @@ bool fixed(const uint8_t *p, size_t n, T *out) {
   return true;
 }
 
-std::string hex(const std::string &raw) {
-  static const char digits[] = "0123456789abcdef";
-  std::string s;
-  for (unsigned char c : raw) {
-    s += digits[c >> 4];
-    s += digits[c & 15];
-  }
-  return s;
-}
-
 bool decode_run_info(Cursor c, RunInfo *run) {
   if (!c.read(&run->fixed)) return false;
   for (uint16_t i = 0; i < run->fixed.string_count; ++i) {
@@ -103,7 +94,7 @@ bool decode_module(Cursor c, Module *m) {
   std::string build_id;
   if (!c.read(&r) || !c.bytes(r.path_length, &m->path) || !c.bytes(r.build_id_length, &build_id)) return false;
   m->load_bias = r.load_bias;
-  m->build_id = hex(build_id);
+  m->build_id = text::hex_bytes(build_id);
   for (uint16_t i = 0; i < r.segment_count; ++i) {
     uint64_t vaddr = 0, memsz = 0;
     if (!c.read(&vaddr) || !c.read(&memsz)) return false;

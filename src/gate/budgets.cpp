@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "gate/sizes.h"
+#include "text/paths.h"
 
 namespace gpuleak::gate {
 
@@ -11,10 +12,8 @@ namespace {
 
 using nlohmann::json;
 
-std::string folder_of(const std::string &path) {
-  size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? "" : path.substr(0, slash + 1);
-}
+// The path's folder with its trailing slash ("" for a bare file name).
+std::string folder_of(const std::string &path) { return path.substr(0, path.size() - text::basename_of(path).size()); }
 
 std::string relative_to(const std::string &folder, const std::string &path) {
   return path.empty() || path[0] == '/' ? path : folder + path;

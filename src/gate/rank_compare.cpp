@@ -8,13 +8,14 @@
 #include "format/words.h"
 #include "gate/sizes.h"
 #include "text/escape.h"
+#include "text/paths.h"
 
 namespace gpuleak::gate {
 
 using text::printable;
 
 std::optional<int64_t> rank_from_file_name(const std::string &path) {
-  const std::string base = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+  const std::string base = text::basename_of(path);
   static const std::regex re(R"(\.rank([0-9]{1,9})(\.[0-9]+)?\.)");
   std::smatch m;
   if (!std::regex_search(base, m, re)) return std::nullopt;

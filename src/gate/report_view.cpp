@@ -6,20 +6,17 @@
 #include <cstring>
 
 #include "format/capture_format.h"
+#include "output/report_schema.h"
 #include "text/bounded_read.h"
 #include "text/json_input.h"
 #include "text/limits.h"
+#include "text/paths.h"
 
 namespace gpuleak::gate {
 
 namespace {
 
 using nlohmann::json;
-
-std::string basename_of(const std::string &path) {
-  size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 // Field readers: `where` is the JSON path used in the error ("devices[0].peak_live_bytes").
 class Reader {
@@ -112,24 +109,8 @@ class Reader {
 };
 
 void check_schema(const json &doc, const std::string &path) {
-  const std::string expected = "gpuleak.report/" + std::to_string(kSchemaMajor);
-  auto it = doc.is_object() ? doc.find("schema") : doc.end();
-  const std::string prefix = "gpuleak.report/";
-  if (!doc.is_object() || it == doc.end() || !it->is_string() || it->get<std::string>().rfind(prefix, 0) != 0)
-    throw GateError(path + ": not a gpuleak report (no \"schema\": \"" + expected + "\")");
-  std::string schema = it->get<std::string>();
-  std::string major_text = schema.substr(prefix.size());
-  size_t dot = major_text.find('.');
-  if (dot != std::string::npos) major_text = major_text.substr(0, dot);  // "2.1" reads as major 2
-  long major = 0;
-  bool numeric =
-      !major_text.empty() && major_text.size() < 9 && major_text.find_first_not_of("0123456789") == std::string::npos;
-  if (numeric) major = std::stol(major_text);
-  if (!numeric || major < 1)
-    throw GateError(path + ": unknown report schema \"" + schema + "\" (this gpuleak reads " + expected + ")");
-  if (major > kSchemaMajor)
-    throw GateError(path + ": report schema " + schema + " is newer than this gpuleak reads (" + expected +
-                    "); upgrade gpuleak");
+  const std::string problem = output::report_schema_problem(doc);
+  if (!problem.empty()) throw GateError(path + ": " + problem);
 }
 
 }  // namespace
@@ -191,7 +172,7 @@ Report parse_report(const nlohmann::json &doc, const std::string &path) {
   const json *run = r.field(doc, "run");
   if (run && !run->is_object()) r.fail("run", "an object");
   const json &runo = run ? *run : empty;
-  rep.program = r.string_or(runo, "program", "run", basename_of(path));
+  rep.program = r.string_or(runo, "program", "run", text::basename_of(path));
   rep.pid = r.opt_int(runo, "pid", "run");
   rep.rank = r.opt_int(runo, "rank", "run");
   if (const json *cap = r.field(runo, "capture"); cap && cap->is_object()) {

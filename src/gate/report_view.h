@@ -18,8 +18,6 @@
 
 namespace gpuleak::gate {
 
-inline constexpr int kSchemaMajor = 1;
-
 // Bad input (unreadable, truncated, foreign, newer, malformed file or option): one line, no
 // trailing period, meant to be printed after "gpuleak: " with exit status 2.
 struct GateError : std::runtime_error {

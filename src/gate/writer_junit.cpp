@@ -5,6 +5,7 @@
 
 #include "gate/writers.h"
 #include "text/escape.h"
+#include "text/paths.h"
 
 namespace gpuleak::gate {
 
@@ -19,7 +20,7 @@ std::string program_and_rank(const Report &r) {
 // The report file's name without its folder and without the component that is the pid
 // ("out/train.4242.report.json" -> "train.report.json"): captures are named <program>.<pid>.
 std::string file_name_without_pid(const Report &r) {
-  std::string name = r.path.substr(r.path.find_last_of('/') + 1);
+  std::string name = text::basename_of(r.path);
   if (!r.pid) return name;
   const std::string pid = "." + std::to_string(*r.pid);
   for (size_t at = name.find(pid); at != std::string::npos; at = name.find(pid, at + 1)) {

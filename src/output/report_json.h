@@ -17,11 +17,10 @@
 #include "analysis/analysis.h"
 #include "format/capture_reader.h"
 #include "output/frame.h"
+#include "output/report_schema.h"
 #include "output/sites.h"
 
 namespace gpuleak::output {
-
-inline constexpr const char *kReportSchema = "gpuleak.report/1";
 
 // What the front-end knows that the capture does not.
 struct ReportContext {

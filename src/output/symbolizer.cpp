@@ -1,17 +1,19 @@
 #include "output/symbolizer.h"
 
+#include <cxxabi.h>
+#include <elfutils/libdwfl.h>
+#include <gelf.h>
+#include <sys/stat.h>
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
-#include <cxxabi.h>
-#include <elfutils/libdwfl.h>
-#include <gelf.h>
 #include <iterator>
 #include <map>
-#include <sys/stat.h>
 #include <unordered_map>
 #include <utility>
+
+#include "text/paths.h"
 
 namespace gpuleak::output {
 namespace {
@@ -24,16 +26,6 @@ const Dwfl_Callbacks kCallbacks = {
     dwfl_offline_section_address,
     &g_debuginfo_path,
 };
-
-std::string hex(const unsigned char *bits, int length) {
-  static const char digits[] = "0123456789abcdef";
-  std::string s;
-  for (int i = 0; i < length; ++i) {
-    s += digits[bits[i] >> 4];
-    s += digits[bits[i] & 15];
-  }
-  return s;
-}
 
 std::string demangle(const char *name) {
   // Only mangled names go to the demangler: plain C names come back as they are, and it never
@@ -84,10 +76,11 @@ class ElfObject {
     const unsigned char *bits = nullptr;
     GElf_Addr id_vaddr = 0;
     int length = dwfl_module_build_id(module_, &bits, &id_vaddr);
-    std::string found = length > 0 ? hex(bits, length) : "";
+    std::string found =
+        length > 0 ? text::hex_bytes({reinterpret_cast<const char *>(bits), static_cast<size_t>(length)}) : "";
     if (found != build_id) {
-      problem_ = "build id " + (found.empty() ? std::string("(none)") : found) +
-                 " differs from the recorded " + (build_id.empty() ? "(none)" : build_id);
+      problem_ = "build id " + (found.empty() ? std::string("(none)") : found) + " differs from the recorded " +
+                 (build_id.empty() ? "(none)" : build_id);
       module_ = nullptr;
       return;
     }
@@ -126,11 +119,9 @@ class ElfObject {
       GElf_Sym sym;
       GElf_Addr addr = 0;
       GElf_Word shndx = 0;
-      const char *name =
-          dwfl_module_getsym_info(module_, i, &sym, &addr, &shndx, nullptr, nullptr);
+      const char *name = dwfl_module_getsym_info(module_, i, &sym, &addr, &shndx, nullptr, nullptr);
       int type = GELF_ST_TYPE(sym.st_info);
-      if (name == nullptr || name[0] == '\0' || shndx == SHN_UNDEF ||
-          (type != STT_FUNC && type != STT_GNU_IFUNC))
+      if (name == nullptr || name[0] == '\0' || shndx == SHN_UNDEF || (type != STT_FUNC && type != STT_GNU_IFUNC))
         continue;
       int bind = GELF_ST_BIND(sym.st_info);
       int rank = (sym.st_size == 0 ? 4 : 0) + (bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2);
@@ -147,8 +138,8 @@ class ElfObject {
   }
 
   const Symbol *symbol_at(uint64_t pc) const {
-    auto it = std::upper_bound(symbols_.begin(), symbols_.end(), pc,
-                               [](uint64_t v, const Symbol &s) { return v < s.start; });
+    auto it =
+        std::upper_bound(symbols_.begin(), symbols_.end(), pc, [](uint64_t v, const Symbol &s) { return v < s.start; });
     if (it == symbols_.begin()) return nullptr;
     --it;
     const Symbol *nearest = &*it;
@@ -253,7 +244,7 @@ struct Symbolizer::Impl {
   }
 
   const format::Capture &capture;
-  std::map<uint64_t, Piece> pieces;  // start -> non-overlapping [start, end) and its module
+  std::map<uint64_t, Piece> pieces;     // start -> non-overlapping [start, end) and its module
   std::vector<ElfObject *> objects_of;  // per module record, opened on first use
   std::unordered_map<std::string, std::unique_ptr<ElfObject>> objects;  // by path + build id
   std::unordered_map<uint64_t, Frame> frames;
@@ -306,10 +297,9 @@ Stack python_frames(const format::Capture &capture, const format::Stack &stack) 
 const std::vector<std::string> &Symbolizer::problems() const { return impl_->problems; }
 
 bool is_gpuleak_or_cuda_frame(const Frame &frame) {
-  size_t slash = frame.module.rfind('/');
-  const char *base = frame.module.c_str() + (slash == std::string::npos ? 0 : slash + 1);
-  for (const char *prefix : {"libgpuleak", "libcuda.so", "libcudart", "libcupti"})
-    if (std::strncmp(base, prefix, std::strlen(prefix)) == 0) return true;
+  const std::string_view base = text::basename_view(frame.module);
+  for (std::string_view prefix : {"libgpuleak", "libcuda.so", "libcudart", "libcupti"})
+    if (base.substr(0, prefix.size()) == prefix) return true;
   // nvcc's default build links the runtime statically: its frames sit in the program's own module
   // and are known by name only (cudaMalloc, cudart::..., __cudart...).
   const std::string &fn = frame.function;

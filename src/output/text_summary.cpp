@@ -7,6 +7,7 @@
 #include "format/words.h"
 #include "output/report_segments.h"
 #include "text/escape.h"
+#include "text/paths.h"
 
 namespace gpuleak::output {
 
@@ -36,10 +37,8 @@ std::string where_in_old_report(const nlohmann::json &stack) {
   // frames that called into CUDA for it.
   for (const auto &f : stack)
     if (f.is_object() && text(f, "kind") == "python" && !text(f, "file").empty()) {
-      std::string file = text(f, "file");
-      size_t slash = file.find_last_of('/');
       int64_t line = integer(f, "line");
-      return text(f, "function") + " (" + (slash == std::string::npos ? file : file.substr(slash + 1)) +
+      return text(f, "function") + " (" + gpuleak::text::basename_of(text(f, "file")) +
              (line ? ":" + std::to_string(line) : "") + ")";
     }
   for (const auto &f : stack) {
@@ -47,8 +46,7 @@ std::string where_in_old_report(const nlohmann::json &stack) {
     std::string file = text(f, "file");
     int64_t line = integer(f, "line");
     if (fn.empty() && file.empty()) continue;
-    size_t slash = file.find_last_of('/');
-    std::string base = slash == std::string::npos ? file : file.substr(slash + 1);
+    std::string base = gpuleak::text::basename_of(file);
     std::string s = fn.empty() ? "?" : fn;
     if (!base.empty()) s += " (" + base + (line ? ":" + std::to_string(line) : "") + ")";
     return s;

@@ -10,6 +10,7 @@
 namespace gpuleak::output {
 
 using text::basename_of;
+using text::dirname_of;
 using text::in_installed_packages;
 using text::is_interpreter_name;
 using text::stdlib_prefix_end;
@@ -44,12 +45,6 @@ bool is_cuda_api_name(const std::string &function) {
 // The interpreter's own options that take a separate argument.
 bool option_takes_argument(const std::string &arg) {
   return arg == "-W" || arg == "-X" || arg == "--check-hash-based-pycs";
-}
-
-std::string dirname_of(const std::string &path) {
-  size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return {};
-  return slash == 0 ? "/" : path.substr(0, slash);
 }
 
 }  // namespace

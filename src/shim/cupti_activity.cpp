@@ -28,6 +28,7 @@
 
 #include "core/clock.h"
 #include "core/recorder.h"
+#include "core/tls.h"
 #include "log/log.h"
 #include "shim/real_symbols.h"
 
@@ -73,8 +74,7 @@ constexpr uint32_t kSlots = 1u << 17;
 Slot *g_slots = nullptr;
 
 uint32_t current_tid() {
-  // initial-exec: general-dynamic TLS may call malloc on first touch (research/CAPTURE.md 4.2).
-  static thread_local __attribute__((tls_model("initial-exec"))) uint32_t tid = 0;
+  GPULEAK_TLS uint32_t tid = 0;
   if (!tid) tid = static_cast<uint32_t>(syscall(SYS_gettid));
   return tid;
 }

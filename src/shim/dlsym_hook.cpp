@@ -9,6 +9,7 @@
 
 #include "shim/proc_address.h"
 #include "shim/real_symbols.h"
+#include "text/paths.h"
 
 using DlsymFn = void *(*)(void *, const char *);
 
@@ -53,9 +54,7 @@ int search_loaded(dl_phdr_info *info, size_t, void *arg) {
   auto *s = static_cast<Search *>(arg);
   const char *path = info->dlpi_name;
   if (!path || !*path) return 0;
-  const char *base = std::strrchr(path, '/');
-  base = base ? base + 1 : path;
-  if (std::strncmp(base, s->prefix, std::strlen(s->prefix)) != 0) return 0;
+  if (text::basename_view(path).substr(0, std::strlen(s->prefix)) != s->prefix) return 0;
   // RTLD_NOLOAD: only a library that is already there, never a new load.
   void *handle = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
   if (!handle) return 0;

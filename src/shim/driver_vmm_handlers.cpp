@@ -14,14 +14,14 @@ CUresult on_mem_create(PFN_cuMemCreate_v10020 real, ApiId api, CUmemGenericAlloc
   int16_t device = prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? static_cast<int16_t>(prop->location.id)
                                                                               : core::CallFacts::kQueryDevice;
   Kind kind = prop && prop->type == CU_MEM_ALLOCATION_TYPE_MANAGED ? Kind::kManaged : Kind::kVmm;
-  hook.alloc(r, Op::kAlloc, kind, Space::kVmmHandle, r == CUDA_SUCCESS && h ? *h : 0, size, 0, 0, device);
+  hook.alloc(r, Op::kAlloc, kind, Space::kVmm, r == CUDA_SUCCESS && h ? *h : 0, size, 0, 0, device);
   return r;
 }
 
 CUresult on_mem_release(PFN_cuMemRelease_v10020 real, ApiId api, CUmemGenericAllocationHandle h) {
   Hook hook(api);
   if (!hook) return real(h);
-  hook.freeing(Space::kVmmHandle, h);
+  hook.freeing(Space::kVmm, h);
   CUresult r = real(h);
   hook.freed(r, Kind::kVmm);
   return r;
@@ -68,7 +68,7 @@ CUresult on_mem_import_shareable(PFN_cuMemImportFromShareableHandle_v10020 real,
   if (!hook) return real(h, os_handle, type);
   CUresult r = real(h, os_handle, type);
   // Another process's memory: tagged, not owned (DESIGN.md "Accounting").
-  hook.alloc(r, Op::kAlloc, Kind::kImported, Space::kVmmHandle, r == CUDA_SUCCESS && h ? *h : 0, 0);
+  hook.alloc(r, Op::kAlloc, Kind::kImported, Space::kVmm, r == CUDA_SUCCESS && h ? *h : 0, 0);
   return r;
 }
 

@@ -12,12 +12,13 @@
 #include <string>
 
 #include "core/recorder.h"
+#include "core/tls.h"
 
 namespace {
 
 using gpuleak::format::NvtxOp;
 
-thread_local int t_depth = 0;  // push/pop nesting level, returned to the caller as NVTX does
+GPULEAK_TLS int t_depth = 0;  // push/pop nesting level, returned to the caller as NVTX does
 std::atomic<uint64_t> g_next_range{1};
 
 void record(NvtxOp op, const char *message, const char *domain = nullptr, uint64_t id = 0) {

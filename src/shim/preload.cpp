@@ -20,6 +20,7 @@
 #include "core/signal_safe.h"
 #include "log/log.h"
 #include "shim/driver_probe.h"
+#include "text/paths.h"
 
 namespace gpuleak::shim {
 
@@ -81,9 +82,7 @@ void claim_cuda_injection() {
 std::string default_cli_path() {
   Dl_info info{};
   if (!dladdr(reinterpret_cast<void *>(&default_cli_path), &info) || !info.dli_fname) return {};
-  std::string lib = info.dli_fname;
-  size_t slash = lib.find_last_of('/');
-  return (slash == std::string::npos ? std::string(".") : lib.substr(0, slash)) + "/../bin/gpuleak";
+  return text::dirname_of(info.dli_fname) + "/../bin/gpuleak";
 }
 
 __attribute__((constructor)) void gpuleak_preload_init() {

@@ -21,7 +21,7 @@ struct RowInfo {
   void *(*bind)(void *);
 };
 
-#define GPULEAK_ROW_INFO(EXPORT, BASE, MINV, MAXV, PTSZ, PFN, HANDLER) \
+#define GPULEAK_ROW_INFO(EXPORT, BASE, MINV, MAXV, PTSZ, PFN, HANDLER, ...) \
   {#EXPORT, BASE, MINV, MAXV, PTSZ, &Slots<Row_##EXPORT>::bind},
 const RowInfo kRows[] = {GPULEAK_DRIVER_HOOKS(GPULEAK_ROW_INFO)};
 #undef GPULEAK_ROW_INFO

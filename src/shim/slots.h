@@ -14,7 +14,7 @@
 #include "core/recorder.h"
 #include "format/capture_format.h"
 #include "shim/cuda_headers.h"
-#include "shim/hook_table.h"
+#include "shim/driver_handlers.h"
 #include "shim/real_symbols.h"
 
 namespace gpuleak::shim {
@@ -69,13 +69,13 @@ struct Slots<Row, CUresult (*)(A...)> {
   }
 };
 
-// One Row type per line of the hook table.
-#define GPULEAK_ROW_TYPE(EXPORT, BASE, MINV, MAXV, PTSZ, PFN, HANDLER) \
-  struct Row_##EXPORT {                                                \
-    using Pfn = PFN;                                                   \
-    static constexpr const char *export_name = #EXPORT;                \
-    static constexpr format::Api api = format::Api::EXPORT;            \
-    static constexpr auto handler = &HANDLER;                          \
+// One Row type per driver row of hooks.def.
+#define GPULEAK_ROW_TYPE(EXPORT, BASE, MINV, MAXV, PTSZ, PFN, HANDLER, ...) \
+  struct Row_##EXPORT {                                                     \
+    using Pfn = PFN;                                                        \
+    static constexpr const char *export_name = #EXPORT;                     \
+    static constexpr format::Api api = format::Api::EXPORT;                 \
+    static constexpr auto handler = &HANDLER;                               \
   };
 GPULEAK_DRIVER_HOOKS(GPULEAK_ROW_TYPE)
 #undef GPULEAK_ROW_TYPE

@@ -9,21 +9,40 @@ namespace {
 
 const char kReplacement[] = "\xEF\xBF\xBD";  // U+FFFD
 
-// Length of the valid UTF-8 sequence at s[i], or 0 when it is not one.
-size_t utf8_length(const std::string &s, size_t i) {
+// The UTF-8 sequence starting at s[i]: a well-formed one (`valid`), or the maximal subpart of an
+// ill-formed one, the longest prefix of some well-formed sequence (at least its first byte).
+struct Sequence {
+  size_t length;
+  bool valid;
+};
+
+Sequence sequence_at(std::string_view s, size_t i) {
   auto byte = [&](size_t k) { return static_cast<uint8_t>(s[k]); };
-  uint8_t c = byte(i);
-  if (c < 0x80) return 1;
-  size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
-  if (n == 0 || c > 0xF4 || i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k)
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-  uint8_t c1 = byte(i + 1);
-  if (c == 0xE0 && c1 < 0xA0) return 0;  // overlong
-  if (c == 0xED && c1 > 0x9F) return 0;  // UTF-16 surrogates
-  if (c == 0xF0 && c1 < 0x90) return 0;  // overlong
-  if (c == 0xF4 && c1 > 0x8F) return 0;  // above U+10FFFF
-  return n;
+  const uint8_t c = byte(i);
+  if (c < 0x80) return {1, true};
+  // The lead byte sets the length and the second byte's range (the Unicode Standard's table 3-7):
+  // the narrower ranges exclude overlong forms (E0, F0), UTF-16 surrogates (ED) and code points
+  // above U+10FFFF (F4).
+  size_t n = 0;
+  uint8_t low = 0x80, high = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) low = 0xA0;
+    if (c == 0xED) high = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) low = 0x90;
+    if (c == 0xF4) high = 0x8F;
+  } else {
+    return {1, false};  // a continuation byte, C0, C1 or F5-FF: never a lead
+  }
+  for (size_t k = 1; k < n; ++k) {
+    if (i + k >= s.size() || byte(i + k) < low || byte(i + k) > high) return {k, false};
+    low = 0x80, high = 0xBF;
+  }
+  return {n, true};
 }
 
 // Valid UTF-8 with the C1 controls (U+0080-U+009F, encoded C2 80 to C2 9F) replaced: 8-bit CSI
@@ -32,18 +51,16 @@ std::string inert_utf8(const std::string &text);
 
 }  // namespace
 
-std::string valid_utf8(const std::string &text) {
+std::string valid_utf8(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size();) {
-    size_t n = utf8_length(text, i);
-    if (n == 0) {
+    const Sequence seq = sequence_at(text, i);
+    if (seq.valid)
+      out.append(text.substr(i, seq.length));
+    else
       out += kReplacement;
-      ++i;
-    } else {
-      out.append(text, i, n);
-      i += n;
-    }
+    i += seq.length;
   }
   return out;
 }

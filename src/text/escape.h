@@ -5,11 +5,17 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace gpuleak::text {
 
-// Valid UTF-8: invalid sequences replaced by U+FFFD.
-std::string valid_utf8(const std::string &text);
+// Valid UTF-8: each maximal subpart of an ill-formed sequence (the longest run of bytes that
+// starts some well-formed sequence, else one byte) replaced by one U+FFFD, as the Unicode
+// Standard recommends and as browsers (WHATWG Encoding) and Python's "replace" decode: the
+// viewer, the trace UIs and the Python reader show the same text gpuleak wrote. Bad lead bytes,
+// overlong forms, UTF-16 surrogates, code points past U+10FFFF and a sequence cut short are all
+// ill-formed. The trace writers and every escape below repair text through here.
+std::string valid_utf8(std::string_view text);
 
 // One line for a terminal or a CI log: valid UTF-8, and every control character replaced by
 // U+FFFD: C0 (line breaks, ESC and BEL, which start and end the CSI and OSC sequences that

@@ -15,7 +15,7 @@ if [ ! -e /usr/include/zlib.h ]; then echo "SKIPPED: $name needs zlib headers"; 
 corpus="$build/fuzz/corpus-$name"
 mkdir -p "$corpus"
 s=$src/src
-text=("$s/text/bounded_read.cpp" "$s/text/escape.cpp" "$s/text/json_input.cpp")
+text=("$s/text/atomic_file.cpp" "$s/text/bounded_read.cpp" "$s/text/escape.cpp" "$s/text/json_input.cpp")
 gate=()
 for f in report_view evaluate budgets diff sizes suppressions writer_junit writer_github writer_plain; do
   gate+=("$s/gate/$f.cpp")

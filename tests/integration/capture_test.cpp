@@ -110,6 +110,26 @@ TEST(Capture, SharedRuntimeCallsAreLabelledWithTheRuntimeApi) {
   }
 }
 
+// cudaMallocAsync and cudaMallocAsync_ptsz share a label and a type but not the function they
+// forward to: each export of the shim reaches its own next definition, so the per-thread call still
+// gets the per-thread default stream (the driver's _ptsz entry point), labelled cudaMallocAsync.
+TEST(Capture, SharedRuntimePtszCallsReachThePtszFunctions) {
+  std::string out = make_temp_dir("ptsz-shared");
+  Result r = run({program("prog_all_paths_shared")}, shim_env(out));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  format::Capture c = read_only_capture(out);
+  std::map<uint16_t, int> by_api;  // driver entry point -> count, stream-ordered calls labelled by cudart
+  for (const auto &m : c.memory)
+    if (m.runtime_api == static_cast<uint16_t>(format::Api::cudaMallocAsync) ||
+        m.runtime_api == static_cast<uint16_t>(format::Api::cudaFreeAsync))
+      ++by_api[m.api];
+  using format::Api;
+  EXPECT_GE(by_api[static_cast<uint16_t>(Api::cuMemAllocAsync)], 1);       // step 5, on a stream
+  EXPECT_EQ(by_api[static_cast<uint16_t>(Api::cuMemAllocAsync_ptsz)], 1);  // step 6, per-thread
+  EXPECT_GE(by_api[static_cast<uint16_t>(Api::cuMemFreeAsync)], 1);
+  EXPECT_EQ(by_api[static_cast<uint16_t>(Api::cuMemFreeAsync_ptsz)], 1);
+}
+
 TEST(Capture, AllPathsRecordKindsApisAndGraphReservations) {
   std::string out = make_temp_dir("kinds");
   Result r = run({program("prog_all_paths_static")}, shim_env(out));

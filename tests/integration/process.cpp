@@ -24,8 +24,10 @@ Result run(const std::vector<std::string> &argv, const std::map<std::string, std
     close(out_pipe[0]);
     close(err_pipe[0]);
     for (const auto &[k, v] : env) {
-      if (v.empty()) unsetenv(k.c_str());
-      else setenv(k.c_str(), v.c_str(), 1);
+      if (v.empty())
+        unsetenv(k.c_str());
+      else
+        setenv(k.c_str(), v.c_str(), 1);
     }
     std::vector<char *> args;
     for (const auto &a : argv) args.push_back(const_cast<char *>(a.c_str()));
@@ -106,9 +108,12 @@ Counts count(const format::Capture &c) {
   for (const auto &m : c.memory) {
     bool ok = m.result == 0;
     if (m.op == static_cast<uint8_t>(Op::kAlloc)) {
-      if (!ok) ++n.failed;
-      else if (m.flags & format::kFlagGraphReservation) ++n.graph;
-      else if (m.kind != static_cast<uint8_t>(format::Kind::kImported)) ++n.allocs;
+      if (!ok)
+        ++n.failed;
+      else if (m.flags & format::kFlagGraphReservation)
+        ++n.graph;
+      else if (m.kind != static_cast<uint8_t>(format::Kind::kImported))
+        ++n.allocs;
     } else if (m.op == static_cast<uint8_t>(Op::kFree) && ok && !(m.flags & format::kFlagUnknownPointer)) {
       ++n.frees;
     }

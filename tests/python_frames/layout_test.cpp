@@ -166,13 +166,13 @@ void check_line_tables() {
       int ours = gpuleak::core::python_line_for_offset(format, table, co->co_firstlineno, offset < 0 ? -1 : offset);
       ++checked;
       if (ours != theirs && wrong++ < 10)
-        std::fprintf(stderr, "FAIL line of %s offset %zd: gpuleak %d, CPython %d\n",
-                     PyUnicode_AsUTF8(co->co_name), offset, ours, theirs);
+        std::fprintf(stderr, "FAIL line of %s offset %zd: gpuleak %d, CPython %d\n", PyUnicode_AsUTF8(co->co_name),
+                     offset, ours, theirs);
     }
   }
   if (wrong) ++failures;
-  std::printf("line tables: %ld instruction offsets of %zd code objects, %ld wrong\n", checked,
-              PyList_GET_SIZE(codes), wrong);
+  std::printf("line tables: %ld instruction offsets of %zd code objects, %ld wrong\n", checked, PyList_GET_SIZE(codes),
+              wrong);
   Py_DECREF(globals);
 }
 
@@ -185,7 +185,8 @@ int main() {
   static_assert(sizeof(py::DebugOffsets313) == sizeof(_Py_DebugOffsets), "_Py_DebugOffsets changed shape");
   same("debug offsets: unicode_object", offsetof(py::DebugOffsets313, unicode_object),
        offsetof(_Py_DebugOffsets, unicode_object));
-  same("debug offsets: code_object", offsetof(py::DebugOffsets313, code_object), offsetof(_Py_DebugOffsets, code_object));
+  same("debug offsets: code_object", offsetof(py::DebugOffsets313, code_object),
+       offsetof(_Py_DebugOffsets, code_object));
   py::Layout from_runtime{};
   bool ok = py::layout_from_debug_offsets(*reinterpret_cast<const py::DebugOffsets313 *>(&_PyRuntime.debug_offsets),
                                           &from_runtime);

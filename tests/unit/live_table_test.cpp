@@ -32,9 +32,9 @@ TEST(LiveTable, TakeReturnsTheEntryOnce) {
 TEST(LiveTable, AddressSpacesAreKeptApart) {
   LiveTable t;
   t.insert(Space::kDevicePtr, 7, device(1));
-  t.insert(Space::kVmmHandle, 7, device(2));
+  t.insert(Space::kVmm, 7, device(2));
   LiveEntry e;
-  ASSERT_TRUE(t.take(Space::kVmmHandle, 7, &e));
+  ASSERT_TRUE(t.take(Space::kVmm, 7, &e));
   EXPECT_EQ(e.size, 2u);
   ASSERT_TRUE(t.take(Space::kDevicePtr, 7, &e));
   EXPECT_EQ(e.size, 1u);

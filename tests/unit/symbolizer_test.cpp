@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <link.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <chrono>
 #include <climits>
 #include <cstdio>
@@ -12,11 +15,8 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <link.h>
 #include <random>
 #include <string>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "symbolizer_fixture.h"
 
@@ -81,8 +81,7 @@ std::vector<format::Module> loaded_modules() {
         for (int i = 0; i < info->dlpi_phnum; ++i) {
           const ElfW(Phdr) &ph = info->dlpi_phdr[i];
           if (ph.p_type == PT_LOAD)
-            m.segments.emplace_back(info->dlpi_addr + ph.p_vaddr,
-                                    info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+            m.segments.emplace_back(info->dlpi_addr + ph.p_vaddr, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
         }
         static_cast<std::vector<format::Module> *>(data)->push_back(m);
         return 0;
@@ -266,8 +265,7 @@ TEST(Symbolizer, LatestModuleRecordCoveringAnAddressWins) {
   EXPECT_EQ(f.function, "symbolizer_fixture::leaky_site(int*)");
   EXPECT_EQ(f.line, s.lib_line);
   // Outside the real module's segments, the older record still describes the memory.
-  EXPECT_EQ(Symbolizer(unloaded_then_loaded).frame(real.segments.front().first - 0x100).module,
-            "/gone/libold.so");
+  EXPECT_EQ(Symbolizer(unloaded_then_loaded).frame(real.segments.front().first - 0x100).module, "/gone/libold.so");
 
   format::Capture loaded_then_replaced;
   loaded_then_replaced.modules = {real, gone};
@@ -333,9 +331,17 @@ TEST(Symbolizer, GarbageModulesNeverCrash) {
   unlink(fifo.c_str());
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   std::vector<std::string> paths = {
-      temp_file("not an ELF file at all"), temp_file(""), temp_file(elf.substr(0, 100)),
-      temp_file(elf.substr(0, 5000)),      temp_file(corrupt), "/dev/null", "/dev/zero", "/",
-      fifo, std::string("\xff\xfe/\x01odd\n", 8), "",
+      temp_file("not an ELF file at all"),
+      temp_file(""),
+      temp_file(elf.substr(0, 100)),
+      temp_file(elf.substr(0, 5000)),
+      temp_file(corrupt),
+      "/dev/null",
+      "/dev/zero",
+      "/",
+      fifo,
+      std::string("\xff\xfe/\x01odd\n", 8),
+      "",
   };
   uint64_t base = 0x100000000000ull;
   format::Capture capture;
@@ -405,13 +411,14 @@ TEST(TrimToCaller, DropsLeadingGpuleakAndCudaFrames) {
   EXPECT_TRUE(is_gpuleak_or_cuda_frame(frame("/home/u/a.out", "cudart::cudaApiMalloc(void**, unsigned long)")));
   EXPECT_TRUE(is_gpuleak_or_cuda_frame(frame("/home/u/a.out", "__cudart1234")));
   EXPECT_TRUE(is_gpuleak_or_cuda_frame(frame("/home/u/a.out", "cuMemAlloc_v2")));
-  EXPECT_TRUE(is_gpuleak_or_cuda_frame(frame("/home/u/a.out", "libcudart_static_4d8b33a106dceb3c07a1c5a1ee1a3e5b5a2b5b80")));
+  EXPECT_TRUE(
+      is_gpuleak_or_cuda_frame(frame("/home/u/a.out", "libcudart_static_4d8b33a106dceb3c07a1c5a1ee1a3e5b5a2b5b80")));
   EXPECT_FALSE(is_gpuleak_or_cuda_frame(frame("/home/u/a.out", "cuda_helper")));
   EXPECT_FALSE(is_gpuleak_or_cuda_frame(frame("/home/u/a.out", "curl_easy_init")));
 
-  Stack stack = {frame("/build/libgpuleak.so", "hook"), frame("/lib/libcuda.so.1", "cuMemAlloc_v2"),
+  Stack stack = {frame("/build/libgpuleak.so", "hook"),       frame("/lib/libcuda.so.1", "cuMemAlloc_v2"),
                  frame("/lib/libcudart.so.13", "cudaMalloc"), frame("/home/u/train", "step()"),
-                 frame("/lib/libcudart.so.13", "callback"), frame("/home/u/train", "main")};
+                 frame("/lib/libcudart.so.13", "callback"),   frame("/home/u/train", "main")};
   Stack trimmed = trim_to_caller(stack);
   ASSERT_EQ(trimmed.size(), 3u);
   EXPECT_EQ(trimmed[0].function, "step()");
@@ -433,8 +440,8 @@ TEST(Symbolizer, TenThousandStacksOfDepth32InSeconds) {
         for (int i = 0; i < info->dlpi_phnum; ++i) {
           const ElfW(Phdr) &ph = info->dlpi_phdr[i];
           if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
-            static_cast<std::vector<std::pair<uint64_t, uint64_t>> *>(data)->emplace_back(
-                info->dlpi_addr + ph.p_vaddr, ph.p_memsz);
+            static_cast<std::vector<std::pair<uint64_t, uint64_t>> *>(data)->emplace_back(info->dlpi_addr + ph.p_vaddr,
+                                                                                          ph.p_memsz);
         }
         return 0;
       },
@@ -459,8 +466,8 @@ TEST(Symbolizer, TenThousandStacksOfDepth32InSeconds) {
       lines += f.line > 0;
     }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("symbolized %d stacks x %d frames (%zu modules): %.2f s, %zu named, %zu with line\n",
-              kStacks, kDepth, capture.modules.size(), seconds, named, lines);
+  std::printf("symbolized %d stacks x %d frames (%zu modules): %.2f s, %zu named, %zu with line\n", kStacks, kDepth,
+              capture.modules.size(), seconds, named, lines);
   EXPECT_GT(named, kStacks * kDepth / 2u);
   EXPECT_GT(lines, 0u);
   EXPECT_LT(seconds, 30.0);

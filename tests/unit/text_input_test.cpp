@@ -103,6 +103,31 @@ TEST(LimitText, SpellsBinaryUnits) {
   EXPECT_EQ(limit_text(1000), "1000 bytes");
 }
 
+// One repair for every output: each maximal subpart of an ill-formed sequence becomes one U+FFFD.
+// The trace writers' old copy replaced a whole bad sequence once (one U+FFFD for an overlong form,
+// a surrogate or a code point past U+10FFFF); this one replaced a cut-short sequence byte by byte.
+TEST(ValidUtf8, OneReplacementPerMaximalSubpart) {
+  const std::string r = "\xEF\xBF\xBD";
+  EXPECT_EQ(valid_utf8("caf\xC3\xA9 \xF0\x9F\x98\x80 \xF4\x8F\xBF\xBF"),  // valid text, U+10FFFF included
+            "caf\xC3\xA9 \xF0\x9F\x98\x80 \xF4\x8F\xBF\xBF");
+  // Cut short: the bytes that start a well-formed sequence are one subpart.
+  EXPECT_EQ(valid_utf8("\xE2\x82"
+                       "A\xE2\x82\xAC"),
+            r + "A\xE2\x82\xAC");
+  EXPECT_EQ(valid_utf8("end \xF0\x9F\x98"), "end " + r);
+  // No well-formed sequence starts with these two bytes: the second byte is a subpart of its own.
+  EXPECT_EQ(valid_utf8("\xE0\x80\x80"), r + r + r);          // overlong
+  EXPECT_EQ(valid_utf8("\xED\xA0\x80"), r + r + r);          // a UTF-16 surrogate
+  EXPECT_EQ(valid_utf8("\xF4\x90\x80\x80"), r + r + r + r);  // past U+10FFFF
+  EXPECT_EQ(valid_utf8("\xC0\xAF\xF5\x80"), r + r + r + r);  // never lead bytes
+  // The Unicode Standard's own example (chapter 3, U+FFFD substitution of maximal subparts).
+  EXPECT_EQ(valid_utf8("a\xF1\x80\x80\xE1\x80\xC2"
+                       "b\x80"
+                       "c\x80\xBF"
+                       "d"),
+            "a" + r + r + r + "b" + r + "c" + r + r + "d");
+}
+
 // Terminal injection: ESC (CSI colour, OSC title), BEL, and the 8-bit C1 forms of CSI and OSC.
 TEST(Printable, EscapeSequencesAreInert) {
   const std::string r = "\xEF\xBF\xBD";

@@ -106,8 +106,8 @@ int report_command(const ReportOptions &options);
 // Raw counts of each capture as a JSON array on stdout (no analysis).
 int stats_command(const std::vector<std::string> &inputs);
 
-// Writes `bytes` to `path` through a temporary file and rename(2): readers never see half a file,
-// and an existing file is replaced only when `replace` (never another run's output by default).
-void write_file_atomically(const std::string &path, const std::string &bytes, bool replace);
+// Writes `bytes` to `path` through text::AtomicFile (a temporary file, then rename(2)): readers
+// never see half a file. Throws UsageError with the one-line reason.
+void write_file_atomically(const std::string &path, const std::string &bytes);
 
 }  // namespace gpuleak::cli

@@ -110,7 +110,7 @@ int check_command(const CheckOptions &o) {
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
 
-  if (!o.junit.empty()) write_file_atomically(o.junit, gate::write_junit(outcomes), true);
+  if (!o.junit.empty()) write_file_atomically(o.junit, gate::write_junit(outcomes));
   std::string summary = o.summary;
   if (summary.empty() && github)
     if (const char *s = std::getenv("GITHUB_STEP_SUMMARY"); s && *s) summary = s;

@@ -69,7 +69,7 @@ int export_command(const ExportCommandOptions &o) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     return std::fflush(stdout) == 0 ? 0 : kExitUsage;
   }
-  write_file_atomically(o.output, text, true);
+  write_file_atomically(o.output, text);
   return 0;
 }
 

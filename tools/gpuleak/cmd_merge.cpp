@@ -29,7 +29,7 @@ int merge_command(const MergeCommandOptions &o) {
   for (const std::string &in : o.inputs)
     if (in == o.output) throw UsageError{"merge: the output " + o.output + " is also an input"};
   std::string error;
-  auto file = AtomicFile::create(o.output, &error);
+  auto file = OutputFile::create(o.output, &error);
   if (!file) throw UsageError{"merge: " + error};
   MergeSummary summary;
   std::vector<std::string> warnings;

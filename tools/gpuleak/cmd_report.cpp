@@ -1,11 +1,6 @@
 // `gpuleak report CAPTURE...`: capture in, report JSON and a terminal summary out. Also what
 // `gpuleak run` calls once the program has ended, so both print the same thing.
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 
 #include <CLI/CLI.hpp>
 
@@ -19,6 +14,7 @@
 #include "output/report_json.h"
 #include "output/report_markdown.h"
 #include "output/text_summary.h"
+#include "text/atomic_file.h"
 #include "text/escape.h"
 
 #ifndef GPULEAK_VERSION
@@ -27,38 +23,9 @@
 
 namespace gpuleak::cli {
 
-void write_file_atomically(const std::string &path, const std::string &bytes, bool replace) {
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) throw UsageError{"cannot create " + tmp + ": " + std::strerror(errno)};
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int e = errno;
-      close(fd);
-      unlink(tmp.c_str());
-      throw UsageError{"cannot write " + path + ": " + std::strerror(e)};
-    }
-    done += static_cast<size_t>(n);
-  }
-  close(fd);
-  // link(2) refuses to replace: that is how "never clobber" is kept when asked for.
-  if (!replace) {
-    if (link(tmp.c_str(), path.c_str()) != 0) {
-      int e = errno;
-      unlink(tmp.c_str());
-      throw UsageError{"cannot create " + path + ": " + std::strerror(e)};
-    }
-    unlink(tmp.c_str());
-    return;
-  }
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    int e = errno;
-    unlink(tmp.c_str());
-    throw UsageError{"cannot write " + path + ": " + std::strerror(e)};
-  }
+void write_file_atomically(const std::string &path, const std::string &bytes) {
+  std::string error;
+  if (!text::write_file_atomically(path, bytes, &error)) throw UsageError{error};
 }
 
 namespace {
@@ -129,7 +96,7 @@ int report_command(const ReportOptions &o) {
                              : format == "markdown" ? output::report_markdown(report)
                                                     : output::text_summary(report, "");
       if (!o.output.empty()) {
-        write_file_atomically(o.output, rendered, true);
+        write_file_atomically(o.output, rendered);
       } else {
         std::fwrite(rendered.data(), 1, rendered.size(), stdout);
         if (o.inputs.size() > 1 && format != "json") std::fputc('\n', stdout);
@@ -137,13 +104,13 @@ int report_command(const ReportOptions &o) {
       continue;
     }
     std::string path = o.output.empty() ? report_path_for(input) : o.output;
-    write_file_atomically(path, text + "\n", true);
+    write_file_atomically(path, text + "\n");
     if (!o.quiet) std::fputs(output::text_summary(report, path).c_str(), stderr);
   }
   if (compared.size() > 1) {
     gate::RankComparison ranks = gate::compare_ranks(compared);
     if (!o.quiet) std::fputs(gate::comparison_text(ranks).c_str(), stderr);
-    if (!o.ranks_json.empty()) write_file_atomically(o.ranks_json, gate::comparison_json(ranks).dump(2) + "\n", true);
+    if (!o.ranks_json.empty()) write_file_atomically(o.ranks_json, gate::comparison_json(ranks).dump(2) + "\n");
   } else if (!o.ranks_json.empty()) {
     throw UsageError{"report: --ranks-json compares several processes; give two or more"};
   }

@@ -19,6 +19,7 @@
 
 #include "cli.h"
 #include "log/log.h"
+#include "text/paths.h"
 
 #ifndef GPULEAK_CLI_TO_SHIMDIR
 #define GPULEAK_CLI_TO_SHIMDIR "../lib"
@@ -99,7 +100,7 @@ std::string python_dir() {
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n > 0) {
     std::string dir(exe, static_cast<size_t>(n));
-    dir = dir.substr(0, dir.find_last_of('/'));
+    dir = text::dirname_of(dir);
     candidates.push_back(dir + "/../" GPULEAK_INSTALL_PYTHONDIR);
     candidates.push_back(dir + "/../../..");  // the wheel: <site-packages>/gpuleak/_native/bin
   }
@@ -157,7 +158,7 @@ std::string find_shim() {
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n <= 0) throw UsageError{"cannot locate libgpuleak.so (set GPULEAK_LIB)"};
   std::string dir(exe, static_cast<size_t>(n));
-  dir = dir.substr(0, dir.find_last_of('/'));
+  dir = text::dirname_of(dir);
   for (const std::string &candidate :
        {dir + "/../lib/libgpuleak.so", dir + "/" GPULEAK_CLI_TO_SHIMDIR "/libgpuleak.so", dir + "/libgpuleak.so"}) {
     struct stat st;

@@ -3,8 +3,8 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
-#include <memory>
 #include <map>
+#include <memory>
 
 #include <nlohmann/json.hpp>
 
@@ -25,15 +25,19 @@ nlohmann::json capture_stats(const std::string &path) {
     ++by_api[format::api_name(m.api)];
     if (m.runtime_api) ++labels[format::api_name(m.runtime_api)];
     if (m.op == static_cast<uint8_t>(Op::kAlloc)) {
-      if (m.result != 0) ++failed;
-      else if (m.flags & format::kFlagGraphReservation) ++graph;
+      if (m.result != 0)
+        ++failed;
+      else if (m.flags & format::kFlagGraphReservation)
+        ++graph;
       else {
         ++allocs;
         ++by_kind[format::kind_name(m.kind)];
       }
     } else if (m.op == static_cast<uint8_t>(Op::kFree) && m.result == 0) {
-      if (m.flags & format::kFlagUnknownPointer) ++unknown_frees;
-      else ++frees;
+      if (m.flags & format::kFlagUnknownPointer)
+        ++unknown_frees;
+      else
+        ++frees;
     }
   }
   nlohmann::json j;
@@ -67,7 +71,8 @@ nlohmann::json capture_stats(const std::string &path) {
     j["clean_exit"] = c.stats->final_record == 1;
   }
   nlohmann::json devices = nlohmann::json::array();
-  for (const auto &d : c.devices) devices.push_back({{"index", d.index}, {"name", d.name}, {"total_bytes", d.total_bytes}});
+  for (const auto &d : c.devices)
+    devices.push_back({{"index", d.index}, {"name", d.name}, {"total_bytes", d.total_bytes}});
   j["devices"] = devices;
   return j;
 }

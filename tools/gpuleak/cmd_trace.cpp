@@ -41,7 +41,7 @@ int trace_command(const TraceCommandOptions &o) {
   if (path == o.input) throw UsageError{"trace: the output would overwrite the capture " + o.input};
   const auto started = std::chrono::steady_clock::now();
   std::string error;
-  auto file = AtomicFile::create(path, &error);
+  auto file = OutputFile::create(path, &error);
   if (!file) throw UsageError{"trace: " + error};
   TraceSummary summary;
   std::vector<std::string> warnings;

@@ -27,6 +27,7 @@
 #include "text/bounded_read.h"
 #include "text/escape.h"
 #include "text/limits.h"
+#include "text/paths.h"
 
 #ifndef GPULEAK_VERSION
 #define GPULEAK_VERSION "0.0.0"
@@ -69,7 +70,7 @@ std::string executable_dir() {
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n <= 0) return "";
   std::string path(exe, static_cast<size_t>(n));
-  return path.substr(0, path.find_last_of('/'));
+  return text::dirname_of(path);
 }
 
 std::string load_template(const std::string &explicit_path) {
@@ -122,7 +123,7 @@ int view_command(const ViewCommandOptions &o) {
     throw UsageError{std::string("view: ") + e.what()};
   }
   const std::string path = o.output.empty() ? html_path_for(o.input) : o.output;
-  write_file_atomically(path, html, true);
+  write_file_atomically(path, html);
   if (!o.quiet)
     std::fprintf(stderr, "gpuleak: wrote %s (%.1f MiB%s); open it in a browser, no network needed\n", path.c_str(),
                  html.size() / 1048576.0,

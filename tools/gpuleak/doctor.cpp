@@ -18,6 +18,8 @@
 #include <cstring>
 #include <set>
 
+#include "text/paths.h"
+
 extern char **environ;
 
 namespace gpuleak::cli {
@@ -47,16 +49,8 @@ constexpr unsigned kHostMachine = EM_NONE;
 
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
-std::string basename_of(const std::string &path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-std::string dirname_of(const std::string &path) {
-  size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
+using text::basename_of;
+using text::dirname_of;
 
 std::string mode_octal(mode_t mode) {
   char buf[16];
@@ -233,7 +227,8 @@ ElfFacts read_elf(int fd) {
   return f;
 }
 
-// Mirrors src/shim/gpuleak.map; the doctor test checks the built shim against it.
+// Mirrors src/shim/gpuleak.map.in (its CUDA names, hooks.def's rows, as "cu" prefixes: a shim of
+// another version may wrap other entry points); the doctor test checks the built shim against it.
 bool allowed_export(const std::string &name) {
   // The exec family: flushed before the image is replaced (src/shim/exec_hooks.cpp).
   static const std::set<std::string> exec_family = {"execve", "execv",  "execvp",  "execvpe", "execl",
@@ -361,8 +356,8 @@ int python_minor_version(const std::string &python, const std::string &torch_dir
   };
   char real[PATH_MAX];
   std::string resolved = realpath(python.c_str(), real) ? std::string(real) : python;
-  int minor = minor_after(resolved, resolved.find_last_of('/') + 1);
-  if (minor < 0) minor = minor_after(python, python.find_last_of('/') + 1);
+  int minor = minor_after(resolved, resolved.size() - basename_of(resolved).size());
+  if (minor < 0) minor = minor_after(python, python.size() - basename_of(python).size());
   if (minor < 0) minor = minor_after(torch_dir, 0);
   return minor;
 }

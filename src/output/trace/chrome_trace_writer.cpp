@@ -1,10 +1,11 @@
 #include "output/trace/chrome_trace_writer.h"
 
-#include "output/trace/trace_text.h"
+#include "text/paths.h"
 
 namespace gpuleak::output::trace {
 
 using nlohmann::json;
+using text::hex;
 
 std::string json_line(const json &event) {
   std::string text = event.dump(-1, ' ', false, json::error_handler_t::replace);

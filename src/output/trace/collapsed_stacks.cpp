@@ -5,9 +5,11 @@
 #include <vector>
 
 #include "output/trace/memory_replay.h"
-#include "output/trace/trace_text.h"
+#include "text/escape.h"
 
 namespace gpuleak::output::trace {
+
+using text::valid_utf8;
 
 bool parse_moment(const std::string &text, Moment *out) {
   if (text == "end")

@@ -1,10 +1,5 @@
 #include "output/trace/file_io.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstring>
 
 #include "text/bounded_read.h"
@@ -23,56 +18,35 @@ bool ends_with(const std::string &s, const char *suffix) {
 
 }  // namespace
 
-std::unique_ptr<AtomicFile> AtomicFile::create(const std::string &path, std::string *error) {
-  std::unique_ptr<AtomicFile> f(new AtomicFile());
-  f->path_ = path;
-  f->tmp_ = path + ".tmp." + std::to_string(getpid());
-  f->fd_ = open(f->tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (f->fd_ < 0) {
-    *error = "cannot create " + f->tmp_ + ": " + std::strerror(errno);
-    return nullptr;
-  }
+std::unique_ptr<OutputFile> OutputFile::create(const std::string &path, std::string *error) {
+  std::unique_ptr<OutputFile> f(new OutputFile());
+  f->file_ = text::AtomicFile::create(path, error);
+  if (!f->file_) return nullptr;
   f->gzip_ = ends_with(path, ".gz");
   // windowBits 15 + 16: a gzip wrapper rather than zlib's.
   if (f->gzip_ && deflateInit2(&f->z_, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
     *error = "cannot start gzip compression for " + path;
     f->gzip_ = false;
-    return nullptr;  // the destructor removes the temporary file
+    return nullptr;  // the temporary file goes with file_
   }
   f->buffer_.reserve(kBufferSize);
   return f;
 }
 
-AtomicFile::~AtomicFile() {
+OutputFile::~OutputFile() {
   if (gzip_) deflateEnd(&z_);
-  if (fd_ >= 0) close(fd_);
-  if (!committed_ && !tmp_.empty()) unlink(tmp_.c_str());
 }
 
-void AtomicFile::write(std::string_view bytes) {
+void OutputFile::write(std::string_view bytes) {
   if (!error_.empty()) return;
   buffer_.append(bytes);
   if (buffer_.size() >= kBufferSize) flush_buffer(false);
 }
 
-void AtomicFile::write_raw(const char *data, size_t size) {
-  while (size > 0 && error_.empty()) {
-    ssize_t n = ::write(fd_, data, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      error_ = "cannot write " + path_ + ": " + std::strerror(n < 0 ? errno : EIO);
-      return;
-    }
-    data += n;
-    size -= static_cast<size_t>(n);
-    on_disk_ += static_cast<uint64_t>(n);
-  }
-}
-
-void AtomicFile::flush_buffer(bool finish) {
+void OutputFile::flush_buffer(bool finish) {
   if (!error_.empty()) return;
   if (!gzip_) {
-    write_raw(buffer_.data(), buffer_.size());
+    file_->write(buffer_);
     buffer_.clear();
     return;
   }
@@ -85,28 +59,21 @@ void AtomicFile::flush_buffer(bool finish) {
     z_.avail_out = static_cast<uInt>(compressed_.size());
     rc = deflate(&z_, finish ? Z_FINISH : Z_NO_FLUSH);
     if (rc == Z_STREAM_ERROR) {
-      error_ = "gzip compression failed for " + path_;
+      error_ = "gzip compression failed for " + file_->path();
       return;
     }
-    write_raw(compressed_.data(), compressed_.size() - z_.avail_out);
-  } while (error_.empty() && (z_.avail_out == 0 || (finish && rc != Z_STREAM_END)));
+    file_->write(std::string_view(compressed_.data(), compressed_.size() - z_.avail_out));
+  } while (z_.avail_out == 0 || (finish && rc != Z_STREAM_END));
   buffer_.clear();
 }
 
-bool AtomicFile::commit(std::string *error) {
+bool OutputFile::commit(std::string *error) {
   flush_buffer(true);
-  if (error_.empty() && fsync(fd_) != 0 && errno != EINVAL)
-    error_ = "cannot write " + path_ + ": " + std::strerror(errno);
-  if (close(fd_) != 0 && error_.empty()) error_ = "cannot write " + path_ + ": " + std::strerror(errno);
-  fd_ = -1;
-  if (error_.empty() && rename(tmp_.c_str(), path_.c_str()) != 0)
-    error_ = "cannot write " + path_ + ": " + std::strerror(errno);
   if (!error_.empty()) {
     *error = error_;
     return false;
   }
-  committed_ = true;
-  return true;
+  return file_->commit(error);
 }
 
 Gunzip gunzip(std::string_view in, std::string *out, uint64_t limit) {

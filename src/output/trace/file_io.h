@@ -1,8 +1,8 @@
-// Where trace bytes go and come from: a whole-file artifact is written to a temporary name in the
-// destination's folder and renamed into place on success (a reader never sees half a trace, and a
-// failed run leaves no file behind); a path ending in ".gz" is gzip-compressed on the way (one
-// gzip member, which Perfetto and chrome://tracing open directly). Reading undoes gzip when the
-// bytes start with its magic, whatever the name.
+// Where trace bytes go and come from: a trace is a whole-file artifact written through
+// text::AtomicFile (a temporary name beside the destination, renamed into place on success); a
+// path ending in ".gz" is gzip-compressed on the way (one gzip member, which Perfetto and
+// chrome://tracing open directly). Reading undoes gzip when the bytes start with its magic,
+// whatever the name.
 #pragma once
 
 #include <zlib.h>
@@ -11,6 +11,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+
+#include "text/atomic_file.h"
 
 namespace gpuleak::output::trace {
 
@@ -27,34 +29,31 @@ class StringStream : public ByteStream {
   std::string data;
 };
 
-class AtomicFile : public ByteStream {
+// A trace file: buffered, gzip-compressed when the name ends in ".gz", atomic.
+class OutputFile : public ByteStream {
  public:
   // Creates the temporary file next to `path`. Returns null with a one-line reason in *error.
-  static std::unique_ptr<AtomicFile> create(const std::string &path, std::string *error);
-  ~AtomicFile() override;  // removes the temporary file unless commit() succeeded
-  AtomicFile(const AtomicFile &) = delete;
-  AtomicFile &operator=(const AtomicFile &) = delete;
+  static std::unique_ptr<OutputFile> create(const std::string &path, std::string *error);
+  ~OutputFile() override;  // the temporary file is removed unless commit() succeeded
+  OutputFile(const OutputFile &) = delete;
+  OutputFile &operator=(const OutputFile &) = delete;
 
   // Buffered; the first failure is remembered and reported by commit().
   void write(std::string_view bytes) override;
   // Flushes, closes and renames over `path` (replacing it). False with a one-line reason.
   bool commit(std::string *error);
-  uint64_t bytes_on_disk() const { return on_disk_; }
+  uint64_t bytes_on_disk() const { return file_->bytes_written(); }
   bool gzip() const { return gzip_; }
 
  private:
-  AtomicFile() = default;
+  OutputFile() = default;
   void flush_buffer(bool finish);
-  void write_raw(const char *data, size_t size);
 
-  std::string path_, tmp_;
-  int fd_ = -1;
+  std::unique_ptr<text::AtomicFile> file_;
   bool gzip_ = false;
-  bool committed_ = false;
-  std::string error_;
+  std::string error_;  // the compressor's; the file's own are text::AtomicFile's
   std::string buffer_;
   std::string compressed_;
-  uint64_t on_disk_ = 0;
   z_stream z_{};
 };
 

@@ -4,11 +4,12 @@
 #include <cstdint>
 
 #include "output/trace/perfetto_fields.h"
-#include "output/trace/trace_text.h"
+#include "text/escape.h"
 
 namespace gpuleak::output::trace {
 
 using nlohmann::json;
+using text::valid_utf8;
 
 namespace {
 

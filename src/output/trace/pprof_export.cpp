@@ -8,9 +8,11 @@
 #include <unordered_map>
 
 #include "output/trace/protobuf_encoder.h"
-#include "output/trace/trace_text.h"
+#include "text/escape.h"
 
 namespace gpuleak::output::trace {
+
+using text::valid_utf8;
 
 namespace {
 

@@ -5,9 +5,11 @@
 #include <tuple>
 #include <vector>
 
-#include "output/trace/trace_text.h"
+#include "text/escape.h"
 
 namespace gpuleak::output::trace {
+
+using text::valid_utf8;
 
 namespace {
 

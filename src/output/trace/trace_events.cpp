@@ -6,11 +6,12 @@
 #include "output/text_summary.h"
 #include "output/trace/trace_builder.h"
 #include "output/trace/trace_plan.h"
-#include "output/trace/trace_text.h"
+#include "text/paths.h"
 
 namespace gpuleak::output::trace::detail {
 
 using nlohmann::json;
+using text::hex;
 
 namespace {
 

@@ -1,6 +1,6 @@
 #include "output/view/report_input.h"
 
-#include "output/report_json.h"
+#include "output/report_schema.h"
 #include "text/json_input.h"
 
 namespace gpuleak::output::view {
@@ -17,13 +17,9 @@ bool parse_report_text(std::string_view bytes, nlohmann::json *report, std::stri
     *error = "is neither a gpuleak capture nor a JSON report (JSON, but not an object)";
     return false;
   }
-  const auto schema = report->find("schema");
-  if (schema == report->end() || !schema->is_string() || schema->get<std::string>().rfind("gpuleak.report/", 0) != 0) {
-    *error = "is not a gpuleak report (no \"schema\": \"gpuleak.report/1\")";
-    return false;
-  }
-  if (*schema != kReportSchema) {
-    *error = "has schema " + schema->get<std::string>() + "; this gpuleak reads " + kReportSchema;
+  const std::string problem = report_schema_problem(*report);
+  if (!problem.empty()) {  // the versions every reader accepts (report_schema.h)
+    *error = problem.rfind("not ", 0) == 0 ? "is " + problem : "cannot be read: " + problem;
     return false;
   }
   return true;

@@ -25,7 +25,7 @@ format::Capture ranked(int rank, uint32_t pid, uint64_t realtime_offset_ns) {
 std::string write_trace(const std::string &dir, const std::string &name, const format::Capture &c) {
   std::string path = dir + "/" + name;
   std::string error;
-  auto file = AtomicFile::create(path, &error);
+  auto file = OutputFile::create(path, &error);
   EXPECT_TRUE(file) << error;
   file->write(json_trace(c));
   EXPECT_TRUE(file->commit(&error)) << error;
