@@ -12,6 +12,7 @@
 #include "core/recorder_state.h"
 #include "core/tls.h"
 #include "log/log.h"
+#include "text/paths.h"
 
 namespace gpuleak::core {
 
@@ -113,9 +114,8 @@ int resolve_runtime(Runtime *rt) {
   // embeds Python statically has its own frames in that range too.
   Dl_info where{};
   if (dladdr(reinterpret_cast<void *>(is_initialized), &where) && where.dli_fname) {
-    const char *slash = std::strrchr(where.dli_fname, '/');
-    const char *base = slash ? slash + 1 : where.dli_fname;
-    if (std::strncmp(base, "libpython", 9) == 0 || std::strncmp(base, "python", 6) == 0) {
+    const std::string_view base = text::basename_view(where.dli_fname);
+    if (base.substr(0, 9) == "libpython" || base.substr(0, 6) == "python") {
       auto range = ModuleMap::range_of(reinterpret_cast<void *>(is_initialized));
       rt->text_begin = range.first;
       rt->text_end = range.second;

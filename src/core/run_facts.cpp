@@ -9,14 +9,13 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "text/paths.h"
+
 namespace gpuleak::core {
 
-namespace {
+using text::basename_of;
 
-std::string basename_of(const std::string &path) {
-  size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
+namespace {
 
 std::vector<std::string> read_cmdline() {
   std::vector<std::string> argv;
