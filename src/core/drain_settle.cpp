@@ -159,22 +159,22 @@ void settle_buffers(State *s, bool forced) {
   uint64_t until = UINT64_MAX;
   std::vector<FreeInFlight> &in_flight = s->in_flight;
   in_flight.clear();
-  if (!forced) {
-    // The clock first, then every free under way, then the heads (recorder_state.h).
-    until = less_margin(capture_now_ns());
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    for (ThreadBuffer *b = s->buffers.first(); b; b = b->next) {
-      const uint64_t since = b->free_since.load(std::memory_order_acquire);
-      if (!since) continue;
-      const uint64_t key = b->free_key.load(std::memory_order_acquire);
-      const uint64_t again = b->free_since.load(std::memory_order_acquire);
-      if (again == since)  // the key is this free's
-        in_flight.push_back(FreeInFlight{key, less_margin(free_since_ns(since, lines)), b});
-      else if (again)  // another free began meanwhile, its address unknown here: wait for every ring
-        until = std::min(until, less_margin(free_since_ns(again, lines)));
-    }
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+  // The clock first, then every free under way, then the heads (recorder_state.h). A forced drain
+  // takes every record up to the heads except an allocation that waits for a free under way (and
+  // what follows it in time): other threads may be re-using freed addresses meanwhile.
+  if (!forced) until = less_margin(capture_now_ns());
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  for (ThreadBuffer *b = s->buffers.first(); b; b = b->next) {
+    const uint64_t since = b->free_since.load(std::memory_order_acquire);
+    if (!since) continue;
+    const uint64_t key = b->free_key.load(std::memory_order_acquire);
+    const uint64_t again = b->free_since.load(std::memory_order_acquire);
+    if (again == since)  // the key is this free's
+      in_flight.push_back(FreeInFlight{key, less_margin(free_since_ns(since, lines)), b});
+    else if (again)  // another free began meanwhile, its address unknown here: wait for every ring
+      until = std::min(until, less_margin(free_since_ns(again, lines)));
   }
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   // One reading of each head for the whole drain (kept in `ready` until settle_one sets it): a
   // record appended after the look for waiting allocations below must not be settled either.
   for (ThreadBuffer *b = s->buffers.first(); b; b = b->next) b->ready = b->head.load(std::memory_order_acquire);

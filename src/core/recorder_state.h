@@ -76,9 +76,11 @@ inline bool ring_marked(uint16_t reserved) { return (reserved & kRingMarkMask) =
 //    waits for the free's record. Only that ring waits: a free that takes seconds (a synchronous
 //    cuMemFree waiting for the device) holds no other thread's records.
 // Both bounds lose a margin (kSettleMarginNs) for the TSC's reordering and the line's steps; what
-// is held back goes with the next drain. Forced drains (the first allocation, an OOM, exit,
-// signals) take everything there is: a free racing with them may then be ordered after a
-// re-use of its address by another thread, at worst one misattributed free.
+// is held back goes with the next drain. Forced drains (the first allocation, an OOM, exit) skip
+// the clock's cut but still hold back an allocation at the address of a free under way; only a
+// free that begins between their look at the frees and their reading of the heads, with its
+// address re-used and appended by another thread in that moment, can be ordered after the re-use
+// (one misattributed free). Signal handlers take everything there is.
 constexpr uint64_t kSettleMarginNs = 10000;
 // A reading as free_since holds it: ticks or nanoseconds in the low bit (a reading is never 0).
 inline uint64_t encode_free_since(ClockReading r) { return r.value << 1 | (r.ticks ? 1 : 0); }
