@@ -183,34 +183,29 @@ uint32_t StackMemo::find(uintptr_t sp, uintptr_t bp, bool python, StackProof **p
 
 void StackMemo::remember(uintptr_t sp, uintptr_t bp, bool python, const StackProof *proof, uint32_t stack_id) {
   if (sp < stack_low_ || sp >= stack_end_) return;
-  Bucket *b = &bucket_for(sp);
+  Bucket &b = bucket_for(sp);
   int32_t sighting = -1;  // this stack pointer's first-sighting entry, if any
-  for (int32_t i = b->head; i >= 0; i = entries_[i].next) {
+  for (int32_t i = b.head; i >= 0; i = entries_[i].next) {
     const Entry &e = entries_[i];
     if (e.sp != sp || e.python != python) continue;
     if (!proof) return;  // seen before: find() asks for a proof next time
     if (!e.stack_id && sighting < 0) sighting = i;
   }
   if (proof) {
-    --b->credit;
+    --b.credit;
     if (!proof->valid || stack_id == 0) return;
   }
   const unsigned count = proof ? proof->count : 0;
-  if (sighting < 0 && entries_used_ == kEntries) {  // full: start over
+  if ((sighting < 0 && entries_used_ == kEntries) || count > kSlots - slots_used_) {  // full: start over
     clear();
-    b = &bucket_for(sp);
-  }
-  if (count > kSlots - slots_used_) {
-    clear();
-    b = &bucket_for(sp);
     sighting = -1;
   }
   int32_t i = sighting;
   if (i < 0) {
     i = static_cast<int32_t>(entries_used_++);
     entries_[i] = Entry{};
-    entries_[i].next = b->head;
-    b->head = i;
+    entries_[i].next = b.head;
+    b.head = i;
   }
   Entry &e = entries_[i];
   e.sp = sp;
@@ -223,8 +218,8 @@ void StackMemo::remember(uintptr_t sp, uintptr_t bp, bool python, const StackPro
   e.count = static_cast<uint16_t>(count);
   e.bp_used = proof->bp_used;
   e.stack_id = stack_id;
-  if (b->last >= 0) entries_[b->last].after = i;
-  b->last = i;
+  if (b.last >= 0) entries_[b.last].after = i;
+  b.last = i;
 }
 
 }  // namespace gpuleak::core
