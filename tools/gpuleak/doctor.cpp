@@ -635,6 +635,15 @@ std::vector<DoctorCheck> check_shim(const std::string &path) {
   return out;
 }
 
+// Where the dynamic loader found a library it loaded (`asked`, the name dlopen got, without one),
+// as untrusted text.
+static std::string loaded_path(void *handle, const std::string &asked) {
+  link_map *map = nullptr;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr && *map->l_name)
+    return escape_untrusted(map->l_name);
+  return escape_untrusted(asked);
+}
+
 DoctorCheck check_driver(const char *library) {
   dlerror();
   void *handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
@@ -647,10 +656,7 @@ DoctorCheck check_driver(const char *library) {
           "no CUDA driver here (" + escape_untrusted(library) + " not found): programs will run, nothing to capture"};
     return {"driver", Level::kWarn, escape_untrusted(library) + " does not load: " + escape_untrusted(why)};
   }
-  std::string where = escape_untrusted(library);
-  link_map *map = nullptr;
-  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr && *map->l_name)
-    where = escape_untrusted(map->l_name);
+  std::string where = loaded_path(handle, library);
   // CUresult is an int-sized enum; the doctor needs no CUDA header.
   auto get_version = reinterpret_cast<int (*)(int *)>(dlsym(handle, "cuDriverGetVersion"));
   auto init = reinterpret_cast<int (*)(unsigned)>(dlsym(handle, "cuInit"));
@@ -686,10 +692,7 @@ DoctorCheck check_cupti(const std::vector<std::string> &candidates) {
     dlerror();
     // Left loaded: CUPTI is not made to be unloaded, and the doctor exits right after.
     if (void *handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-      std::string where = escape_untrusted(candidate);
-      link_map *map = nullptr;
-      if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr && *map->l_name)
-        where = escape_untrusted(map->l_name);
+      std::string where = loaded_path(handle, candidate);
       return {"cupti", Level::kInfo, where + " available (off by default; GPULEAK_CUPTI=1 / gpuleak run --cupti)"};
     }
     const char *err = dlerror();
@@ -708,10 +711,7 @@ DoctorCheck check_unwinder(const std::string &shim_path) {
   for (const std::string &candidate : {beside, std::string("libunwind.so.8")}) {
     if (candidate.find('/') != std::string::npos && access(candidate.c_str(), F_OK) != 0) continue;
     if (void *handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-      std::string where = escape_untrusted(candidate);
-      link_map *map = nullptr;
-      if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr && *map->l_name)
-        where = escape_untrusted(map->l_name);
+      std::string where = loaded_path(handle, candidate);
       dlclose(handle);
       return {"unwinder", Level::kOk, "libunwind: " + where + " (native stacks through its cached walk)"};
     }
