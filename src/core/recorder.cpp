@@ -293,7 +293,10 @@ inline __attribute__((always_inline)) void alloc_body(State *s, const CallFacts 
 __attribute__((noinline)) void record_first_alloc(State *s, const CallFacts &f, Space space) {
   bool started = false;
   if (!ensure_running(s, f.result, &started)) return;
-  alloc_body<false>(s, f, space);
+  if (s->config.self_time)
+    alloc_body<true>(s, f, space);
+  else
+    alloc_body<false>(s, f, space);
   if (started && f.result != kOutOfMemory) writer_flush_now(s);  // (an OOM record flushed already)
 }
 
