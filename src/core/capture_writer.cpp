@@ -209,9 +209,9 @@ void *writer_main(void *arg) {
 }  // namespace
 
 namespace detail {
-thread_local GPULEAK_TLS_MODEL ThreadBuffer *t_buffer = nullptr;
+GPULEAK_SHARED_TLS ThreadBuffer *t_buffer = nullptr;
 // After fork() a new State owns new buffers.
-thread_local GPULEAK_TLS_MODEL State *t_buffer_owner = nullptr;
+GPULEAK_SHARED_TLS State *t_buffer_owner = nullptr;
 }  // namespace detail
 
 __attribute__((noinline)) ThreadBuffer *new_thread_buffer(State *s) {
@@ -228,8 +228,8 @@ namespace {
 
 // A quarter full: have the writer drain now rather than at its next tick, so that the program
 // never meets a full buffer (waiting for room costs it far more than one wake-up).
-void drain_if_quarter_full(State *s, const ThreadBuffer *b) {
-  if (buffer_used(b) > b->capacity / 4) request_drain(s);
+void drain_if_quarter_full(State *s, ThreadBuffer *b) {
+  if (over_quarter_full(b)) request_drain(s);
 }
 
 }  // namespace
@@ -342,7 +342,7 @@ bool writer_start(State *s, std::string *error) {
 }
 
 void request_drain(State *s) {
-  if (!s->writer_running || s->drain_requested.load(std::memory_order_relaxed)) return;
+  if (s->drain_requested.load(std::memory_order_relaxed) || !s->writer_running) return;
   if (!s->drain_requested.exchange(true, std::memory_order_acq_rel)) writer_wake(s);
 }
 

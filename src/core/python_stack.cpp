@@ -18,7 +18,7 @@ namespace gpuleak::core {
 
 namespace python_detail {
 std::atomic<int> g_runtime_state{0};
-thread_local GPULEAK_TLS_MODEL uint64_t t_absent_calls = 0;
+GPULEAK_SHARED_TLS uint64_t t_absent_calls = 0;
 }  // namespace python_detail
 
 namespace {

@@ -38,7 +38,7 @@ namespace python_detail {
 // The interpreter's state (python_stack.cpp: unresolved, resolving, ready, absent, unsupported,
 // off) and each thread's count of captures while it was absent, read inline by capture().
 extern std::atomic<int> g_runtime_state;
-extern thread_local uint64_t t_absent_calls GPULEAK_TLS_MODEL;
+extern GPULEAK_SHARED_TLS uint64_t t_absent_calls;
 constexpr int kAbsent = 3, kUnsupported = 4, kOff = 5;
 }  // namespace python_detail
 

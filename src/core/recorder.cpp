@@ -17,7 +17,7 @@ namespace gpuleak::core {
 
 namespace detail {
 std::atomic<int> *g_phase = nullptr;
-thread_local GPULEAK_TLS_MODEL bool t_in_hook = false;
+GPULEAK_SHARED_TLS bool t_in_hook = false;
 }  // namespace detail
 
 static_assert(static_cast<int>(Phase::kIdle) == 0 && static_cast<int>(Phase::kRunning) == 1,
@@ -193,7 +193,7 @@ inline __attribute__((always_inline)) void emit(State *s, Counted counted, Fill 
   bump(b->events);
   if (counted == Counted::kAllocation) bump(b->allocations);
   if (counted == Counted::kFree) bump(b->frees);
-  if (buffer_used(b) > b->capacity / 4) request_drain(s);  // the writer drains before it is full
+  if (over_quarter_full(b)) request_drain(s);  // the writer drains before it is full
 }
 
 bool counts_on_device(format::Kind k) {

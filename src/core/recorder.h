@@ -68,7 +68,7 @@ void recorder_set_probe(const DriverProbe &probe);
 // forward the call, so that nothing is counted twice. Inline: every hooked call runs it.
 namespace detail {
 extern std::atomic<int> *g_phase;  // the recorder's phase (recorder_state.h); null before init
-extern thread_local bool t_in_hook GPULEAK_TLS_MODEL;
+extern GPULEAK_SHARED_TLS bool t_in_hook;
 }  // namespace detail
 inline bool hook_enter() {
   std::atomic<int> *phase = detail::g_phase;

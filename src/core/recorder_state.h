@@ -85,30 +85,34 @@ constexpr uint64_t kSettleMarginNs = 10000;
 // A reading as free_since holds it: ticks or nanoseconds in the low bit (a reading is never 0).
 inline uint64_t encode_free_since(ClockReading r) { return r.value << 1 | (r.ticks ? 1 : 0); }
 
+// Grouped by cache line where the hot path meets the writer: the hooks read config, probe,
+// stacks, py_stacks and phase on every call, and those lines must not be the ones the writer
+// writes on every drain (the tables, the wake-up, the counters).
 struct State {
   Config config;
   DriverProbe probe;
   StackCapture stacks;
   PythonStacks py_stacks;  // Python call sites (python_stack.h), interned in stack_ids and strings
-  StackInterner stack_ids;
+  alignas(64) StackInterner stack_ids;
   StringInterner strings;
   LiveTable live;
   DeviceTally tally;  // live and peak bytes per device, from the drained records (device_tally.h)
   BufferRegistry buffers;
   ModuleMap modules;
-  SelfTime self_time;  // GPULEAK_SELF_TIME
+  alignas(64) SelfTime self_time;  // GPULEAK_SELF_TIME
 
-  std::atomic<int> phase{static_cast<int>(Phase::kIdle)};
-  std::once_flag started;
+  alignas(64) std::atomic<int> phase{static_cast<int>(Phase::kIdle)};
   pid_t pid = 0;
+  // Written by producers (request_drain) and the writer.
+  alignas(64) std::atomic<bool> drain_requested{false};  // a producer asked; cleared by the writer before it drains
 
   // Writer side.
+  alignas(64) std::once_flag started;
   pthread_t writer{};
   bool writer_running = false;
   std::mutex wake_lock;
   std::condition_variable wake;
   bool wake_requested = false;
-  std::atomic<bool> drain_requested{false};  // a producer asked; cleared by the writer before it drains
   bool stop_requested = false;
   std::atomic<bool> draining{false};  // one drainer at a time: the writer or a signal handler
   std::atomic<bool> halted{false};    // _exit or exec owns the capture now: the writer stops
@@ -161,8 +165,8 @@ bool write_all(int fd, const void *data, size_t n);
 bool claim(State *s, int spins);
 // The calling thread's buffer, made on its first record (null when that failed).
 namespace detail {
-extern thread_local ThreadBuffer *t_buffer GPULEAK_TLS_MODEL;
-extern thread_local State *t_buffer_owner GPULEAK_TLS_MODEL;
+extern GPULEAK_SHARED_TLS ThreadBuffer *t_buffer;
+extern GPULEAK_SHARED_TLS State *t_buffer_owner;
 }  // namespace detail
 ThreadBuffer *new_thread_buffer(State *s);
 inline ThreadBuffer *thread_buffer(State *s) {

@@ -18,8 +18,7 @@ std::mutex g_registry_lock;  // serializes create/reap against each other
 
 bool buffer_append(ThreadBuffer *b, const void *part1, size_t n1, const void *part2, size_t n2) {
   uint64_t head = b->head.load(std::memory_order_relaxed);
-  uint64_t tail = b->tail.load(std::memory_order_acquire);
-  if (b->capacity - (head - tail) < n1 + n2) return false;
+  if (!room_for(b, head, n1 + n2)) return false;
   copy_in(b, head, part1, n1);
   if (n2) copy_in(b, head + n1, part2, n2);
   b->head.store(head + n1 + n2, std::memory_order_release);

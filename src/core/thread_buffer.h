@@ -13,10 +13,14 @@
 
 namespace gpuleak::core {
 
+// Three cache lines, by who writes them: the owning thread on every record, nobody after creation
+// (almost), and the writer on every drain. A line written by both would move between the two
+// cores on every record the writer reads while the program appends (issue #15: on two cores that
+// cost more than everything else the stack-less pair does).
 struct ThreadBuffer {
-  std::atomic<uint64_t> head{0};      // bytes ever written (producer)
-  std::atomic<uint64_t> tail{0};      // bytes ever drained (consumer)
-  std::atomic<bool> orphaned{false};  // its thread exited; free it once drained
+  // The producer's line.
+  alignas(64) std::atomic<uint64_t> head{0};  // bytes ever written (producer)
+  uint64_t tail_seen = 0;                     // the producer's last reading of tail (room_for)
   // Counted by the owning thread alone (a load and a store, no locked instruction); summed by
   // BufferRegistry::totals().
   std::atomic<uint64_t> events{0};       // memory records appended
@@ -28,21 +32,43 @@ struct ThreadBuffer {
   // owning thread only, the key before the reading.
   std::atomic<uint64_t> free_key{0};
   std::atomic<uint64_t> free_since{0};
-  uint64_t last_ts = 0;   // the drainer's: the latest record time it let through
-  uint64_t ready = 0;     // the drainer's: bytes up to here are settled and may leave the ring
+  // Set once (the registry; thread exit).
+  alignas(64) uint8_t *data = nullptr;
   uint32_t capacity = 0;  // power of two
   uint32_t tid = 0;
-  ThreadBuffer *next = nullptr;  // registry list, owned by BufferRegistry
-  uint8_t *data = nullptr;
+  ThreadBuffer *next = nullptr;       // registry list, owned by BufferRegistry
+  std::atomic<bool> orphaned{false};  // its thread exited; free it once drained
+  // The consumer's line.
+  alignas(64) std::atomic<uint64_t> tail{0};  // bytes ever drained (consumer)
+  uint64_t last_ts = 0;                       // the drainer's: the latest record time it let through
+  uint64_t ready = 0;                         // the drainer's: bytes up to here are settled and may leave the ring
 };
 
 inline void bump(std::atomic<uint64_t> &counter) {
   counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
-// Bytes appended and not yet drained.
+// Bytes appended and not yet drained (any thread; reads the consumer's line).
 inline uint64_t buffer_used(const ThreadBuffer *b) {
   return b->head.load(std::memory_order_relaxed) - b->tail.load(std::memory_order_relaxed);
+}
+
+// The producer's room check: true when `n` more bytes fit before the consumer's tail. The tail is
+// read again (acquire: the bytes before it are consumed) only when the last reading leaves too
+// little room, so that the consumer's line stays in the consumer's cache.
+inline bool room_for(ThreadBuffer *b, uint64_t head, uint64_t n) {
+  if (b->capacity - (head - b->tail_seen) >= n) return true;
+  b->tail_seen = b->tail.load(std::memory_order_acquire);
+  return b->capacity - (head - b->tail_seen) >= n;
+}
+
+// The producer's drain request test: more than a quarter of the ring used, by the last reading of
+// the tail and, if that says so, by a fresh one.
+inline bool over_quarter_full(ThreadBuffer *b) {
+  const uint64_t head = b->head.load(std::memory_order_relaxed);
+  if (head - b->tail_seen <= b->capacity / 4) return false;
+  b->tail_seen = b->tail.load(std::memory_order_acquire);
+  return head - b->tail_seen > b->capacity / 4;
 }
 
 // Appends `n` bytes made of two parts (record header + payload) atomically with respect to the
@@ -54,8 +80,7 @@ bool buffer_append(ThreadBuffer *b, const void *part1, size_t n1, const void *pa
 template <size_t N1, size_t N2>
 inline bool buffer_append_fixed(ThreadBuffer *b, const void *part1, const void *part2) {
   uint64_t head = b->head.load(std::memory_order_relaxed);
-  uint64_t tail = b->tail.load(std::memory_order_acquire);
-  if (b->capacity - (head - tail) < N1 + N2) return false;
+  if (!room_for(b, head, N1 + N2)) return false;
   size_t start = static_cast<size_t>(head & (b->capacity - 1));
   if (start + N1 + N2 > b->capacity) return buffer_append(b, part1, N1, part2, N2);
   std::memcpy(b->data + start, part1, N1);
@@ -70,9 +95,8 @@ inline bool buffer_append_fixed(ThreadBuffer *b, const void *part1, const void *
 template <size_t N>
 inline uint8_t *buffer_reserve(ThreadBuffer *b) {
   uint64_t head = b->head.load(std::memory_order_relaxed);
-  uint64_t tail = b->tail.load(std::memory_order_acquire);
   size_t start = static_cast<size_t>(head & (b->capacity - 1));
-  if (b->capacity - (head - tail) < N || start + N > b->capacity) return nullptr;
+  if (start + N > b->capacity || !room_for(b, head, N)) return nullptr;
   return b->data + start;
 }
 template <size_t N>

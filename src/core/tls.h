@@ -9,3 +9,10 @@
 
 // A file- or function-local thread-local of the recorder: `GPULEAK_TLS T *t_x = nullptr;`.
 #define GPULEAK_TLS static thread_local GPULEAK_TLS_MODEL
+
+// A thread-local named from other files: `extern GPULEAK_SHARED_TLS T t_x;` in the header and
+// `GPULEAK_SHARED_TLS T t_x = ...;` in one file. __thread, not thread_local: C++ reaches another
+// file's thread_local through a wrapper that checks for dynamic initialization on every access
+// (a load, a branch and maybe a call, several times in every hook); __thread admits only constant
+// initialization, so an access is one instruction.
+#define GPULEAK_SHARED_TLS __thread GPULEAK_TLS_MODEL

@@ -69,6 +69,30 @@ TEST(ThreadBuffer, ReservesInPlaceOnlyWhereTheRecordFitsInOnePiece) {
   EXPECT_EQ(buffer_reserve<80>(b), nullptr);  // 40 bytes free
 }
 
+// The producer reads the consumer's tail only when its last reading leaves too little room (the
+// tail's cache line stays with the consumer): a drain it has not looked at yet still makes room,
+// and the quarter-full test that wakes the writer looks again before it says yes.
+TEST(ThreadBuffer, ProducerLooksAtTheTailAgainOnlyWhenItsLastReadingIsShort) {
+  BufferRegistry registry;
+  ThreadBuffer *b = registry.create(4096, 1);
+  auto none = [](const uint8_t *, size_t) {};
+  std::string rec(1000, 'r');
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(buffer_append(b, rec.data(), rec.size(), nullptr, 0));
+  EXPECT_EQ(b->tail_seen, 0u);  // room by the first reading all along
+  EXPECT_TRUE(over_quarter_full(b));
+  EXPECT_FALSE(buffer_append(b, rec.data(), rec.size(), nullptr, 0));  // 96 bytes left
+  buffer_drain(b, none);                                               // the consumer: tail = 4000
+  EXPECT_EQ(b->tail_seen, 0u);
+  EXPECT_FALSE(over_quarter_full(b));  // looked again: empty
+  EXPECT_EQ(b->tail_seen, 4000u);
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(buffer_append(b, rec.data(), rec.size(), nullptr, 0));
+  buffer_drain(b, none);
+  EXPECT_EQ(b->tail_seen, 4000u);                                     // a stale reading: 4000 of 4096 bytes look used
+  EXPECT_TRUE(buffer_append(b, rec.data(), rec.size(), nullptr, 0));  // looks again, finds room
+  EXPECT_EQ(b->tail_seen, 8000u);
+  EXPECT_NE(buffer_reserve<80>(b), nullptr);
+}
+
 TEST(ThreadBuffer, ProducerAndConsumerOnTwoThreads) {
   BufferRegistry registry;
   ThreadBuffer *b = registry.create(1 << 12, 1);
