@@ -8,6 +8,7 @@
 #include <new>
 
 #include "core/clock.h"
+#include "core/hot_path.h"
 #include "core/recorder_state.h"
 #include "core/signal_safe.h"
 #include "core/stack_memo.h"
@@ -18,17 +19,21 @@ namespace gpuleak::core {
 namespace detail {
 std::atomic<int> *g_phase = nullptr;
 GPULEAK_SHARED_TLS bool t_in_hook = false;
+State *g_state = nullptr;
+GPULEAK_SHARED_TLS uint16_t t_runtime_api = 0;
+GPULEAK_SHARED_TLS uint32_t t_tid = 0;
+uint32_t read_tid() { return t_tid = static_cast<uint32_t>(syscall(SYS_gettid)); }
 }  // namespace detail
+
+using detail::g_state;
+using detail::t_runtime_api;
 
 static_assert(static_cast<int>(Phase::kIdle) == 0 && static_cast<int>(Phase::kRunning) == 1,
               "hook_enter() (recorder.h) lets hooks run in exactly these two phases");
 
 namespace {
 
-State *g_state = nullptr;
-
 // Per-thread state (core/tls.h).
-GPULEAK_TLS uint16_t t_runtime_api = 0;
 GPULEAK_TLS uint64_t t_last_ts = 0;
 
 // A thread's record times never go back (capture-format.md): a reading taken while the writer
@@ -39,15 +44,11 @@ uint64_t in_thread_order(uint64_t ts) {
   return ts;
 }
 
-constexpr int32_t kOutOfMemory = 2;  // CUDA_ERROR_OUT_OF_MEMORY
+using hot::kOutOfMemory;
 
 Phase phase(State *s) { return static_cast<Phase>(s->phase.load(std::memory_order_acquire)); }
 
-uint32_t gettid_cached() {
-  GPULEAK_TLS uint32_t tid = 0;
-  if (!tid) tid = static_cast<uint32_t>(syscall(SYS_gettid));
-  return tid;
-}
+uint32_t gettid_cached() { return hot::thread_id(); }
 
 // Starts the capture at the first allocation that succeeded (or failed for lack of memory): a
 // process that only touches CUDA to find it unusable leaves no file behind. *started: this call
@@ -67,6 +68,10 @@ bool ensure_running(State *s, int32_t result, bool *started) {
   });
   return phase(s) == Phase::kRunning;
 }
+
+}  // namespace
+
+namespace detail {
 
 // `has_python`: the thread's Python frames were captured, so the native stack stops where the
 // interpreter's own frames begin (they would only split one Python call site into several).
@@ -113,94 +118,9 @@ __attribute__((noinline)) uint32_t unwind_stack(State *s, bool has_python) {
   return id;
 }
 
-// The stack id of the calling hook's caller; 0 with GPULEAK_STACK_DEPTH=0 (no call made).
-inline uint32_t capture_stack(State *s, bool has_python = false) {
-  return s->config.stack_depth ? unwind_stack(s, has_python) : 0;
-}
+}  // namespace detail
 
-int16_t resolve_device(State *s, int16_t device) {
-  if (device != CallFacts::kQueryDevice) return device;
-  return s->probe.current_device ? static_cast<int16_t>(s->probe.current_device()) : -1;
-}
-
-// A record's time: the call's end, or its start for frees and events (so that a free is ordered
-// before the re-use of its address by another thread).
-struct RecordTime {
-  uint64_t ts;
-  uint32_t duration;
-  uint16_t ring;  // kRingMark, with kRingTicks when ts and duration are TSC ticks
-};
-inline __attribute__((always_inline)) RecordTime record_time(const CallFacts &f, bool time_at_start) {
-  // Tick readings stay ticks, marked for the drain to convert (drain_settle.cpp): no line is read
-  // here. The rare reading in nanoseconds (before the line, without an invariant TSC) is stored as
-  // it is.
-  if (f.timing == Timing::kCall) {
-    ClockReading end = clock_read();
-    if (__builtin_expect(f.start.ticks && end.ticks, 1)) {
-      uint64_t d = end.value > f.start.value ? end.value - f.start.value : 0;
-      return {time_at_start ? f.start.value : end.value, d > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(d),
-              static_cast<uint16_t>(kRingMark | kRingTicks)};
-    }
-    CallTime t = call_finish(f.start, time_at_start);
-    return {t.ts_ns, t.duration_ns > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(t.duration_ns), kRingMark};
-  }
-  ClockReading once = f.timing == Timing::kStart ? f.start : clock_read();
-  return {once.value, 0, static_cast<uint16_t>(once.ticks ? kRingMark | kRingTicks : kRingMark)};
-}
-
-// Every field of a memory record (it may be written in place in the ring, never zeroed first).
-inline __attribute__((always_inline)) void fill_record(format::MemoryRecord &r, const CallFacts &f, const RecordTime &t,
-                                                       int16_t device, uint32_t stack_id, uint32_t py_stack_id,
-                                                       uint16_t ring) {
-  r.ts_ns = t.ts;
-  r.address = f.address;
-  r.size = f.size;
-  r.stream = f.stream;
-  r.aux = f.aux;
-  r.duration_ns = t.duration;
-  r.tid = gettid_cached();
-  r.stack_id = stack_id;
-  r.py_stack_id = py_stack_id;
-  r.result = f.result;
-  r.api = static_cast<uint16_t>(f.api);
-  r.runtime_api = t_runtime_api;
-  r.op = static_cast<uint8_t>(f.op);
-  r.kind = static_cast<uint8_t>(f.kind);
-  r.device = device;
-  r.flags = f.flags | (t_runtime_api ? format::kFlagRuntimeLabel : 0) |
-            (f.timing == Timing::kCall ? 0 : format::kFlagUntimed);
-  r.reserved = t.ring | ring;
-}
-
-// Appends the memory record that `fill` writes to the calling thread's ring: in place when it fits
-// there without wrapping (nothing is copied), else a copy through append_memory_record, which may
-// wait for room or drop.
-template <typename Fill>
-inline __attribute__((always_inline)) void emit(State *s, Counted counted, Fill &&fill) {
-  constexpr size_t kBytes = sizeof(format::RecordHeader) + sizeof(format::MemoryRecord);
-  ThreadBuffer *b = thread_buffer(s);
-  uint8_t *at = b ? buffer_reserve<kBytes>(b) : nullptr;
-  if (__builtin_expect(!at, 0)) {
-    format::MemoryRecord r;
-    fill(r);
-    append_memory_record(s, r, counted);
-    return;
-  }
-  const format::RecordHeader h{sizeof(format::MemoryRecord), static_cast<uint16_t>(format::RecordType::kMemory), 0};
-  std::memcpy(at, &h, sizeof h);
-  fill(*new (at + sizeof h) format::MemoryRecord);
-  buffer_commit<kBytes>(b);
-  bump(b->events);
-  if (counted == Counted::kAllocation) bump(b->allocations);
-  if (counted == Counted::kFree) bump(b->frees);
-  if (over_quarter_full(b)) request_drain(s);  // the writer drains before it is full
-}
-
-bool counts_on_device(format::Kind k) {
-  using format::Kind;
-  return k == Kind::kDevice || k == Kind::kAsync || k == Kind::kVmm || k == Kind::kManaged || k == Kind::kPitched ||
-         k == Kind::kArray || k == Kind::kMipmappedArray;
-}
+namespace {
 
 void write_oom(State *s, const format::MemoryRecord &r) {
   format::OomRecord o{};
@@ -253,38 +173,13 @@ uint16_t runtime_label_swap(uint16_t api) {
   return old;
 }
 
-namespace {
+namespace detail {
 
-// The allocation record, once the capture runs. Its live-table entry is made by the drain, which
-// the marks in `reserved` tell what to keep (drain_settle.cpp).
-template <bool kTimed>
-inline __attribute__((always_inline)) void alloc_body(State *s, const CallFacts &f, Space space) {
-  SectionTimer<kTimed> timer(s->self_time.records);
-  const RecordTime t = record_time(f, false);
-  const int16_t device = resolve_device(s, f.device);
-  // The calling thread's own Python frames, read without the GIL (python_stack.h); 0 when none.
-  uint32_t py_stack_id;
-  {
-    SectionTimer<kTimed> python(s->self_time.python);
-    py_stack_id = s->py_stacks.capture(s);
-  }
-  // A framework's block on a Python thread: its Python frames name the call site (config.h).
-  const bool python_names_it = f.kind == format::Kind::kPoolBlock && py_stack_id != 0 && !s->config.block_native_stacks;
-  const uint32_t stack_id = python_names_it ? 0 : capture_stack(s, py_stack_id != 0);
-  bool owned = f.result == 0 && f.op == format::Op::kAlloc && !(f.flags & format::kFlagGraphReservation) &&
-               f.kind != format::Kind::kImported;
-  uint16_t ring = 0;
-  if (f.result == 0 &&
-      (owned || f.op == format::Op::kReserve || f.op == format::Op::kPoolCreate || f.kind == format::Kind::kImported))
-    ring = kRingInsert | (owned && counts_on_device(f.kind) ? kRingOnDevice : 0) | static_cast<uint16_t>(space);
-  const Counted counted = f.result == 0 && f.op == format::Op::kAlloc ? Counted::kAllocation : Counted::kNone;
-  if (__builtin_expect(f.result == kOutOfMemory, 0)) {
-    format::MemoryRecord r;
-    fill_record(r, f, t, device, stack_id, py_stack_id, ring);
-    append_memory_record(s, r, counted);
-    return write_oom(s, r);
-  }
-  emit(s, counted, [&](format::MemoryRecord &r) { fill_record(r, f, t, device, stack_id, py_stack_id, ring); });
+// An allocation that failed for lack of memory: its record and the OOM snapshot, written to the
+// file at once.
+__attribute__((noinline)) void record_oom(State *s, const format::MemoryRecord &r, Counted counted) {
+  append_memory_record(s, r, counted);
+  write_oom(s, r);
 }
 
 // Before the capture runs: start it, record, and write this first record to the file at once
@@ -294,77 +189,40 @@ __attribute__((noinline)) void record_first_alloc(State *s, const CallFacts &f, 
   bool started = false;
   if (!ensure_running(s, f.result, &started)) return;
   if (s->config.self_time)
-    alloc_body<true>(s, f, space);
+    hot::alloc_body<true>(s, f, space);
   else
-    alloc_body<false>(s, f, space);
+    hot::alloc_body<false>(s, f, space);
   if (started && f.result != kOutOfMemory) writer_flush_now(s);  // (an OOM record flushed already)
 }
 
-}  // namespace
-
-void record_alloc(const CallFacts &f, Space space) {
-  State *s = g_state;
-  if (__builtin_expect(phase(s) != Phase::kRunning, 0)) return record_first_alloc(s, f, space);
-  if (__builtin_expect(s->config.self_time, 0)) return alloc_body<true>(s, f, space);
-  alloc_body<false>(s, f, space);
+// GPULEAK_SELF_TIME's variants of the hot path (hot_path.h), out of line.
+__attribute__((noinline)) void record_alloc_timed(State *s, const CallFacts &f, Space space) {
+  hot::alloc_body<true>(s, f, space);
+}
+__attribute__((noinline)) PendingFree begin_free_timed(State *s, ClockReading start, Space space, uint64_t address) {
+  return hot::begin_free_body<true>(s, start, space, address);
+}
+__attribute__((noinline)) void end_free_timed(State *s, PendingFree p, const CallFacts &f, Space space) {
+  hot::end_free_body<true>(s, p, f, space);
 }
 
-namespace {
+}  // namespace detail
 
-template <bool kTimed>
-inline __attribute__((always_inline)) PendingFree begin_free_body(State *s, ClockReading start, Space space,
-                                                                  uint64_t address) {
-  SectionTimer<kTimed> timer(s->self_time.frees);
-  PendingFree p;
-  p.buffer = thread_buffer(s);
-  // Until this free's record is appended, the drain feeds the live table no allocation at this
-  // address: the driver may give it to another thread before then (recorder_state.h).
-  if (p.buffer) {
-    p.buffer->free_key.store(LiveTable::key_of(space, address), std::memory_order_release);
-    p.buffer->free_since.store(encode_free_since(start), std::memory_order_release);
-  }
-  p.active = true;
-  return p;
-}
-
-template <bool kTimed>
-inline __attribute__((always_inline)) void end_free_body(State *s, const PendingFree &p, const CallFacts &f,
-                                                         Space space) {
-  SectionTimer<kTimed> timer(s->self_time.frees);  // (counts 2 a free)
-  const RecordTime t = record_time(f, true);
-  // Size, kind and device are the allocation's, filled by the drain from the live table; a free
-  // of a pointer it never saw allocated is flagged there and keeps device -1. No stack for frees:
-  // what keeps memory alive is where it was allocated, and unwinding here would double the cost
-  // of every pair.
-  const uint16_t ring = kRingFree | static_cast<uint16_t>(space);
-  emit(s, f.result == 0 ? Counted::kFree : Counted::kNone,
-       [&](format::MemoryRecord &r) { fill_record(r, f, t, -1, 0, 0, ring); });
-  if (p.buffer) p.buffer->free_since.store(0, std::memory_order_release);
-}
-
-}  // namespace
-
+// For callers outside the hooks (the C API, tests): the same inline bodies.
+void record_alloc(const CallFacts &f, Space space) { hot::record_alloc(f, space); }
 PendingFree begin_free(ClockReading start, Space space, uint64_t address) {
-  State *s = g_state;
-  if (phase(s) != Phase::kRunning) return PendingFree{};
-  if (__builtin_expect(s->config.self_time, 0)) return begin_free_body<true>(s, start, space, address);
-  return begin_free_body<false>(s, start, space, address);
+  return hot::begin_free(start, space, address);
 }
-
-void end_free(const PendingFree &p, const CallFacts &f, Space space) {
-  if (!p.active) return;
-  State *s = g_state;
-  if (__builtin_expect(s->config.self_time, 0)) return end_free_body<true>(s, p, f, space);
-  end_free_body<false>(s, p, f, space);
-}
+void end_free(const PendingFree &p, const CallFacts &f, Space space) { hot::end_free(p, f, space); }
 
 void record_event(const CallFacts &f) {
   State *s = g_state;
   if (phase(s) != Phase::kRunning) return;
-  const RecordTime t = record_time(f, true);
-  const int16_t device = resolve_device(s, f.device);  // a context reset empties the device's table in the drain
-  const uint32_t stack_id = capture_stack(s);
-  emit(s, Counted::kNone, [&](format::MemoryRecord &r) { fill_record(r, f, t, device, stack_id, 0, 0); });
+  const hot::RecordTime t = hot::record_time(f, true);
+  const int16_t device = hot::resolve_device(s, f.device);  // a context reset empties the device's table in the drain
+  const uint32_t stack_id = hot::capture_stack(s);
+  hot::emit(s, thread_buffer(s), Counted::kNone,
+            [&](format::MemoryRecord &r) { hot::fill_record(r, f, t, device, stack_id, 0, 0); });
 }
 
 uint32_t intern_string(State *s, const char *text, size_t length) {

@@ -52,15 +52,24 @@ const Driver *driver() {
     delete fresh;
     return expected;
   }
+  detail::g_ctx_get_device.store(fresh->ctx_get_device, std::memory_order_release);
   return fresh;
 }
 
-int current_device() {
+}  // namespace
+
+namespace detail {
+std::atomic<PFN_cuCtxGetDevice_v2000> g_ctx_get_device{nullptr};
+
+int current_device_slow() {
   const Driver *d = driver();
   CUdevice dev = -1;
   if (!d || !d->ctx_get_device || d->ctx_get_device(&dev) != CUDA_SUCCESS) return -1;
   return dev;
 }
+}  // namespace detail
+
+namespace {
 
 bool mem_info(int device, uint64_t *free_bytes, uint64_t *total_bytes) {
   const Driver *d = driver();
@@ -122,7 +131,7 @@ bool detail::ask_driver_capturing(CUstream stream, bool ptsz) {
 
 core::DriverProbe driver_probe() {
   core::DriverProbe p;
-  p.current_device = current_device;
+  p.current_device = detail::current_device_slow;
   p.mem_info = mem_info;
   p.device_count = device_count;
   p.device_info = device_info;

@@ -1,12 +1,15 @@
 // What every driver hook does around the real call, so that each hook is a few lines: the
-// re-entry guard, the entry timestamp, and hand-off of the facts to the recorder.
+// re-entry guard, the entry timestamp, and hand-off of the facts to the recorder (its hot path
+// inline, core/hot_path.h).
 #pragma once
 
 #include <type_traits>
 
 #include "core/clock.h"
+#include "core/hot_path.h"
 #include "core/recorder.h"
 #include "shim/cuda_headers.h"
+#include "shim/driver_probe.h"
 
 namespace gpuleak::shim {
 
@@ -31,22 +34,27 @@ class Hook {
   // False: forward the call and record nothing (tracking off, or we are inside another hook).
   explicit operator bool() const { return active_; }
 
-  // An allocation-type call returned `r`.
-  void alloc(CUresult r, Op op, Kind kind, Space space, uint64_t address, uint64_t size, uint64_t stream = 0,
-             uint64_t aux = 0, int16_t device = core::CallFacts::kQueryDevice, uint16_t flags = 0) {
+  // An allocation-type call returned `r`. The device, unless the call named it, is the calling
+  // thread's current one, asked here, straight from the driver (a synchronous call's duration,
+  // read after it, includes this query: ~10 ns on the H200).
+  __attribute__((always_inline)) void alloc(CUresult r, Op op, Kind kind, Space space, uint64_t address, uint64_t size,
+                                            uint64_t stream = 0, uint64_t aux = 0,
+                                            int16_t device = core::CallFacts::kQueryDevice, uint16_t flags = 0) {
+    if (device == core::CallFacts::kQueryDevice) device = static_cast<int16_t>(current_device());
     fill(r, op, kind, address, size, stream, aux, device, flags);
-    core::record_alloc(facts_, space);
+    core::hot::record_alloc(facts_, space);
   }
 
   // Frees: call before the real free (see core::begin_free), then freed() with its result.
-  void freeing(Space space, uint64_t address) {
+  __attribute__((always_inline)) void freeing(Space space, uint64_t address) {
     space_ = space;
     facts_.address = address;
-    pending_ = core::begin_free(facts_.start, space, address);
+    pending_ = core::hot::begin_free(facts_.start, space, address);
   }
-  void freed(CUresult r, Kind kind, uint64_t stream = 0, uint16_t flags = 0, Op op = Op::kFree) {
+  __attribute__((always_inline)) void freed(CUresult r, Kind kind, uint64_t stream = 0, uint16_t flags = 0,
+                                            Op op = Op::kFree) {
     fill(r, op, kind, facts_.address, 0, stream, 0, core::CallFacts::kQueryDevice, flags);
-    core::end_free(pending_, facts_, space_);
+    core::hot::end_free(pending_, facts_, space_);
   }
 
   // Calls with no address of their own (pool trims, context resets, unmaps).
