@@ -338,6 +338,7 @@ const LiveTable *recorder_live_table() { return g_state ? &g_state->live : nullp
 
 void recorder_after_fork_child() {
   capture_clock_after_fork();
+  detail::t_tid = 0;  // the thread that forked is the child's only thread, with an id of its own
   State *old = g_state;
   if (!old) return;
   // The parent's writer thread, buffers and tables do not belong to this process. Start over

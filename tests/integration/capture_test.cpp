@@ -319,6 +319,12 @@ TEST(Capture, ForkedChildThatUsesCudaWritesItsOwnCaptureExecdTrueWritesNone) {
     ASSERT_TRUE(format::read_capture_file(f, &c, &error)) << error;
     int allocs = count(c).allocs;
     (count(c).frees == 1 ? child_allocs : parent_allocs) = allocs;
+    // <program>.<pid>.gpuleak: each process has one thread, whose id is its pid; the child's
+    // records must not carry the parent's thread id (cached per thread before the fork).
+    std::string name = f.substr(f.find_last_of('/') + 1);
+    size_t dot = name.find('.');
+    uint32_t pid = static_cast<uint32_t>(std::stoul(name.substr(dot + 1, name.find('.', dot + 1) - dot - 1)));
+    for (const auto &m : c.memory) EXPECT_EQ(m.tid, pid) << f;
   }
   EXPECT_EQ(parent_allocs, 3);
   EXPECT_EQ(child_allocs, 1);
