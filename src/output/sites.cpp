@@ -160,10 +160,13 @@ Headline headline_of(const Stack &frames, const UserCode &user) {
   }
   h.frame = *pick;
   // What the user's line called: the innermost frame of the same kind, when it is another one;
-  // never the caching allocator's own frames (they say only that memory was handed out).
-  auto not_allocator = [](const Frame &f) { return !text::is_allocator_module_name(basename_of(f.module)); };
+  // never the caching allocator's own frames (they say only that memory was handed out), nor a
+  // frame without a name (an address says nothing the module's name does not).
+  auto named_not_allocator = [](const Frame &f) {
+    return (!f.function.empty() || has_file(f)) && !text::is_allocator_module_name(basename_of(f.module));
+  };
   auto innermost = pick->kind == Frame::Kind::kPython ? std::find_if(frames.begin(), frames.end(), is_python_source)
-                                                      : std::find_if(frames.begin(), pick, not_allocator);
+                                                      : std::find_if(frames.begin(), pick, named_not_allocator);
   if (innermost != frames.end() && innermost != pick) h.via = *innermost;
   h.where = h.text = where(h.frame);
   if (h.via) h.text += " (via " + via_text(*h.via) + ")";

@@ -182,6 +182,26 @@ TEST(Headline, WithoutUserCodeATensorIsHeadedByWhatAskedTheAllocator) {
   EXPECT_EQ(headline_of({frames[0], frames[1]}, project()).frame.function, frames[0].function);
 }
 
+// A frame without a name says nothing: "cublasCreate_v2 (libcublas.so.13) (via 0x7f...,
+// libcublas.so.13)" was read on the H200. The via is the innermost named frame below the headline,
+// or none.
+TEST(Headline, ViaSkipsFramesWithoutAName) {
+  const std::string cublas = "/usr/local/cuda/lib64/libcublas.so.13";
+  Stack frames = {native("", cublas), native("cublasCreate_v2", cublas),
+                  native("main", "/home/ana/proj/build/train", "/home/ana/proj/main.cpp", 9)};
+  frames[0].address = 0x7f12345678;
+  Headline h = headline_of(frames, project());
+  EXPECT_TRUE(h.user);
+  ASSERT_TRUE(h.via);
+  EXPECT_EQ(h.text, "main.cpp:9 in main (via cublasCreate_v2, libcublas.so.13)");
+  // only unnamed frames below it: no via
+  Stack bare = {native("", cublas), native("main", "/home/ana/proj/build/train", "/home/ana/proj/main.cpp", 9)};
+  bare[0].address = 0x7f12345678;
+  h = headline_of(bare, project());
+  EXPECT_FALSE(h.via) << h.text;
+  EXPECT_EQ(h.text, "main.cpp:9 in main");
+}
+
 TEST(Headline, TheUsersNativeLineIsShownViaTheOpNotTheAllocator) {
   const std::string c10 = "/venv/lib/python3.12/site-packages/torch/lib/libc10_cuda.so";
   const std::string cuda = "/venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so";
