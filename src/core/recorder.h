@@ -80,6 +80,8 @@ inline bool hook_enter() {
 inline void hook_leave() { detail::t_in_hook = false; }
 
 // Records an allocation-type call (Alloc, Reserve, Map, PoolCreate) after the real call returned.
+// The hooks use the same body inline (core/hot_path.h, hot::record_alloc, hot::begin_free,
+// hot::end_free); these out-of-line definitions are for the C API and the tests.
 void record_alloc(const CallFacts &facts, Space space);
 
 // A free is recorded in two halves around the real call. Its time is read *before* the memory is
