@@ -54,11 +54,6 @@ inline uint32_t capture_stack(State *s, bool has_python = false) {
   return s->config.stack_depth ? detail::unwind_stack(s, has_python) : 0;
 }
 
-inline int16_t resolve_device(State *s, int16_t device) {
-  if (device != CallFacts::kQueryDevice) return device;
-  return s->probe.current_device ? static_cast<int16_t>(s->probe.current_device()) : -1;
-}
-
 // A record's time: the call's end, or its start for frees and events (so that a free is ordered
 // before the re-use of its address by another thread).
 struct RecordTime {
@@ -109,9 +104,9 @@ inline __attribute__((always_inline)) void fill_record(format::MemoryRecord &r, 
   r.reserved = t.ring | ring;
 }
 
-// Appends the memory record that `fill` writes to `b`, the calling thread's ring (null: not made
-// yet): in place when it fits there without wrapping (nothing is copied), else a copy through
-// append_memory_record, which makes the ring, may wait for room or drop.
+// Appends the memory record that `fill` writes to `b`, the calling thread's ring (null when it
+// could not be made): in place when it fits there without wrapping (nothing is copied), else a copy
+// through append_memory_record, which may wait for room or drop.
 template <typename Fill>
 inline __attribute__((always_inline)) void emit(State *s, ThreadBuffer *b, Counted counted, Fill &&fill) {
   constexpr size_t kBytes = sizeof(format::RecordHeader) + sizeof(format::MemoryRecord);
@@ -132,11 +127,6 @@ inline __attribute__((always_inline)) void emit(State *s, ThreadBuffer *b, Count
   if (over_quarter_full(b)) request_drain(s);  // the writer drains before it is full
 }
 
-// The calling thread's ring if it has one for this capture, else null (emit makes it).
-inline ThreadBuffer *own_buffer(const State *s) {
-  return __builtin_expect(detail::t_buffer_owner == s, 1) ? detail::t_buffer : nullptr;
-}
-
 inline bool counts_on_device(format::Kind k) {
   using format::Kind;
   return k == Kind::kDevice || k == Kind::kAsync || k == Kind::kVmm || k == Kind::kManaged || k == Kind::kPitched ||
@@ -149,7 +139,6 @@ template <bool kTimed>
 inline __attribute__((always_inline)) void alloc_body(State *s, const CallFacts &f, Space space) {
   SectionTimer<kTimed> timer(s->self_time.records);
   const RecordTime t = record_time(f, false);
-  const int16_t device = resolve_device(s, f.device);
   // The calling thread's own Python frames, read without the GIL (python_stack.h); 0 when none.
   uint32_t py_stack_id;
   {
@@ -168,11 +157,11 @@ inline __attribute__((always_inline)) void alloc_body(State *s, const CallFacts 
   const Counted counted = f.result == 0 && f.op == format::Op::kAlloc ? Counted::kAllocation : Counted::kNone;
   if (__builtin_expect(f.result == kOutOfMemory, 0)) {
     format::MemoryRecord r;
-    fill_record(r, f, t, device, stack_id, py_stack_id, ring);
+    fill_record(r, f, t, f.device, stack_id, py_stack_id, ring);
     return detail::record_oom(s, r, counted);
   }
-  emit(s, own_buffer(s), counted,
-       [&](format::MemoryRecord &r) { fill_record(r, f, t, device, stack_id, py_stack_id, ring); });
+  emit(s, thread_buffer(s), counted,
+       [&](format::MemoryRecord &r) { fill_record(r, f, t, f.device, stack_id, py_stack_id, ring); });
 }
 
 template <bool kTimed>
@@ -206,20 +195,18 @@ inline __attribute__((always_inline)) void end_free_body(State *s, const Pending
   if (p.buffer) p.buffer->free_since.store(0, std::memory_order_release);
 }
 
-// The slow paths get a copy of the hook's facts: were the hook's own object's address to leave the
-// hook, the compiler would have to assume that the real call changed it, and could no longer fold
-// the hook's constants (its operation, kind, timing) into the record.
-inline CallFacts copy_of(const CallFacts &f) { return f; }
-
 // recorder.h's record_alloc.
 inline __attribute__((always_inline)) void record_alloc(const CallFacts &f, Space space) {
   State *s = detail::g_state;
+  // The slow paths get a copy of the hook's facts: were the hook's own object's address to leave
+  // the hook, the compiler would have to assume that the real call changed it, and could no longer
+  // fold the hook's constants (its operation, kind, timing) into the record.
   if (__builtin_expect(!running(s), 0)) {
-    const CallFacts copy = copy_of(f);
+    const CallFacts copy = f;
     return detail::record_first_alloc(s, copy, space);
   }
   if (__builtin_expect(s->config.self_time, 0)) {
-    const CallFacts copy = copy_of(f);
+    const CallFacts copy = f;
     return detail::record_alloc_timed(s, copy, space);
   }
   alloc_body<false>(s, f, space);
@@ -238,7 +225,7 @@ inline __attribute__((always_inline)) void end_free(const PendingFree &p, const 
   if (!p.active) return;
   State *s = detail::g_state;
   if (__builtin_expect(s->config.self_time, 0)) {
-    const CallFacts copy = copy_of(f);
+    const CallFacts copy = f;  // (see record_alloc)
     return detail::end_free_timed(s, p, copy, space);
   }
   end_free_body<false>(s, p, f, space);

@@ -48,8 +48,6 @@ using hot::kOutOfMemory;
 
 Phase phase(State *s) { return static_cast<Phase>(s->phase.load(std::memory_order_acquire)); }
 
-uint32_t gettid_cached() { return hot::thread_id(); }
-
 // Starts the capture at the first allocation that succeeded (or failed for lack of memory): a
 // process that only touches CUDA to find it unusable leaves no file behind. *started: this call
 // started it.
@@ -219,10 +217,10 @@ void record_event(const CallFacts &f) {
   State *s = g_state;
   if (phase(s) != Phase::kRunning) return;
   const hot::RecordTime t = hot::record_time(f, true);
-  const int16_t device = hot::resolve_device(s, f.device);  // a context reset empties the device's table in the drain
   const uint32_t stack_id = hot::capture_stack(s);
   hot::emit(s, thread_buffer(s), Counted::kNone,
-            [&](format::MemoryRecord &r) { hot::fill_record(r, f, t, device, stack_id, 0, 0); });
+            // (a context reset's device: the drain empties that device's table)
+            [&](format::MemoryRecord &r) { hot::fill_record(r, f, t, f.device, stack_id, 0, 0); });
 }
 
 uint32_t intern_string(State *s, const char *text, size_t length) {
@@ -251,7 +249,7 @@ void record_nvtx(format::NvtxOp op, const char *message, size_t length, const ch
   format::NvtxRecord r{};
   r.ts_ns = in_thread_order(capture_now_ns());
   r.range_id = range_id;
-  r.tid = gettid_cached();
+  r.tid = hot::thread_id();
   r.message_id = intern_string(s, message, length);
   r.domain_id = domain ? intern_string(s, domain, strlen(domain)) : 0;
   r.op = static_cast<uint8_t>(op);
@@ -265,7 +263,7 @@ void record_marker(format::MarkerOp op, const char *label) {
   detail::t_in_hook = true;
   format::MarkerRecord r{};
   r.ts_ns = in_thread_order(capture_now_ns());
-  r.tid = gettid_cached();
+  r.tid = hot::thread_id();
   r.label_id = label ? intern_string(s, label, strlen(label)) : 0;
   r.op = static_cast<uint8_t>(op);
   append_record(s, format::RecordType::kMarker, &r, sizeof r);

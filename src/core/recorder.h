@@ -25,7 +25,6 @@ namespace gpuleak::core {
 // CUDA queries the recorder may make outside the hot path (the writer thread, an OOM), provided by
 // the shim, which knows where the real driver is. Any of them may be null.
 struct DriverProbe {
-  int (*current_device)() = nullptr;  // -1 when unknown
   bool (*mem_info)(int device, uint64_t *free_bytes, uint64_t *total_bytes) = nullptr;
   int (*device_count)() = nullptr;
   bool (*device_info)(int device, char *name, size_t name_size, uint64_t *total_bytes) = nullptr;
@@ -50,7 +49,7 @@ struct CallFacts {
   uint64_t stream = 0;
   uint64_t aux = 0;
   int32_t result = 0;
-  int16_t device = kQueryDevice;  // kQueryDevice: ask the driver probe for the current device
+  int16_t device = kQueryDevice;  // kQueryDevice: the hook asks the driver (shim/hook.h)
   uint16_t flags = 0;
   ClockReading start;  // when the hook was entered (clock.h); not read with Timing::kEnd
   Timing timing = Timing::kCall;

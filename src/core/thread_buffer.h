@@ -48,11 +48,6 @@ inline void bump(std::atomic<uint64_t> &counter) {
   counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
-// Bytes appended and not yet drained (any thread; reads the consumer's line).
-inline uint64_t buffer_used(const ThreadBuffer *b) {
-  return b->head.load(std::memory_order_relaxed) - b->tail.load(std::memory_order_relaxed);
-}
-
 // The producer's room check: true when `n` more bytes fit before the consumer's tail. The tail is
 // read again (acquire: the bytes before it are consumed) only when the last reading leaves too
 // little room, so that the consumer's line stays in the consumer's cache.

@@ -131,7 +131,6 @@ bool detail::ask_driver_capturing(CUstream stream, bool ptsz) {
 
 core::DriverProbe driver_probe() {
   core::DriverProbe p;
-  p.current_device = detail::current_device_slow;
   p.mem_info = mem_info;
   p.device_count = device_count;
   p.device_info = device_info;

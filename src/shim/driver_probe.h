@@ -36,7 +36,8 @@ inline bool stream_capturing(CUstream stream, bool ptsz) {
   return capture_may_be_open() && detail::ask_driver_capturing(stream, ptsz);
 }
 
-// The probe handed to the recorder (current device, memory info, device names, driver version).
+// The probe handed to the recorder (memory info, device names, driver version); the current device
+// is asked by the hooks themselves (current_device above).
 core::DriverProbe driver_probe();
 
 }  // namespace gpuleak::shim

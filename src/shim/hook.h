@@ -34,14 +34,11 @@ class Hook {
   // False: forward the call and record nothing (tracking off, or we are inside another hook).
   explicit operator bool() const { return active_; }
 
-  // An allocation-type call returned `r`. The device, unless the call named it, is the calling
-  // thread's current one, asked here, straight from the driver (a synchronous call's duration,
-  // read after it, includes this query: ~10 ns on the H200).
+  // An allocation-type call returned `r`.
   __attribute__((always_inline)) void alloc(CUresult r, Op op, Kind kind, Space space, uint64_t address, uint64_t size,
                                             uint64_t stream = 0, uint64_t aux = 0,
                                             int16_t device = core::CallFacts::kQueryDevice, uint16_t flags = 0) {
-    if (device == core::CallFacts::kQueryDevice) device = static_cast<int16_t>(current_device());
-    fill(r, op, kind, address, size, stream, aux, device, flags);
+    fill(r, op, kind, address, size, stream, aux, device_or_current(device), flags);
     core::hot::record_alloc(facts_, space);
   }
 
@@ -60,11 +57,18 @@ class Hook {
   // Calls with no address of their own (pool trims, context resets, unmaps).
   void event(CUresult r, Op op, Kind kind, uint64_t address, uint64_t size, uint64_t aux = 0,
              int16_t device = core::CallFacts::kQueryDevice) {
-    fill(r, op, kind, address, size, 0, aux, device, 0);
+    fill(r, op, kind, address, size, 0, aux, device_or_current(device), 0);
     core::record_event(facts_);
   }
 
  private:
+  // The device a call named, else the calling thread's current one, asked here, straight from the
+  // driver (a synchronous call's duration, read after it, includes this query: ~10 ns on the H200).
+  // Frees need none: theirs is the allocation's (the drain's live table).
+  static int16_t device_or_current(int16_t device) {
+    return device == core::CallFacts::kQueryDevice ? static_cast<int16_t>(current_device()) : device;
+  }
+
   void fill(CUresult r, Op op, Kind kind, uint64_t address, uint64_t size, uint64_t stream, uint64_t aux,
             int16_t device, uint16_t flags) {
     facts_.result = static_cast<int32_t>(r);
