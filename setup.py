@@ -28,11 +28,41 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from setuptools import Distribution, setup
 from setuptools.command.build_py import build_py
-from wheel.bdist_wheel import bdist_wheel
+
+
+def _bdist_wheel():
+    """setuptools' own bdist_wheel (70.1 and later), else the `wheel` package's, else Debian's
+    python3-wheel (pure Python) borrowed from /usr/lib/python3/dist-packages for another CPython."""
+    try:
+        from setuptools.command.bdist_wheel import bdist_wheel as command
+        return command
+    except ImportError:
+        pass
+    try:
+        from wheel.bdist_wheel import bdist_wheel as command
+        return command
+    except ImportError:
+        pass
+    debian = "/usr/lib/python3/dist-packages"
+    if os.path.isfile(os.path.join(debian, "wheel", "bdist_wheel.py")):
+        sys.path.append(debian)
+        try:
+            from wheel.bdist_wheel import bdist_wheel as command
+            return command
+        except ImportError:
+            pass
+        finally:
+            sys.path.remove(debian)
+    raise SystemExit("gpuleak wheel: %s has neither setuptools >= 70.1 nor the `wheel` package "
+                     "(apt-get install python3-wheel, or pip install wheel)" % sys.executable)
+
+
+bdist_wheel = _bdist_wheel()
 
 ROOT = Path(__file__).resolve().parent
 # glibc's own libraries: what every Linux has. Anything else the binaries need must be bundled.

@@ -8,8 +8,11 @@ build=${BUILD_DIR:-build}
 cuda_root=${GPULEAK_CUDA_ROOT:-/usr/local/cuda}
 launcher=()
 # ccache where it is installed: a rebuild (or a second checkout) recompiles only what changed.
+# Paths are hashed relative to the build folder, so the packaging tests' and the CI recipes' trees
+# (tests/packaging) reuse this build's objects.
 if command -v ccache >/dev/null; then
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-/} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 fi
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPULEAK_CUDA_ROOT="$cuda_root" "${launcher[@]}" >/dev/null
 if [ $# -gt 0 ]; then

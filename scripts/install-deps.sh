@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(cmake g++ make pkg-config binutils python3
   nlohmann-json3-dev libspdlog-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   libunwind-dev libdw-dev libelf-dev zlib1g-dev liblzma-dev libbz2-dev clang-14 clang-format python3-pytest protobuf-compiler
-  python3-pip python3-setuptools python3-wheel python3-build python3-venv patchelf dpkg-dev)
+  python3-pip python3-setuptools python3-wheel python3-build python3-venv patchelf dpkg-dev ccache)
 # Optional: chromium for the viewer's browser test (tests/browser), golang-go for `go tool pprof`
 # on `gpuleak export --format pprof` (CliTrace.ExportPprofOpensInGoToolPprof); each test reports
 # itself skipped without its package.

@@ -7,9 +7,11 @@ The shim, first found wins:
   3. an install by CMake (the Debian package, `cmake --install`): the paths in gpuleak/_layout.py,
      written at install time relative to this folder;
   4. a build of the checkout this package sits in: <checkout>/build/lib/libgpuleak.so;
-  5. next to a `gpuleak` on PATH: <bin>/../lib/libgpuleak.so or <bin>/../lib/gpuleak/libgpuleak.so.
+  5. $GPULEAK_PREFIX (an install's prefix: the package installed alone, apart from the native
+     part): <prefix>/lib/libgpuleak.so or <prefix>/lib/gpuleak/libgpuleak.so;
+  6. next to a `gpuleak` on PATH: <bin>/../lib/libgpuleak.so or <bin>/../lib/gpuleak/libgpuleak.so.
 The command line: $GPULEAK_CLI, else the wheel's gpuleak/_native/bin/gpuleak, else the install's,
-else <shim's folder>/../bin/gpuleak, else `gpuleak` on PATH.
+else $GPULEAK_PREFIX/bin/gpuleak, else <shim's folder>/../bin/gpuleak, else `gpuleak` on PATH.
 """
 
 import os
@@ -48,15 +50,18 @@ def find_shim():
         return os.path.abspath(env)
     candidates = [_NATIVE / "lib" / "libgpuleak.so", _installed("SHIM"),
                   _HERE.parents[2] / "build" / "lib" / "libgpuleak.so"]
+    prefixes = [Path(os.environ["GPULEAK_PREFIX"])] if os.environ.get("GPULEAK_PREFIX") else []
     on_path = shutil.which("gpuleak")
     if on_path:
-        prefix = Path(on_path).resolve().parent.parent
+        prefixes.append(Path(on_path).resolve().parent.parent)
+    for prefix in prefixes:
         candidates += [prefix / "lib" / "libgpuleak.so", prefix / "lib" / "gpuleak" / "libgpuleak.so"]
     candidates = [c for c in candidates if c is not None]
     for c in candidates:
         if c.is_file():
             return str(c)
-    raise NotFound("cannot find libgpuleak.so (looked in %s); build gpuleak or set GPULEAK_LIB"
+    raise NotFound("cannot find libgpuleak.so (looked in %s and next to a gpuleak on PATH); install gpuleak "
+                   "(README: Install), or set GPULEAK_PREFIX to its prefix or GPULEAK_LIB to the library"
                    % ", ".join(str(c.parent) for c in candidates))
 
 
@@ -69,6 +74,9 @@ def find_cli(shim):
     own = bundled_cli()
     if own:
         return own
+    prefix = os.environ.get("GPULEAK_PREFIX")
+    if prefix and os.access(os.path.join(prefix, "bin", "gpuleak"), os.X_OK):
+        return os.path.join(os.path.abspath(prefix), "bin", "gpuleak")
     beside = Path(shim).resolve().parent.parent / "bin" / "gpuleak"
     if os.access(str(beside), os.X_OK):
         return str(beside)
