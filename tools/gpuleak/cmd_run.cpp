@@ -15,9 +15,14 @@
 #include <memory>
 #include <set>
 
+#include <time.h>
+
+#include <fstream>
+
 #include <CLI/CLI.hpp>
 
 #include "cli.h"
+#include "format/capture_reader.h"
 #include "log/log.h"
 #include "text/paths.h"
 
@@ -29,6 +34,12 @@ namespace gpuleak::cli {
 
 namespace {
 
+uint64_t monotonic_seed() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000ull + static_cast<uint64_t>(t.tv_nsec);
+}
+
 std::set<std::string> captures_in(const std::string &dir) {
   std::set<std::string> found;
   DIR *d = opendir(dir.c_str());
@@ -39,6 +50,32 @@ std::set<std::string> captures_in(const std::string &dir) {
   }
   closedir(d);
   return found;
+}
+
+// The token a capture's RunInfo carries (GPULEAK_RUN_TOKEN), read from its first bytes only: the
+// header and the RunInfo lead every capture.
+std::string run_token_of(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string head(64 * 1024, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  format::Capture c;
+  std::string error;
+  if (!format::parse_capture(reinterpret_cast<const uint8_t *>(head.data()), head.size(), &c, &error) || !c.run)
+    return {};
+  return c.run->run_token;
+}
+
+// A token no other run shares: the processes of this run (and their children, which inherit the
+// environment) write it into their captures.
+std::string new_run_token() {
+  uint64_t bits[2] = {0, 0};
+  std::ifstream random("/dev/urandom", std::ios::binary);
+  random.read(reinterpret_cast<char *>(bits), sizeof bits);
+  char text[64];
+  std::snprintf(text, sizeof text, "%d-%016llx%016llx", static_cast<int>(getpid()),
+                static_cast<unsigned long long>(bits[0]), static_cast<unsigned long long>(bits[1] ^ monotonic_seed()));
+  return text;
 }
 
 std::string absolute(const std::string &path) {
@@ -196,6 +233,8 @@ int run_command(const RunOptions &o) {
   setenv("LD_PRELOAD", preload.c_str(), 1);
   setenv("GPULEAK_OUT", out.c_str(), 1);
   setenv("GPULEAK_UNDER_RUN", "1", 1);
+  const std::string token = new_run_token();
+  setenv("GPULEAK_RUN_TOKEN", token.c_str(), 1);
   setenv("NVTX_INJECTION64_PATH", shim.c_str(), 0);
   if (o.stack_depth >= 0) setenv("GPULEAK_STACK_DEPTH", std::to_string(o.stack_depth).c_str(), 1);
   if (o.cupti) setenv("GPULEAK_CUPTI", "1", 1);
@@ -228,9 +267,15 @@ int run_command(const RunOptions &o) {
   std::vector<char *> argv;
   for (const std::string &a : o.command) argv.push_back(const_cast<char *>(a.c_str()));
   argv.push_back(nullptr);
+  // gpuleak's own writes (the summary, the report's lines) to a stderr whose reader has gone must
+  // not end `gpuleak run` with SIGPIPE; the program gets the disposition gpuleak started with.
+  struct sigaction ignore {}, started_with {};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ignore, &started_with);
   g_child = fork();
   if (g_child < 0) throw UsageError{std::string("fork failed: ") + std::strerror(errno)};
   if (g_child == 0) {
+    sigaction(SIGPIPE, &started_with, nullptr);
     execvp(argv[0], argv.data());
     std::fprintf(stderr, "gpuleak: cannot run %s: %s\n", argv[0], std::strerror(errno));
     _exit(127);
@@ -245,8 +290,9 @@ int run_command(const RunOptions &o) {
 
   std::set<std::string> after = captures_in(out);
   ReportOptions report;  // its read options: the variables (GPULEAK_ITERATION_RANGE, GPULEAK_USER_CODE...)
+  // Only this run's processes: a --out shared with other runs holds their captures too.
   for (const std::string &path : after)
-    if (!before.count(path)) report.inputs.push_back(path);
+    if (!before.count(path) && run_token_of(path) == token) report.inputs.push_back(path);
   GPULEAK_LOG_DEBUG("run: %s exited with status %d; %zu new captures in %s", o.command[0].c_str(), code,
                     report.inputs.size(), out.c_str());
   report.quiet = o.quiet;
