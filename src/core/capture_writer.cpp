@@ -53,8 +53,8 @@ std::string run_info_record(const RunFacts &f, const StackCapture &stacks, const
     if (i) command.push_back('\0');
     command += f.command[i];
   }
-  const std::string fields[] = {f.program,        command, f.host, GPULEAK_VERSION, f.allocator_env,
-                                stacks.unwinder_name(), c.run_token};
+  const std::string fields[] = {f.program,  command, f.host, GPULEAK_VERSION, f.allocator_env, stacks.unwinder_name(),
+                                c.run_token};
   format::RunInfoRecord r{};
   r.pid = static_cast<uint32_t>(getpid());
   r.ppid = static_cast<uint32_t>(getppid());

@@ -93,7 +93,7 @@ bool keep_pipes_high(void *handle) {
   auto at = [bias](ElfW(Addr) p) { return p < bias ? p + bias : p; };
   const ElfW(Sym) *symtab = nullptr;
   const char *strtab = nullptr;
-  const ElfW(Rela) *tables[2] = {nullptr, nullptr};
+  const ElfW(Rela) * tables[2] = {nullptr, nullptr};
   size_t sizes[2] = {0, 0};
   for (const ElfW(Dyn) *d = lm->l_ld; d->d_tag != DT_NULL; ++d) {
     switch (d->d_tag) {

@@ -180,8 +180,8 @@ inline ThreadBuffer *thread_buffer(State *s) {
 // memory records counted into s->tally; each buffer's `ready` says how far its bytes may leave.
 // `forced`: everything up to the heads (else up to the drain's order above). Drain claim held.
 void settle_buffers(State *s, bool forced);
-// The same in a signal handler (async-signal-safe: no malloc; the tally counts each record at once; each thread's records in
-// its own order, the table not grown), everything up to the heads.
+// The same in a signal handler (async-signal-safe: no malloc; each thread's records in its own order,
+// the table not grown, the tally counting each record at once), everything up to the heads.
 void settle_buffers_from_signal(State *s);
 
 // capture_writer_signal.cpp. Async-signal-safe: flush what the thread buffers hold, keeping the drain claim.

@@ -75,6 +75,7 @@ void ReportCommand::prepare(const Config &c, const CaptureFile &file) {
   ready_ = hint_only_ = false;
   capture_path_ = file.path;
   dir_fd_ = file.dir_fd;
+  dir_id_ = file_id(file.dir_fd);
   if (c.under_run || c.report_timeout_s == 0) return;
   if (c.cli_path.empty() || access(c.cli_path.c_str(), X_OK) != 0) {
     hint_only_ = true;
@@ -102,8 +103,12 @@ void ReportCommand::prepare(const Config &c, const CaptureFile &file) {
 }
 
 int ReportCommand::run(unsigned timeout_s) const {
-  if (hint_only_) Line().text("gpuleak: analyze it with: gpuleak report ").text(capture_path_.c_str()).emit();
-  if (!ready_) return -1;
+  // The folder's descriptor is the program's now (it closed ours): no report from a folder we
+  // cannot vouch for, only the hint.
+  const bool folder_gone = ready_ && !still_same_file(dir_fd_, dir_id_);
+  if (hint_only_ || folder_gone)
+    Line().text("gpuleak: analyze it with: gpuleak report ").text(capture_path_.c_str()).emit();
+  if (!ready_ || folder_gone) return -1;
   ChildArgs a{argv_[0], dir_fd_, argv_.data(), envp_.data(), !stderr_is_safe()};
   // SIGCHLD is the program's: blocked on this thread and set to SIG_DFL while the child lives, so
   // that SIG_IGN (or SA_NOCLDWAIT) cannot reap it behind our back and the program's handler never

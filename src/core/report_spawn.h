@@ -19,6 +19,7 @@
 
 #include "core/config.h"
 #include "core/run_facts.h"
+#include "core/signal_safe.h"
 
 namespace gpuleak::core {
 
@@ -44,6 +45,7 @@ class ReportCommand {
   std::vector<char *> argv_, envp_;
   std::string capture_path_;
   int dir_fd_ = -1;
+  FileId dir_id_;  // what dir_fd_ was when prepared: a program that closed it may have reused the number
   bool ready_ = false;
   bool hint_only_ = false;
 };

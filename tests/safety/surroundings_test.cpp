@@ -160,15 +160,15 @@ TEST(Safety, AStderrWhoseReaderIsGoneNeverKillsTheProgram) {
 TEST(Safety, RunNeverDiesOfItsOwnWritesToAStderrWhoseReaderIsGone) {
   std::string out = make_temp_dir("run-sigpipe");
   std::string so = out + "/stdout";
-  Result r = run_with_stderr_gone({GPULEAK_CLI_PATH, "run", "--out", out, "--error-exitcode", "9", "--", hostile(),
-                                   "sigpipe-disposition"},
-                                  run_env(out), so);
+  Result r = run_with_stderr_gone(
+      {GPULEAK_CLI_PATH, "run", "--out", out, "--error-exitcode", "9", "--", hostile(), "sigpipe-disposition"},
+      run_env(out), so);
   EXPECT_EQ(r.signal, 0) << "killed by signal " << r.signal;
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.out, "default\n") << "the program keeps SIGPIPE's default action";
   Result leak = run_with_stderr_gone(
-      {GPULEAK_CLI_PATH, "run", "--out", out, "--error-exitcode", "9", "--", hostile(), "sigchld-ignore"},
-      run_env(out), so);
+      {GPULEAK_CLI_PATH, "run", "--out", out, "--error-exitcode", "9", "--", hostile(), "sigchld-ignore"}, run_env(out),
+      so);
   EXPECT_EQ(leak.signal, 0);
   EXPECT_EQ(leak.exit_code, 9);
 }
@@ -263,6 +263,15 @@ TEST(Safety, TheAtExitReportNeverGoesThroughAFolderSwappedForASymlink) {
   EXPECT_TRUE(files_with_suffix(other, "").size() == 2u) << "only . and ..: nothing written through the symlink";
   EXPECT_EQ(files_with_suffix(out + ".moved", ".gpuleak").size(), 1u);
   EXPECT_EQ(files_with_suffix(out + ".moved", ".report.json").size(), 1u) << r.err;
+  // `gpuleak run` refuses the folder once it is not the one it started with.
+  std::string run_out = base + "/run-out";
+  Result under_run = run({GPULEAK_CLI_PATH, "run", "--quiet", "--out", run_out, "--error-exitcode", "9", "--",
+                          hostile(), "swap-out", run_out, other},
+                         run_env(run_out));
+  EXPECT_EQ(under_run.exit_code, 0) << "the program's own status: no report was made\n" << under_run.err;
+  EXPECT_NE(under_run.err.find("is not the folder it was"), std::string::npos) << under_run.err;
+  EXPECT_TRUE(files_with_suffix(other, "").size() == 2u) << "nothing written through the symlink";
+  EXPECT_TRUE(files_with_suffix(run_out + ".moved", ".report.json").empty());
 }
 
 bool has_control_bytes(const std::string &text) {
@@ -279,7 +288,9 @@ TEST(Safety, TheShimsLinesCarryNoTerminalEscapes) {
   EXPECT_EQ(exit_line.exit_code, 0) << exit_line.err;
   EXPECT_NE(exit_line.err.find("capture: "), std::string::npos) << exit_line.err;
   EXPECT_FALSE(has_control_bytes(exit_line.err)) << exit_line.err;
-  env["GPULEAK_STACK_DEPTH"] = "\x1b[2J\x9b" "31m";
+  env["GPULEAK_STACK_DEPTH"] =
+      "\x1b[2J\x9b"
+      "31m";
   Result bad = run({program("prog_leaky_static"), "3"}, env);
   EXPECT_NE(bad.err.find("bad value GPULEAK_STACK_DEPTH"), std::string::npos) << bad.err;
   EXPECT_FALSE(has_control_bytes(bad.err)) << bad.err;
@@ -297,9 +308,9 @@ TEST(Safety, TwoRunsSharingOneOutReportOnlyTheirOwnCaptures) {
                 run_env(out));
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the clean run is under way
-  leaky = run({GPULEAK_CLI_PATH, "run", "--quiet", "--out", out, "--error-exitcode", "9", "--", hostile(),
-               "sigchld-ignore"},
-              run_env(out));
+  leaky = run(
+      {GPULEAK_CLI_PATH, "run", "--quiet", "--out", out, "--error-exitcode", "9", "--", hostile(), "sigchld-ignore"},
+      run_env(out));
   a.join();
   EXPECT_EQ(leaky.exit_code, 9) << leaky.err;
   EXPECT_EQ(clean.exit_code, 0) << "the neighbour's leak is not this run's\n" << clean.err;

@@ -1,10 +1,12 @@
 // `gpuleak run [options] [--] CMD ARGS...`: runs CMD under the shim, with the environment that makes
 // it and its children write captures to --out, then turns each new capture into a report.
 #include <dirent.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -15,8 +17,6 @@
 #include <memory>
 #include <set>
 
-#include <time.h>
-
 #include <fstream>
 
 #include <CLI/CLI.hpp>
@@ -24,6 +24,7 @@
 #include "cli.h"
 #include "format/capture_reader.h"
 #include "log/log.h"
+#include "text/escape.h"
 #include "text/paths.h"
 
 #ifndef GPULEAK_CLI_TO_SHIMDIR
@@ -53,12 +54,17 @@ std::set<std::string> captures_in(const std::string &dir) {
 }
 
 // The token a capture's RunInfo carries (GPULEAK_RUN_TOKEN), read from its first bytes only: the
-// header and the RunInfo lead every capture.
+// header and the RunInfo lead every capture. A FIFO or anything but a regular file is never read
+// (a FIFO without a writer would block).
 std::string run_token_of(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
+  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return {};
+  struct stat st {};
   std::string head(64 * 1024, '\0');
-  in.read(head.data(), static_cast<std::streamsize>(head.size()));
-  head.resize(static_cast<size_t>(in.gcount()));
+  ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, head.data(), head.size()) : -1;
+  close(fd);
+  if (n <= 0) return {};
+  head.resize(static_cast<size_t>(n));
   format::Capture c;
   std::string error;
   if (!format::parse_capture(reinterpret_cast<const uint8_t *>(head.data()), head.size(), &c, &error) || !c.run)
@@ -76,6 +82,17 @@ std::string new_run_token() {
   std::snprintf(text, sizeof text, "%d-%016llx%016llx", static_cast<int>(getpid()),
                 static_cast<unsigned long long>(bits[0]), static_cast<unsigned long long>(bits[1] ^ monotonic_seed()));
   return text;
+}
+
+// Whether `path` still names the folder held open as `fd` (itself, not a symlink to it).
+bool same_folder(int fd, const std::string &path) {
+  struct stat held {
+  }, now{};
+  int again = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  bool same = again >= 0 && fstat(fd, &held) == 0 && fstat(again, &now) == 0 && held.st_dev == now.st_dev &&
+              held.st_ino == now.st_ino;
+  if (again >= 0) close(again);
+  return same;
 }
 
 std::string absolute(const std::string &path) {
@@ -226,6 +243,12 @@ int run_command(const RunOptions &o) {
   const bool hooks = !python.empty();
   std::string out = absolute(o.out_dir);
   make_directories(out);
+  // The folder itself, symlinks resolved, held open: the report after the run refuses to read or
+  // write through a folder that was swapped meanwhile (same_folder).
+  char real[PATH_MAX];
+  if (realpath(out.c_str(), real)) out = real;
+  const int out_fd = open(out.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (out_fd < 0) throw UsageError{"cannot open " + out + ": " + std::strerror(errno)};
   std::set<std::string> before = captures_in(out);
 
   std::string preload = shim;
@@ -269,7 +292,8 @@ int run_command(const RunOptions &o) {
   argv.push_back(nullptr);
   // gpuleak's own writes (the summary, the report's lines) to a stderr whose reader has gone must
   // not end `gpuleak run` with SIGPIPE; the program gets the disposition gpuleak started with.
-  struct sigaction ignore {}, started_with {};
+  struct sigaction ignore {
+  }, started_with{};
   ignore.sa_handler = SIG_IGN;
   sigaction(SIGPIPE, &ignore, &started_with);
   g_child = fork();
@@ -288,6 +312,13 @@ int run_command(const RunOptions &o) {
   }
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 
+  if (!same_folder(out_fd, out)) {
+    GPULEAK_LOG_ERROR(
+        "run: %s is not the folder it was when the run started (renamed, or now a symlink); "
+        "nothing is read or written through it: analyze the captures with gpuleak report",
+        text::printable(out).c_str());
+    return code;
+  }
   std::set<std::string> after = captures_in(out);
   ReportOptions report;  // its read options: the variables (GPULEAK_ITERATION_RANGE, GPULEAK_USER_CODE...)
   // Only this run's processes: a --out shared with other runs holds their captures too.
