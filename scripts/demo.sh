@@ -5,11 +5,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-scripts/build.sh
+# Only what the demo runs: the CLI and the shim, and without a GPU the fake CUDA and the sample
+# (scripts/test.sh builds the rest).
+nvcc=${GPULEAK_CUDA_ROOT:-/usr/local/cuda}/bin/nvcc
+gpu=0
+nvidia-smi -L >/dev/null 2>&1 && [ -x "$nvcc" ] && gpu=1
+if [ "$gpu" = 1 ]; then
+  scripts/build.sh gpuleak gpuleak_cli
+else
+  scripts/build.sh gpuleak gpuleak_cli prog_leaky_static fake_cuda_driver fake_nvml
+fi
 build=${BUILD_DIR:-build}
 out=$(mktemp -d "${TMPDIR:-/tmp}/gpuleak-demo-XXXXXX")
-nvcc=${GPULEAK_CUDA_ROOT:-/usr/local/cuda}/bin/nvcc
-if nvidia-smi -L >/dev/null 2>&1 && [ -x "$nvcc" ]; then
+if [ "$gpu" = 1 ]; then
   echo "== real GPU: $(nvidia-smi -L | head -n 1)"
   "$nvcc" -g -lineinfo -o "$build/leaky_sample" examples/leaky_sample.cu
   sample=("$build/leaky_sample" 200)

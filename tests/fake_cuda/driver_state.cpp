@@ -3,6 +3,7 @@
 // fake favours simple and obviously thread-safe over fast.
 #include "driver_internal.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -133,8 +134,15 @@ void backing_free(void* p, size_t map_len) {
 
 }  // namespace
 
+// A fork child of a threaded program may allocate (the soak suite's fork storm): the mutex is held
+// across fork so that no other thread owns it in the child's copy.
 std::mutex& state_mutex() {
-    static std::mutex* m = new std::mutex;
+    static std::mutex* m = [] {
+        auto* created = new std::mutex;
+        pthread_atfork([] { state_mutex().lock(); }, [] { state_mutex().unlock(); },
+                       [] { state_mutex().unlock(); });
+        return created;
+    }();
     return *m;
 }
 
