@@ -1,12 +1,12 @@
 #include "core/stack_capture.h"
 
-#include "core/high_fd.h"
-
 #include <dlfcn.h>
 #include <libunwind.h>  // types and register numbers only: the functions are looked up with dlsym
 #include <unwind.h>
 
 #include <algorithm>
+
+#include "core/high_fd.h"
 
 namespace gpuleak::core {
 
