@@ -53,7 +53,8 @@ std::string run_info_record(const RunFacts &f, const StackCapture &stacks, const
     if (i) command.push_back('\0');
     command += f.command[i];
   }
-  const std::string fields[] = {f.program, command, f.host, GPULEAK_VERSION, f.allocator_env, stacks.unwinder_name()};
+  const std::string fields[] = {f.program,  command, f.host, GPULEAK_VERSION, f.allocator_env, stacks.unwinder_name(),
+                                c.run_token};
   format::RunInfoRecord r{};
   r.pid = static_cast<uint32_t>(getpid());
   r.ppid = static_cast<uint32_t>(getppid());
@@ -164,6 +165,7 @@ void write_devices(State *s, const RunFacts &facts) {
     append(&batch, format::RecordType::kDevice, &r, sizeof r, name, r.name_length);
   }
   write_direct(s, batch);
+  s->devices_written.store(true, std::memory_order_release);
 }
 
 // Read once in writer_start, reused by the writer thread. Heap-allocated and never freed: a global
@@ -302,8 +304,10 @@ bool writer_start(State *s, std::string *error) {
   const RunFacts &facts = *g_facts;
   std::string stem = facts.program + "." + std::to_string(getpid());
   if (facts.rank >= 0) stem += ".rank" + std::to_string(facts.rank);
-  int fd = create_capture_file(s->config.out_dir, stem, &s->path, error);
+  CaptureFile file;
+  int fd = create_capture_file(s->config.out_dir, stem, &file, error);
   if (fd < 0) return false;
+  s->path = file.path;
   format::FileHeader h{};
   std::memcpy(h.magic, format::kMagic, sizeof h.magic);
   h.major = format::kMajorVersion;
@@ -326,7 +330,8 @@ bool writer_start(State *s, std::string *error) {
   s->fd_id = file_id(fd);
   s->fd = fd;
   s->bytes_written = head.size();
-  s->report.prepare(s->config, s->path);  // built now: at exit nothing may be allocated
+  s->report.prepare(s->config, file);  // built now: at exit nothing may be allocated
+  s->live.reserve();
   // The writer must never receive the program's signals.
   sigset_t all, old;
   sigfillset(&all);
@@ -337,6 +342,11 @@ bool writer_start(State *s, std::string *error) {
     *error = "cannot start the writer thread";
     return false;
   }
+  // The device records (the forecast needs each device's size) are on disk before the first
+  // allocation returns: a process that ends at once in _exit, abort or exec never gives the
+  // writer another chance. The queries are the writer's; this thread waits for them, bounded
+  // (a driver that blocks them costs the records, never the program).
+  for (int i = 0; i < 2000 && !s->devices_written.load(std::memory_order_acquire); ++i) usleep(500);
   GPULEAK_LOG_DEBUG("capture %s started by the first allocation; writer thread running", s->path.c_str());
   return true;
 }

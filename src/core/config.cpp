@@ -111,6 +111,10 @@ Config read_config() {
   read(&c, "GPULEAK_NVML_INTERVAL_MS",
        [&](const char *v) { return parse_unsigned(v, 0, 3600000, &c.nvml_interval_ms); });
   read(&c, "GPULEAK_UNDER_RUN", [&](const char *v) { return parse_bool(v, &c.under_run); });
+  read(&c, "GPULEAK_RUN_TOKEN", [&](const char *v) {
+    c.run_token.assign(v, strnlen(v, 64));
+    return true;
+  });
   read(&c, "GPULEAK_CLI", [&](const char *v) {
     c.cli_path = v;
     return true;

@@ -28,6 +28,9 @@ struct Config {
   unsigned buffer_kib = 256;       // GPULEAK_BUFFER_KB: per-thread event buffer (16..65536)
   uint64_t max_capture_bytes = 0;  // GPULEAK_MAX_CAPTURE_MB: 0 = unlimited; past it records are dropped and counted
   bool under_run = false;          // GPULEAK_UNDER_RUN=1: `gpuleak run` analyzes, the shim does not
+  // GPULEAK_RUN_TOKEN: set by `gpuleak run` for the processes it runs, recorded in the capture's
+  // RunInfo, so that it reports their captures only (never a neighbour's in a shared --out).
+  std::string run_token;
   std::string cli_path;            // GPULEAK_CLI, else set by the preload: ../bin/gpuleak next to the shim
   unsigned exit_code = 0;          // GPULEAK_EXITCODE: exit with this when a leak was found (0 = off)
   unsigned report_timeout_s = 60;  // GPULEAK_REPORT_TIMEOUT: bound on the at-exit analysis (0 = skip it)

@@ -26,27 +26,40 @@ void add_to(std::atomic<uint64_t> &a, int64_t bytes) {
 // (succeeded, not a graph reservation, not imported) adds its bytes; a free of a known pointer
 // (which carries the allocation's size and kind) takes them away; a context reset empties its
 // device.
-void DeviceTally::add(const format::MemoryRecord &r) {
-  if (r.result != 0) return;
+bool DeviceTally::change_of(const format::MemoryRecord &r, Change *c) {
+  if (r.result != 0) return false;
   auto op = static_cast<format::Op>(r.op);
   auto kind = static_cast<Kind>(r.kind);
   int16_t s = static_cast<int16_t>(slot(r.device));
   int64_t bytes = static_cast<int64_t>(r.size);
   if (op == format::Op::kAlloc) {
-    if (r.flags & format::kFlagGraphReservation) return;
+    if (r.flags & format::kFlagGraphReservation) return false;
   } else if (op == format::Op::kFree) {
-    if (r.flags & format::kFlagUnknownPointer) return;
+    if (r.flags & format::kFlagUnknownPointer) return false;
     bytes = -bytes;
   } else if (op == format::Op::kContextReset) {
-    changes_.push_back(Change{r.ts_ns, 0, s, kReset});
-    return;
+    *c = Change{r.ts_ns, 0, s, kReset};
+    return true;
   } else {
-    return;
+    return false;
   }
   if (counts_on_device(kind))
-    changes_.push_back(Change{r.ts_ns, bytes, s, kDevice});
+    *c = Change{r.ts_ns, bytes, s, kDevice};
   else if (counts_on_host(kind))
-    changes_.push_back(Change{r.ts_ns, bytes, s, kHost});
+    *c = Change{r.ts_ns, bytes, s, kHost};
+  else
+    return false;
+  return true;
+}
+
+void DeviceTally::add(const format::MemoryRecord &r) {
+  Change c;
+  if (change_of(r, &c)) changes_.push_back(c);
+}
+
+void DeviceTally::add_now(const format::MemoryRecord &r) {
+  Change c;
+  if (change_of(r, &c)) apply(c);
 }
 
 void DeviceTally::settle() {

@@ -29,6 +29,9 @@ class DeviceTally {
   // getters below may be called from any thread.
   void add(const format::MemoryRecord &r);
   void settle();
+  // Counts one record at once, in the caller's order (no time sort, no allocation): the
+  // async-signal-safe drains of _exit and fatal signals, which hold the drain claim.
+  void add_now(const format::MemoryRecord &r);
   // add() for every memory record among whole records (capture-format framing), then settle().
   void add_drained(const uint8_t *data, size_t n);
 
@@ -49,6 +52,7 @@ class DeviceTally {
   };
   enum Target : uint8_t { kDevice, kHost, kReset };
   void apply(const Change &c);
+  static bool change_of(const format::MemoryRecord &r, Change *c);
 
   std::vector<Change> changes_;  // one drain's, reused
   std::array<std::atomic<uint64_t>, kMaxDevices> live_{};

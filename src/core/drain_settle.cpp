@@ -234,6 +234,7 @@ void settle_buffers_from_signal(State *s) {
   for (ThreadBuffer *b = s->buffers.first(); b; b = b->next)
     settle_one(b, b->head.load(std::memory_order_acquire), UINT64_MAX, lines, [&](RingRecord &rec, uint64_t at) {
       apply_to_table(s->live, rec.r, false);
+      s->tally.add_now(rec.r);  // _exit's summary line counts these too
       rec.store(b, at);
     });
 }

@@ -99,6 +99,13 @@ void LiveTable::drop_device(int device) {
   }
 }
 
+void LiveTable::reserve() {
+  for (Shard &s : shards_) {
+    std::lock_guard<SpinLock> lock(s.lock);
+    if (s.slots.empty()) s.grow();
+  }
+}
+
 uint64_t LiveTable::live_count() const {
   uint64_t n = 0;
   for (const Shard &s : shards_) n += s.full.load(std::memory_order_relaxed);

@@ -43,6 +43,10 @@ class LiveTable {
   void drop_device(int device);
 
   uint64_t live_count() const;
+  // Gives every shard its first slots (64 each, 128 KiB in all) when the capture starts, so that
+  // the inserts of a signal-time drain (_exit, fatal signals: `may_grow` false) find room even in
+  // shards no ordinary drain has grown yet.
+  void reserve();
 
   // One number for an address in its space (the table's key).
   static uint64_t key_of(Space s, uint64_t address) { return address ^ (static_cast<uint64_t>(s) << 58); }

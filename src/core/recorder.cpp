@@ -3,7 +3,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstring>
 #include <new>
 
@@ -300,8 +299,7 @@ void recorder_disable_quietly(const std::string &why) {
 void recorder_note_cuda_use() {
   if (!g_pending_line.load(std::memory_order_relaxed)) return;
   if (std::string *line = g_pending_line.exchange(nullptr))
-    if (stderr_is_safe())
-      std::fprintf(stderr, "gpuleak: %s; tracking is off, the program continues unprofiled\n", line->c_str());
+    Line().text("gpuleak: ").text(line->c_str()).text("; tracking is off, the program continues unprofiled").emit();
 }
 
 void recorder_disable(const std::string &why) {
@@ -309,8 +307,7 @@ void recorder_disable(const std::string &why) {
   if (!s) return;
   int prev = s->phase.exchange(static_cast<int>(Phase::kDisabled));
   if (prev == static_cast<int>(Phase::kDisabled)) return;
-  if (stderr_is_safe())
-    std::fprintf(stderr, "gpuleak: %s; tracking is off, the program continues unprofiled\n", why.c_str());
+  Line().text("gpuleak: ").text(why.c_str()).text("; tracking is off, the program continues unprofiled").emit();
   if (prev == static_cast<int>(Phase::kRunning) && s->fd >= 0 && still_same_file(s->fd, s->fd_id)) {
     format::RecordHeader h{static_cast<uint32_t>(why.size()), static_cast<uint16_t>(format::RecordType::kDisabled), 0};
     if (write(s->fd, &h, sizeof h) == sizeof h) (void)!write(s->fd, why.data(), why.size());

@@ -141,6 +141,7 @@ struct State {
   char pci_bus_ids[LiveTable::kMaxDevices][32] = {};
   int device_count = 0;
   std::atomic<bool> devices_known{false};
+  std::atomic<bool> devices_written{false};  // the Device records are in the file (writer_start waits for them)
 
   // The NVML sampler thread (device_usage.cpp).
   pthread_t sampler{};
@@ -179,8 +180,8 @@ inline ThreadBuffer *thread_buffer(State *s) {
 // memory records counted into s->tally; each buffer's `ready` says how far its bytes may leave.
 // `forced`: everything up to the heads (else up to the drain's order above). Drain claim held.
 void settle_buffers(State *s, bool forced);
-// The same in a signal handler (async-signal-safe: no malloc, no tally; each thread's records in
-// its own order, the table not grown), everything up to the heads.
+// The same in a signal handler (async-signal-safe: no malloc; each thread's records in its own order,
+// the table not grown, the tally counting each record at once), everything up to the heads.
 void settle_buffers_from_signal(State *s);
 
 // capture_writer_signal.cpp. Async-signal-safe: flush what the thread buffers hold, keeping the drain claim.

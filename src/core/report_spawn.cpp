@@ -1,6 +1,7 @@
 #include "core/report_spawn.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -24,6 +25,7 @@ alignas(64) char g_child_stack[64 * 1024];
 
 struct ChildArgs {
   const char *path;
+  int dir_fd;  // the capture's folder: the child's working directory
   char *const *argv;
   char *const *envp;
   bool quiet;  // our stderr is not safe to write to: give the child /dev/null instead
@@ -42,9 +44,13 @@ int child_main(void *arg) {
     if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN)
       sigaction(sig, &dfl, nullptr);
   }
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ignore, nullptr);  // gpuleak's own process: EPIPE, never death, on a gone stderr
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (a->dir_fd >= 0 && fchdir(a->dir_fd) != 0) syscall(SYS_exit_group, 127);
   if (a->quiet) {
     int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
     if (null >= 0) {
@@ -65,18 +71,24 @@ void sleep_ms(long ms) {
 
 }  // namespace
 
-void ReportCommand::prepare(const Config &c, const std::string &capture_path) {
+void ReportCommand::prepare(const Config &c, const CaptureFile &file) {
   ready_ = hint_only_ = false;
-  capture_path_ = capture_path;
+  capture_path_ = file.path;
+  dir_fd_ = file.dir_fd;
+  dir_id_ = file_id(file.dir_fd);
   if (c.under_run || c.report_timeout_s == 0) return;
   if (c.cli_path.empty() || access(c.cli_path.c_str(), X_OK) != 0) {
     hint_only_ = true;
     return;
   }
-  args_ = {c.cli_path, "report"};
+  // Absolute: the child starts in the capture's folder.
+  std::string cli = c.cli_path;
+  char cwd[PATH_MAX];
+  if (cli[0] != '/' && getcwd(cwd, sizeof cwd)) cli = std::string(cwd) + "/" + cli;
+  args_ = {cli, "report"};
   if (c.quiet) args_.push_back("--quiet");
   if (c.exit_code) args_.push_back("--fail-on-leak");
-  args_.push_back(capture_path);
+  args_.push_back(file.name);  // in the folder itself (child_main's fchdir)
   // The environment as it is now, without our preload: the CLI must not profile itself.
   env_.clear();
   for (char **e = environ; e && *e; ++e)
@@ -91,9 +103,13 @@ void ReportCommand::prepare(const Config &c, const std::string &capture_path) {
 }
 
 int ReportCommand::run(unsigned timeout_s) const {
-  if (hint_only_) Line().text("gpuleak: analyze it with: gpuleak report ").text(capture_path_.c_str()).emit();
-  if (!ready_) return -1;
-  ChildArgs a{argv_[0], argv_.data(), envp_.data(), !stderr_is_safe()};
+  // The folder's descriptor is the program's now (it closed ours): no report from a folder we
+  // cannot vouch for, only the hint.
+  const bool folder_gone = ready_ && !still_same_file(dir_fd_, dir_id_);
+  if (hint_only_ || folder_gone)
+    Line().text("gpuleak: analyze it with: gpuleak report ").text(capture_path_.c_str()).emit();
+  if (!ready_ || folder_gone) return -1;
+  ChildArgs a{argv_[0], dir_fd_, argv_.data(), envp_.data(), !stderr_is_safe()};
   // SIGCHLD is the program's: blocked on this thread and set to SIG_DFL while the child lives, so
   // that SIG_IGN (or SA_NOCLDWAIT) cannot reap it behind our back and the program's handler never
   // runs for it; setting SIG_DFL again after the reap discards the pending SIGCHLD (POSIX: a

@@ -8,7 +8,8 @@
 // SIG_IGN cannot reap it automatically (so its status and the timeout hold). A child without an
 // exit signal would be simpler, but the kernel turns its exit signal back into SIGCHLD once it
 // has exec'ed. It runs in a process group of its own, killed whole when the timeout passes (no
-// orphaned grandchildren).
+// orphaned grandchildren). It ignores SIGPIPE: a stderr whose reader has gone costs its lines,
+// never its exit status (which GPULEAK_EXITCODE reads).
 #pragma once
 
 #include <sys/types.h>
@@ -17,6 +18,8 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/run_facts.h"
+#include "core/signal_safe.h"
 
 namespace gpuleak::core {
 
@@ -24,7 +27,10 @@ class ReportCommand {
  public:
   // Ordinary context (allocates). Leaves the command unprepared when there is nothing to run:
   // under `gpuleak run`, GPULEAK_REPORT_TIMEOUT=0, or no executable CLI (then `hint_only`).
-  void prepare(const Config &config, const std::string &capture_path);
+  // The report runs in the capture's folder (`file.dir_fd`, held open since the capture was
+  // created) on the capture's name: a folder renamed or swapped for a symlink meanwhile is never
+  // read or written through. The descriptor stays open for the process's life.
+  void prepare(const Config &config, const CaptureFile &file);
   bool ready() const { return ready_; }
   bool hint_only() const { return hint_only_; }  // say "analyze it with: gpuleak report PATH"
 
@@ -38,6 +44,8 @@ class ReportCommand {
   std::vector<std::string> args_, env_;  // fixed once prepared: the pointers below point into them
   std::vector<char *> argv_, envp_;
   std::string capture_path_;
+  int dir_fd_ = -1;
+  FileId dir_id_;  // what dir_fd_ was when prepared: a program that closed it may have reused the number
   bool ready_ = false;
   bool hint_only_ = false;
 };

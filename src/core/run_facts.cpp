@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/high_fd.h"
 #include "text/paths.h"
 
 namespace gpuleak::core {
@@ -117,41 +118,48 @@ bool make_directories(const std::string &dir, std::string *error) {
 
 namespace {
 
-// The capture's descriptor, moved far from the low numbers that programs close and reuse
-// (closing 3..N, or dup2 onto "their" number): the lowest free one from just under the soft
-// RLIMIT_NOFILE (at most ~1000, so that the descriptor table need not grow). Where that fails,
-// the descriptor stays where it is: the writer's ownership check still guards it.
-int move_high(int fd) {
-  rlimit lim{};
-  rlim_t soft = getrlimit(RLIMIT_NOFILE, &lim) == 0 ? lim.rlim_cur : 1024;
-  if (soft == RLIM_INFINITY || soft > 1024) soft = 1024;
-  int target = soft > 64 ? static_cast<int>(soft) - 24 : static_cast<int>(soft) / 2;
-  if (fd >= target) return fd;
-  int high = fcntl(fd, F_DUPFD_CLOEXEC, target);
-  if (high < 0) return fd;
-  close(fd);
-  return high;
+// Whether `name` exists in the folder (a file, a symlink, anything).
+bool taken(int dir_fd, const std::string &name) {
+  struct stat st {};
+  return fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT;
 }
 
 }  // namespace
 
-int create_capture_file(const std::string &dir, const std::string &stem, std::string *path, std::string *error) {
+int create_capture_file(const std::string &dir, const std::string &stem, CaptureFile *out, std::string *error) {
   if (!make_directories(dir, error)) return -1;
+  // The folder as it is now, symlinks resolved, held open: what it is later called (renamed, or
+  // swapped for a symlink) changes nothing for the capture or the at-exit report.
+  char real[PATH_MAX];
+  std::string folder = realpath(dir.c_str(), real) ? std::string(real) : dir;
+  int dir_fd = open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir_fd < 0) {
+    *error = "cannot open " + folder + ": " + std::strerror(errno);
+    return -1;
+  }
+  dir_fd = move_high(dir_fd);
   std::string safe = sanitize(stem);
   for (int attempt = 0; attempt < 1000; ++attempt) {
-    std::string name = safe + (attempt ? "." + std::to_string(attempt) : "") + ".gpuleak";
-    std::string full = dir + "/" + name;
-    int fd = open(full.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    std::string base = safe + (attempt ? "." + std::to_string(attempt) : "");
+    // One counter for the capture and what is written beside it: a report or trace left by an
+    // earlier process under this name (a PID that came back) is never replaced.
+    if (taken(dir_fd, base + ".report.json") || taken(dir_fd, base + ".trace.json")) continue;
+    std::string name = base + ".gpuleak";
+    int fd = openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd >= 0) {
-      *path = full;
+      out->path = folder + "/" + name;
+      out->name = name;
+      out->dir_fd = dir_fd;
       return move_high(fd);
     }
     if (errno != EEXIST) {
-      *error = "cannot create " + full + ": " + std::strerror(errno);
+      *error = "cannot create " + folder + "/" + name + ": " + std::strerror(errno);
+      close(dir_fd);
       return -1;
     }
   }
-  *error = "cannot create a capture file in " + dir + ": every name is taken";
+  *error = "cannot create a capture file in " + folder + ": every name is taken";
+  close(dir_fd);
   return -1;
 }
 

@@ -20,13 +20,20 @@ RunFacts read_run_facts();
 // "<program>" of a command line: for a Python interpreter the script (or -m module) basename.
 std::string program_name(const std::string &exe, const std::vector<std::string> &argv);
 
-// Creates `<dir>/<stem>.gpuleak` without following symlinks or replacing anything: when the name is
-// taken, ".1", ".2", ... are appended to the stem. Creates `dir` and its parents (0755) when
-// missing. Returns the open descriptor (close-on-exec, moved to a high number) and sets *path, or
-// -1 with *error set.
 // mkdir -p: false with *error set when a level cannot be made or the result is not a directory.
 bool make_directories(const std::string &dir, std::string *error);
 
-int create_capture_file(const std::string &dir, const std::string &stem, std::string *path, std::string *error);
+// Where a capture was created.
+struct CaptureFile {
+  std::string path;  // the folder (symlinks resolved when it was opened) and the name
+  std::string name;  // "<stem>[.N].gpuleak"
+  int dir_fd = -1;   // the folder, opened O_DIRECTORY | O_NOFOLLOW, close-on-exec, high
+};
+
+// Creates `<dir>/<stem>.gpuleak` without following symlinks or replacing anything: when the name is
+// taken, or a report or trace of that stem exists, ".1", ".2", ... are appended to the stem.
+// Creates `dir` and its parents (0755) when missing. Returns the open descriptor (close-on-exec,
+// moved to a high number) and fills *out, or -1 with *error set.
+int create_capture_file(const std::string &dir, const std::string &stem, CaptureFile *out, std::string *error);
 
 }  // namespace gpuleak::core

@@ -5,6 +5,8 @@
 
 #include <cerrno>
 
+#include "log/stderr_write.h"
+
 namespace gpuleak::core {
 
 namespace {
@@ -35,8 +37,41 @@ bool stderr_is_safe() {
   return S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
 }
 
+namespace {
+
+constexpr char kReplacement[] = "\xEF\xBF\xBD";  // U+FFFD, as text::printable writes it
+
+// The length of the well-formed UTF-8 sequence at `s` that is not a C1 control (U+0080-U+009F),
+// or 0.
+size_t printable_sequence(const unsigned char *s) {
+  const unsigned char c = s[0];
+  auto cont = [&](int i) { return (s[i] & 0xC0) == 0x80; };
+  if (c >= 0xC2 && c <= 0xDF) return cont(1) && !(c == 0xC2 && s[1] < 0xA0) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    if (!cont(1) || !cont(2) || (c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] > 0x9F)) return 0;
+    return 3;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    if (!cont(1) || !cont(2) || !cont(3) || (c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] > 0x8F)) return 0;
+    return 4;
+  }
+  return 0;
+}
+
+}  // namespace
+
+// Untrusted text (paths, the environment's values) is made inert for a terminal, like
+// text::printable: control characters (C0, DEL, C1) and ill-formed UTF-8 become U+FFFD.
 Line &Line::text(const char *s) {
-  while (s && *s && n_ < sizeof buf_ - 1) buf_[n_++] = *s++;
+  const auto *p = reinterpret_cast<const unsigned char *>(s);
+  while (p && *p && n_ < sizeof buf_ - 1) {
+    size_t len = *p >= 0x20 && *p < 0x7F ? 1 : *p >= 0x80 ? printable_sequence(p) : 0;
+    const char *from = len ? reinterpret_cast<const char *>(p) : kReplacement;
+    size_t copy = len ? len : sizeof kReplacement - 1;
+    if (n_ + copy > sizeof buf_ - 1) break;
+    for (size_t i = 0; i < copy; ++i) buf_[n_++] = from[i];
+    p += len ? len : 1;
+  }
   return *this;
 }
 
@@ -66,15 +101,7 @@ Line &Line::bytes(uint64_t b) {
 
 void Line::emit() {
   buf_[n_++] = '\n';
-  if (!stderr_is_safe()) return;
-  int saved = errno;
-  for (size_t done = 0; done < n_;) {
-    ssize_t w = write(2, buf_ + done, n_ - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) break;
-    done += static_cast<size_t>(w);
-  }
-  errno = saved;
+  if (stderr_is_safe()) log::write_stderr(buf_, n_);
 }
 
 }  // namespace gpuleak::core

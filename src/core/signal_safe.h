@@ -27,10 +27,11 @@ void remember_stderr();  // at load time
 bool stderr_is_safe();
 
 // One line built in a fixed buffer and written to stderr with a single write(2), when
-// stderr_is_safe(). Longer text is cut, never allocated.
+// stderr_is_safe(), never raising SIGPIPE (log/stderr_write.h). Longer text is cut, never
+// allocated.
 class Line {
  public:
-  Line &text(const char *s);
+  Line &text(const char *s);  // control characters and ill-formed UTF-8 become U+FFFD
   Line &num(uint64_t v);
   Line &bytes(uint64_t b);  // "512 B", "1.5 MiB" (one decimal, rounded down)
   void emit();              // adds the newline

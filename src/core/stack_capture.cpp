@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "core/high_fd.h"
+
 namespace gpuleak::core {
 
 namespace {
@@ -50,6 +52,10 @@ void StackCapture::init(uintptr_t own_begin, uintptr_t own_end, bool libgcc) {
   own_end_ = own_end;
   void *lib = libgcc ? nullptr : dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
   if (lib) {
+    // Before libunwind's first call, which makes its address-validation pipe: that pipe must
+    // never take the low numbers the program uses (it reads one byte from one end and writes one
+    // byte of memory into the other, and re-opens it whenever a read fails).
+    keep_pipes_high(lib);
     auto bt = reinterpret_cast<Backtrace>(dlsym(lib, "unw_backtrace"));
     auto set_policy = reinterpret_cast<int (*)(void *, int)>(dlsym(lib, "_ULx86_64_set_caching_policy"));
     auto set_size = reinterpret_cast<int (*)(void *, unsigned, int)>(dlsym(lib, "_ULx86_64_set_cache_size"));

@@ -339,6 +339,7 @@ enum class RunInfoField : uint16_t {
   kVersion = 3,       // gpuleak version
   kAllocatorEnv = 4,  // PYTORCH_CUDA_ALLOC_CONF as seen at start ("" when unset)
   kUnwinder = 5,      // "libunwind", "libgcc" or "none"
+  kRunToken = 6,      // GPULEAK_RUN_TOKEN ("" when unset): which `gpuleak run` started the process
   kCount
 };
 

@@ -82,6 +82,9 @@ bool decode_run_info(Cursor c, RunInfo *run) {
       case RunInfoField::kUnwinder:
         run->unwinder = s;
         break;
+      case RunInfoField::kRunToken:
+        run->run_token = s;
+        break;
       default:
         break;  // a newer writer's field
     }

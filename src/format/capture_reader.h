@@ -35,6 +35,7 @@ struct RunInfo {
   std::string version;
   std::string allocator_env;
   std::string unwinder;
+  std::string run_token;  // "" in captures before it was written, or not under `gpuleak run`
 };
 
 struct Device {

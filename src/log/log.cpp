@@ -1,11 +1,12 @@
 // The logger behind log.h: spdlog, header-only (with fmt header-only), so libgpuleak.so carries
 // its own hidden copy and neither needs nor displaces a libspdlog or libfmt of the program's.
 #include "log/log.h"
+#include "log/stderr_write.h"
 
 #include <spdlog/logger.h>
 #include <spdlog/pattern_formatter.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/basic_file_sink.h>
-#include <spdlog/sinks/stdout_sinks.h>
 #include <strings.h>
 
 #include <cstdarg>
@@ -61,6 +62,18 @@ spdlog::level::level_enum to_spdlog(Level l) {
   return spdlog::level::off;
 }
 
+// Lines to descriptor 2 through write_stderr: a stderr whose reader has gone never kills the
+// program (or `gpuleak run`) with SIGPIPE over a diagnostic.
+class StderrSink final : public spdlog::sinks::base_sink<std::mutex> {
+ protected:
+  void sink_it_(const spdlog::details::log_msg &msg) override {
+    spdlog::memory_buf_t line;
+    formatter_->format(msg, line);
+    write_stderr(line.data(), line.size());
+  }
+  void flush_() override {}
+};
+
 // Not in spdlog's registry: no global state shared with a program that uses spdlog itself, no
 // periodic flusher thread. Never deleted: threads and atexit handlers may log until the end.
 spdlog::logger *create() {
@@ -80,7 +93,7 @@ spdlog::logger *create() {
   if (sink) {
     formatter->set_pattern("%Y-%m-%d %H:%M:%S.%f %n[%P:%t] %l: %v");
   } else {
-    sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+    sink = std::make_shared<StderrSink>();
     formatter->add_flag<DebugLevelTag>('*').set_pattern("gpuleak: %*%v");
   }
   sink->set_formatter(std::move(formatter));

@@ -4,6 +4,7 @@
 #include "shim/preload.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -85,8 +86,17 @@ std::string default_cli_path() {
   return text::dirname_of(info.dli_fname) + "/../bin/gpuleak";
 }
 
+// A relative GPULEAK_OUT (the default ./gpuleak-out) is where the program starts: a program that
+// changes directory later must still find its capture there, and so must its at-exit report.
+std::string absolute_dir(const std::string &dir) {
+  char cwd[PATH_MAX];
+  if (dir.empty() || dir[0] == '/' || !getcwd(cwd, sizeof cwd)) return dir;
+  return std::string(cwd) + "/" + dir;
+}
+
 __attribute__((constructor)) void gpuleak_preload_init() {
   core::Config config = core::read_config();
+  config.out_dir = absolute_dir(config.out_dir);
   if (config.cli_path.empty()) config.cli_path = default_cli_path();
   g_own_range = core::ModuleMap::range_of(reinterpret_cast<void *>(&gpuleak_preload_init));
   core::remember_stderr();  // what descriptor 2 is now decides where our lines may go later

@@ -1,10 +1,12 @@
 // `gpuleak run [options] [--] CMD ARGS...`: runs CMD under the shim, with the environment that makes
 // it and its children write captures to --out, then turns each new capture into a report.
 #include <dirent.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -15,10 +17,14 @@
 #include <memory>
 #include <set>
 
+#include <fstream>
+
 #include <CLI/CLI.hpp>
 
 #include "cli.h"
+#include "format/capture_reader.h"
 #include "log/log.h"
+#include "text/escape.h"
 #include "text/paths.h"
 
 #ifndef GPULEAK_CLI_TO_SHIMDIR
@@ -28,6 +34,12 @@
 namespace gpuleak::cli {
 
 namespace {
+
+uint64_t monotonic_seed() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000ull + static_cast<uint64_t>(t.tv_nsec);
+}
 
 std::set<std::string> captures_in(const std::string &dir) {
   std::set<std::string> found;
@@ -39,6 +51,48 @@ std::set<std::string> captures_in(const std::string &dir) {
   }
   closedir(d);
   return found;
+}
+
+// The token a capture's RunInfo carries (GPULEAK_RUN_TOKEN), read from its first bytes only: the
+// header and the RunInfo lead every capture. A FIFO or anything but a regular file is never read
+// (a FIFO without a writer would block).
+std::string run_token_of(const std::string &path) {
+  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return {};
+  struct stat st {};
+  std::string head(64 * 1024, '\0');
+  ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, head.data(), head.size()) : -1;
+  close(fd);
+  if (n <= 0) return {};
+  head.resize(static_cast<size_t>(n));
+  format::Capture c;
+  std::string error;
+  if (!format::parse_capture(reinterpret_cast<const uint8_t *>(head.data()), head.size(), &c, &error) || !c.run)
+    return {};
+  return c.run->run_token;
+}
+
+// A token no other run shares: the processes of this run (and their children, which inherit the
+// environment) write it into their captures.
+std::string new_run_token() {
+  uint64_t bits[2] = {0, 0};
+  std::ifstream random("/dev/urandom", std::ios::binary);
+  random.read(reinterpret_cast<char *>(bits), sizeof bits);
+  char text[64];
+  std::snprintf(text, sizeof text, "%d-%016llx%016llx", static_cast<int>(getpid()),
+                static_cast<unsigned long long>(bits[0]), static_cast<unsigned long long>(bits[1] ^ monotonic_seed()));
+  return text;
+}
+
+// Whether `path` still names the folder held open as `fd` (itself, not a symlink to it).
+bool same_folder(int fd, const std::string &path) {
+  struct stat held {
+  }, now{};
+  int again = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  bool same = again >= 0 && fstat(fd, &held) == 0 && fstat(again, &now) == 0 && held.st_dev == now.st_dev &&
+              held.st_ino == now.st_ino;
+  if (again >= 0) close(again);
+  return same;
 }
 
 std::string absolute(const std::string &path) {
@@ -189,6 +243,12 @@ int run_command(const RunOptions &o) {
   const bool hooks = !python.empty();
   std::string out = absolute(o.out_dir);
   make_directories(out);
+  // The folder itself, symlinks resolved, held open: the report after the run refuses to read or
+  // write through a folder that was swapped meanwhile (same_folder).
+  char real[PATH_MAX];
+  if (realpath(out.c_str(), real)) out = real;
+  const int out_fd = open(out.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (out_fd < 0) throw UsageError{"cannot open " + out + ": " + std::strerror(errno)};
   std::set<std::string> before = captures_in(out);
 
   std::string preload = shim;
@@ -196,6 +256,8 @@ int run_command(const RunOptions &o) {
   setenv("LD_PRELOAD", preload.c_str(), 1);
   setenv("GPULEAK_OUT", out.c_str(), 1);
   setenv("GPULEAK_UNDER_RUN", "1", 1);
+  const std::string token = new_run_token();
+  setenv("GPULEAK_RUN_TOKEN", token.c_str(), 1);
   setenv("NVTX_INJECTION64_PATH", shim.c_str(), 0);
   if (o.stack_depth >= 0) setenv("GPULEAK_STACK_DEPTH", std::to_string(o.stack_depth).c_str(), 1);
   if (o.cupti) setenv("GPULEAK_CUPTI", "1", 1);
@@ -228,9 +290,16 @@ int run_command(const RunOptions &o) {
   std::vector<char *> argv;
   for (const std::string &a : o.command) argv.push_back(const_cast<char *>(a.c_str()));
   argv.push_back(nullptr);
+  // gpuleak's own writes (the summary, the report's lines) to a stderr whose reader has gone must
+  // not end `gpuleak run` with SIGPIPE; the program gets the disposition gpuleak started with.
+  struct sigaction ignore {
+  }, started_with{};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ignore, &started_with);
   g_child = fork();
   if (g_child < 0) throw UsageError{std::string("fork failed: ") + std::strerror(errno)};
   if (g_child == 0) {
+    sigaction(SIGPIPE, &started_with, nullptr);
     execvp(argv[0], argv.data());
     std::fprintf(stderr, "gpuleak: cannot run %s: %s\n", argv[0], std::strerror(errno));
     _exit(127);
@@ -243,10 +312,18 @@ int run_command(const RunOptions &o) {
   }
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 
+  if (!same_folder(out_fd, out)) {
+    GPULEAK_LOG_ERROR(
+        "run: %s is not the folder it was when the run started (renamed, or now a symlink); "
+        "nothing is read or written through it: analyze the captures with gpuleak report",
+        text::printable(out).c_str());
+    return code;
+  }
   std::set<std::string> after = captures_in(out);
   ReportOptions report;  // its read options: the variables (GPULEAK_ITERATION_RANGE, GPULEAK_USER_CODE...)
+  // Only this run's processes: a --out shared with other runs holds their captures too.
   for (const std::string &path : after)
-    if (!before.count(path)) report.inputs.push_back(path);
+    if (!before.count(path) && run_token_of(path) == token) report.inputs.push_back(path);
   GPULEAK_LOG_DEBUG("run: %s exited with status %d; %zu new captures in %s", o.command[0].c_str(), code,
                     report.inputs.size(), out.c_str());
   report.quiet = o.quiet;
