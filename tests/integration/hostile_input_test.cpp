@@ -141,7 +141,7 @@ TEST(HostileInput, FifoWithoutWriterIsRefusedByEveryReader) {
   for (const std::vector<std::string> &args : {std::vector<std::string>{"report", fifo},
                                                {"view", fifo, "-o", dir + "/f.html"},
                                                {"trace", fifo},
-                                               {"export", fifo, "-o", dir + "/f.pb.gz"},
+                                               {"export", "--format", "pprof", fifo, "-o", dir + "/f.pb.gz"},
                                                {"stats", fifo},
                                                {"merge", fifo, "-o", dir + "/m.json"},
                                                {"check", fifo},
