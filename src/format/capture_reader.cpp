@@ -1,6 +1,7 @@
 #include "format/capture_reader.h"
 #include "format/huge_pages.h"
 #include "format/memory_source.h"
+#include "text/input_file.h"
 #include "text/limits.h"
 #include "text/paths.h"
 
@@ -118,11 +119,22 @@ bool decode_stack(Cursor c, Capture *out) {
   return true;
 }
 
-// The devices a capture names, counted as they appear (device records, and the device of every
-// memory record): a hostile file is refused at device text::kMaxDevices + 1, before the analysis builds
-// per-device state for them all.
-class DeviceCount {
+// What a capture may claim, counted as its records are read. The devices it names (device records,
+// and the device of every memory record): a hostile file is refused at device text::kMaxDevices + 1,
+// before the analysis builds per-device state for them all. The bytes its successful allocations
+// claim, all together: past text::kMaxAllocatedBytes the file is corrupt (#25: a size near 2^64
+// wrapped the live bytes to "740 B, clean"); below it no sum of sizes the analysis keeps can wrap.
+class RecordLimits {
  public:
+  // False, and overclaimed() from then on, once the allocations claim more than the limit.
+  bool allocate(const MemoryRecord &r) {
+    if (r.op != static_cast<uint8_t>(Op::kAlloc) || r.result != 0) return true;  // a failed call holds nothing
+    if (r.size > text::kMaxAllocatedBytes - allocated_) return !(overclaimed_ = true);
+    allocated_ += r.size;
+    return true;
+  }
+  bool overclaimed() const { return overclaimed_; }
+
   // False, and full() from then on, once more than text::kMaxDevices distinct devices were seen.
   bool add(int64_t device) {
     if (device < 0) device = 0;  // -1: unknown, which the analysis counts as device 0
@@ -144,12 +156,14 @@ class DeviceCount {
   std::vector<int64_t> large_;
   size_t count_ = 0;
   bool full_ = false;
+  uint64_t allocated_ = 0;
+  bool overclaimed_ = false;
 };
 
 // `memory`, when given, indexes memory records instead of keeping them; `offset` is the record's.
 // False when the record is malformed, or names a device past text::kMaxDevices (devices->full()).
 bool decode_record(uint16_t type, const uint8_t *p, size_t n, uint64_t offset, Capture *out, FileMemorySource *memory,
-                   DeviceCount *devices) {
+                   RecordLimits *devices) {
   Cursor c(p, n);
   switch (static_cast<RecordType>(type)) {
     case RecordType::kRunInfo: {
@@ -176,7 +190,7 @@ bool decode_record(uint16_t type, const uint8_t *p, size_t n, uint64_t offset, C
     case RecordType::kMemory: {
       ++out->memory_records;
       MemoryRecord r;
-      if (!fixed(p, n, &r) || !devices->add(r.device)) return false;
+      if (!fixed(p, n, &r) || !devices->add(r.device) || !devices->allocate(r)) return false;
       if (memory)
         memory->add(offset, static_cast<uint32_t>(sizeof(RecordHeader) + n), r);
       else
@@ -313,7 +327,7 @@ std::string corrupt_at(uint64_t offset, const uint8_t *p, size_t n) {
 // consumed. A record cut short stops the loop: at the end of the file that is truncation,
 // elsewhere the caller brings more bytes. `offset` is data's position in the file (for errors).
 bool parse_records(const uint8_t *data, size_t size, uint64_t offset, Capture *out, FileMemorySource *memory,
-                   DeviceCount *devices, std::string *error, size_t *used) {
+                   RecordLimits *devices, std::string *error, size_t *used) {
   size_t pos = 0;
   while (size - pos >= sizeof(RecordHeader)) {
     if (implausible_header(data + pos, sizeof(RecordHeader))) {
@@ -326,8 +340,12 @@ bool parse_records(const uint8_t *data, size_t size, uint64_t offset, Capture *o
     if (!decode_record(h.type, data + pos + sizeof h, h.size, offset + pos, out, memory, devices)) {
       *error = devices->full() ? "capture names more than " + std::to_string(text::kMaxDevices) +
                                      " devices (a limit, docs/limits.md): corrupt or not from gpuleak"
-                               : "corrupt capture: malformed record of type " + std::to_string(h.type) + " at offset " +
-                                     std::to_string(offset + pos);
+               : devices->overclaimed()
+                   ? "corrupt capture: the allocation at offset " + std::to_string(offset + pos) +
+                         " takes the bytes its allocations claim past 4 EiB (no machine allocates that; a "
+                         "limit, docs/limits.md)"
+                   : "corrupt capture: malformed record of type " + std::to_string(h.type) + " at offset " +
+                         std::to_string(offset + pos);
       return false;
     }
     pos += sizeof h + h.size;
@@ -349,7 +367,7 @@ bool parse_capture(const uint8_t *data, size_t size, Capture *out, std::string *
   *out = Capture{};
   size_t pos = 0, used = 0;
   if (!parse_header(data, size, out, error, &pos)) return false;
-  DeviceCount devices;
+  RecordLimits devices;
   if (!parse_records(data + pos, size - pos, pos, out, nullptr, &devices, error, &used)) return false;
   pos += used;
   if (!check_tail(data + pos, size - pos, pos, error)) return false;
@@ -365,14 +383,11 @@ namespace {
 // from the file size; with it they are indexed, and the open file is handed to it.
 bool read_file(const std::string &path, Capture *out, FileMemorySource *memory, std::string *error) {
   *out = Capture{};
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    *error = path + ": " + std::strerror(errno);
-    return false;
-  }
-  struct stat st {};
-  if (!memory && ::fstat(fd, &st) == 0 && st.st_size > 0) {
-    out->memory.reserve(static_cast<size_t>(st.st_size) / (sizeof(RecordHeader) + sizeof(MemoryRecord)));
+  uint64_t size = 0;
+  int fd = text::open_input(path, error, &size);  // a regular file only: a FIFO would block open()
+  if (fd < 0) return false;
+  if (!memory && size > 0) {
+    out->memory.reserve(static_cast<size_t>(size) / (sizeof(RecordHeader) + sizeof(MemoryRecord)));
     prefer_huge_pages(out->memory);
   }
   constexpr size_t kChunk = 4u << 20;  // > the largest record (kMaxRecordSize + header)
@@ -380,7 +395,7 @@ bool read_file(const std::string &path, Capture *out, FileMemorySource *memory, 
   size_t have = 0;        // bytes in buf
   uint64_t consumed = 0;  // file offset of buf[0]
   bool header_done = false, eof = false;
-  DeviceCount devices;
+  RecordLimits devices;
   while (!eof || have > 0) {
     while (!eof && have < buf.size()) {
       ssize_t n = ::read(fd, buf.data() + have, buf.size() - have);
@@ -434,15 +449,13 @@ bool read_file(const std::string &path, Capture *out, FileMemorySource *memory, 
 }  // namespace
 
 bool is_capture_file(const std::string &path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  std::string error;
+  int fd = text::open_input(path, &error);
   if (fd < 0) return false;
-  struct stat st {};
   char magic[sizeof kMagic];
-  ssize_t n = -1;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    do n = ::read(fd, magic, sizeof magic);
-    while (n < 0 && errno == EINTR);
-  }
+  ssize_t n;
+  do n = ::read(fd, magic, sizeof magic);
+  while (n < 0 && errno == EINTR);
   ::close(fd);
   return n == static_cast<ssize_t>(sizeof magic) && std::memcmp(magic, kMagic, sizeof magic) == 0;
 }

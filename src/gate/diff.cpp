@@ -7,8 +7,11 @@
 #include <set>
 
 #include "gate/sizes.h"
+#include "text/escape.h"
 
 namespace gpuleak::gate {
+
+using text::printable;  // a report's names are the program's bytes: no escape reaches the terminal
 
 namespace {
 
@@ -76,19 +79,19 @@ std::vector<LeakChange> diff_leaks(const Report &a, const Report &b, double tole
 }
 
 std::string write_diff(const Report &a, const Report &b, double tolerance) {
-  std::string out = "gpuleak diff\n  A: " + a.path + "\n  B: " + b.path + "\n\n";
+  std::string out = "gpuleak diff\n  A: " + printable(a.path) + "\n  B: " + printable(b.path) + "\n\n";
   std::vector<Row> rows;
   rows.push_back({"", "A", "B", ""});
-  rows.push_back({"program", a.display_name(), b.display_name(), ""});
-  rows.push_back({"verdict", a.verdict, b.verdict, a.verdict == b.verdict ? "" : "changed"});
-  rows.push_back({"iteration source", a.iteration_source, b.iteration_source, ""});
+  rows.push_back({"program", printable(a.display_name()), printable(b.display_name()), ""});
+  rows.push_back({"verdict", printable(a.verdict), printable(b.verdict), a.verdict == b.verdict ? "" : "changed"});
+  rows.push_back({"iteration source", printable(a.iteration_source), printable(b.iteration_source), ""});
   std::set<int> devices;
   for (const Device &d : a.devices) devices.insert(d.index);
   for (const Device &d : b.devices) devices.insert(d.index);
   for (int index : devices) {
     const Device *da = a.device(index), *db = b.device(index);
     const std::string dev = "device " + std::to_string(index) + " ";
-    rows.push_back({dev + "verdict", da ? da->verdict : "-", db ? db->verdict : "-", ""});
+    rows.push_back({dev + "verdict", da ? printable(da->verdict) : "-", db ? printable(db->verdict) : "-", ""});
     rows.push_back(
         {dev + "peak", size_or_dash(da, &Device::peak_live_bytes), size_or_dash(db, &Device::peak_live_bytes),
          da && db ? change(static_cast<double>(da->peak_live_bytes), static_cast<double>(db->peak_live_bytes)) : ""});
@@ -124,7 +127,7 @@ std::string write_diff(const Report &a, const Report &b, double tolerance) {
               format_size(c.after->bytes_per_iteration) + "/iteration (" +
               change(c.before->bytes_per_iteration, c.after->bytes_per_iteration) + ")";
     }
-    out += line + " on device " + std::to_string(l.device) + " [site " + l.site_id + "]\n";
+    out += printable(line + " on device " + std::to_string(l.device) + " [site " + l.site_id + "]") + "\n";
   }
   return out;
 }

@@ -113,6 +113,43 @@ void check_schema(const json &doc, const std::string &path) {
   if (!problem.empty()) throw GateError(path + ": " + problem);
 }
 
+// leak > growth > inconclusive > clean (docs/report-format.md); -1 for anything else.
+int verdict_rank(const std::string &v) {
+  if (v == "clean") return 0;
+  if (v == "inconclusive") return 1;
+  if (v == "growth") return 2;
+  if (v == "leak") return 3;
+  return -1;
+}
+
+// The verdicts must agree (docs/report-format.md): the report's is the worst over devices[], and a
+// device with a leak on it says "leak". A report that contradicts itself (a "growth" verdict with no
+// growing device) is damaged or hand-made: the gate judges devices and leaks, so judging it would
+// let its verdict through unjudged. It is bad input, never a pass (#25).
+void check_verdicts_agree(const Report &rep, const std::string &path) {
+  const std::string bad = path + ": malformed report: ";
+  int worst = -1;
+  const Device *worst_device = nullptr;
+  for (const Device &d : rep.devices) {
+    const int rank = verdict_rank(d.verdict);
+    if (rank < 0)
+      throw GateError(bad + "device " + std::to_string(d.index) + "'s verdict \"" + d.verdict +
+                      "\" is not leak, growth, inconclusive or clean");
+    if (rank > worst) worst = rank, worst_device = &d;
+  }
+  if (worst_device == nullptr) {
+    if (verdict_rank(rep.verdict) >= verdict_rank("growth"))
+      throw GateError(bad + "verdict \"" + rep.verdict + "\" but devices[] lists no device");
+  } else if (worst != verdict_rank(rep.verdict)) {
+    throw GateError(bad + "verdict \"" + rep.verdict + "\" but the worst of devices[] is \"" + worst_device->verdict +
+                    "\" (device " + std::to_string(worst_device->index) + ")");
+  }
+  for (const Leak &leak : rep.leaks)
+    if (const Device *d = rep.device(leak.device); d && d->verdict != "leak")
+      throw GateError(bad + "leaks[] names a leak on device " + std::to_string(leak.device) + ", whose verdict is \"" +
+                      d->verdict + "\"");
+}
+
 }  // namespace
 
 const Frame *Stack::user_frame() const {
@@ -276,6 +313,7 @@ Report parse_report(const nlohmann::json &doc, const std::string &path) {
   // and passing it under a budget would let any leak through.
   if (rep.verdict == "leak" && rep.leaks.empty())
     throw GateError(path + ": malformed report: verdict \"leak\" but leaks[] names no leak");
+  check_verdicts_agree(rep, path);
 
   if (const json *oom = r.field(doc, "oom")) {
     if (!oom->is_object()) r.fail("oom", "an object");

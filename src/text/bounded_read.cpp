@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "text/input_file.h"
 #include "text/limits.h"
 
 namespace gpuleak::text {
@@ -25,27 +26,15 @@ std::string too_large(const std::string &path, uint64_t limit, const char *what)
 ReadResult read_bounded(const std::string &path, uint64_t limit, const char *what, std::string *out,
                         std::string *error) {
   out->clear();
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    *error = path + ": " + std::strerror(errno);
-    return ReadResult::kIoError;
+  uint64_t size = 0;
+  int fd = open_input(path, error, &size);
+  if (fd < 0) return ReadResult::kIoError;
+  if (size > limit) {
+    ::close(fd);
+    *error = too_large(path, limit, what);
+    return ReadResult::kTooLarge;
   }
-  struct stat st {};
-  if (::fstat(fd, &st) == 0) {
-    if (S_ISDIR(st.st_mode)) {
-      ::close(fd);
-      *error = path + ": " + std::strerror(EISDIR);
-      return ReadResult::kIoError;
-    }
-    if (S_ISREG(st.st_mode)) {
-      if (static_cast<uint64_t>(st.st_size) > limit) {
-        ::close(fd);
-        *error = too_large(path, limit, what);
-        return ReadResult::kTooLarge;
-      }
-      out->reserve(static_cast<size_t>(st.st_size));
-    }
-  }
+  out->reserve(static_cast<size_t>(size));
   char buf[1 << 16];
   for (;;) {
     ssize_t n = ::read(fd, buf, sizeof buf);
@@ -56,7 +45,7 @@ ReadResult read_bounded(const std::string &path, uint64_t limit, const char *wha
       return ReadResult::kIoError;
     }
     if (n == 0) break;
-    // A file that grows while read, or one whose size stat cannot know (a pipe, /dev/zero).
+    // A file that grows while it is read.
     if (out->size() + static_cast<size_t>(n) > limit) {
       ::close(fd);
       out->clear();

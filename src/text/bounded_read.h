@@ -1,7 +1,7 @@
-// Reading a whole untrusted input file with a size limit (limits.h). Works on anything read() can
-// read (a regular file, a pipe, /dev/stdin, a process substitution): a regular file that is too
-// large is refused from its size before anything is read, anything else is read until it passes
-// the limit, so /dev/zero or an endless pipe costs at most the limit, never all memory.
+// Reading a whole untrusted input file with a size limit (limits.h). Only a regular file is read
+// (input_file.h: a FIFO with no writer would block forever, /dev/zero never ends); one that is too
+// large is refused from its size before anything is read, and one that grows while it is read
+// stops at the limit, so no input costs more than the limit.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,8 @@
 namespace gpuleak::text {
 
 // The bytes of `path` into *out. On failure, *error says "PATH: reason": kIoError for what open()
-// and read() say (a directory: "Is a directory"), kTooLarge for more than `limit` bytes
+// and read() say (a directory: "Is a directory"; a FIFO or device: "not a regular file (...)"), kTooLarge for more than
+// `limit` bytes
 // ("PATH: larger than 128 MiB, the limit for <what> (docs/limits.md)").
 enum class ReadResult { kOk, kIoError, kTooLarge };
 ReadResult read_bounded(const std::string &path, uint64_t limit, const char *what, std::string *out,

@@ -23,11 +23,23 @@ inline constexpr uint64_t kMaxReportBytes = 128ull << 20;
 // default (docs/trace-format.md); the limit also bounds what a gzip bomb can inflate to.
 inline constexpr uint64_t kMaxTraceBytes = 1ull << 30;
 
+// JSON values (containers included) in one event of a trace given to `gpuleak merge`. Events are
+// read one at a time (text/json_input.h), so this is what bounds the memory a trace costs beyond
+// its text: about 100 bytes per value once parsed, 100 MB at most. The largest events gpuleak
+// or torch.profiler write hold a few thousand.
+inline constexpr uint64_t kMaxTraceEventValues = 1'000'000;
+
 // Devices one capture may name (device records and the devices of memory records together), and
 // one report's iterations may list: twice the 16 GPUs the largest machines show one process today.
 // The analysis and the viewer keep numbers per device and iteration, so a 1 MB file naming 30,000
 // devices would cost gigabytes: it is refused as it is read.
 inline constexpr size_t kMaxDevices = 32;
+
+// Bytes the successful allocations of one capture may claim, all together: 4 EiB, thousands of
+// times what a year of a large training job allocates (1 TB per second). A capture past it is
+// corrupt, and keeping every capture under it means no sum of sizes in the analysis can wrap
+// around 2^64 (a size near 2^64 once turned a leak into "740 B live, clean").
+inline constexpr uint64_t kMaxAllocatedBytes = 1ull << 62;  // "4 EiB" in capture_reader.cpp's error
 
 // "128 MiB", "1 GiB": a limit as the errors and docs/limits.md spell it.
 std::string limit_text(uint64_t bytes);

@@ -4,6 +4,8 @@
 // ends with one line on stderr and exit status 2 (or the gate's verdict), never a crash, and the
 // memory-hungry ones run with their address space capped (RLIMIT_AS, through `ulimit -v`), so a
 // reader that balloons fails there instead of passing on a machine with memory to spare.
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -118,15 +120,75 @@ TEST(HostileInput, DeepJsonIsRefusedByEveryJsonReader) {
                         "nested deeper than 512 levels");
 }
 
-// /dev/zero once made check, diff and merge read 16.7 GB and view never end.
-TEST(HostileInput, EndlessFilesStopAtTheLimit) {
+// /dev/zero once made check, diff and merge read 16.7 GB and view never end; it is not a regular
+// file, so every reader refuses it before reading a byte (#25).
+TEST(HostileInput, EndlessFilesAreRefusedUnread) {
   std::string dir = make_temp_dir("hostile_zero");
-  const std::string report_limit = "larger than 128 MiB, the limit for a report";
-  expect_one_line_error(gpuleak_capped(1024, {"check", "/dev/zero"}), report_limit);
-  expect_one_line_error(gpuleak_capped(1024, {"diff", "/dev/zero", "/dev/zero"}), report_limit);
-  expect_one_line_error(gpuleak_capped(1024, {"view", "/dev/zero", "-o", dir + "/z.html"}), report_limit);
-  expect_one_line_error(gpuleak_capped(3072, {"merge", "/dev/zero", "-o", dir + "/z.json"}),
-                        "larger than 1 GiB, the limit for a trace");
+  const std::string refused = "/dev/zero: not a regular file (a character device)";
+  expect_one_line_error(gpuleak_capped(1024, {"check", "/dev/zero"}), refused);
+  expect_one_line_error(gpuleak_capped(1024, {"diff", "/dev/zero", "/dev/zero"}), refused);
+  expect_one_line_error(gpuleak_capped(1024, {"view", "/dev/zero", "-o", dir + "/z.html"}), refused);
+  expect_one_line_error(gpuleak_capped(1024, {"merge", "/dev/zero", "-o", dir + "/z.json"}), refused);
+}
+
+// #25: a FIFO with no writer blocked every reader in open() forever (`timeout` turns a hang into
+// exit 124). Every command that opens an input refuses it at once.
+TEST(HostileInput, FifoWithoutWriterIsRefusedByEveryReader) {
+  std::string dir = make_temp_dir("hostile_fifo");
+  const std::string fifo = dir + "/pipe.1.gpuleak";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const std::string said = fifo + ": not a regular file (a FIFO (named pipe) or pipe)";
+  for (const std::vector<std::string> &args : {std::vector<std::string>{"report", fifo},
+                                               {"view", fifo, "-o", dir + "/f.html"},
+                                               {"trace", fifo},
+                                               {"export", "--format", "pprof", fifo, "-o", dir + "/f.pb.gz"},
+                                               {"stats", fifo},
+                                               {"merge", fifo, "-o", dir + "/m.json"},
+                                               {"check", fifo},
+                                               {"diff", fifo, fifo}}) {
+    std::vector<std::string> argv = {"timeout", "20", GPULEAK_CLI_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Result r = run(argv, {});
+    SCOPED_TRACE(args[0]);
+    expect_one_line_error(r, said);
+  }
+}
+
+// #25: sizes near 2^64 wrapped the live bytes: a capture leaking 1 MiB per iteration, then one
+// allocation of 2^64 - 10 MiB + 740 bytes, reported "740 B live, clean". A capture whose
+// allocations claim more than any machine allocates is corrupt: every reader refuses it with one
+// line, never a verdict, and below that limit no sum of sizes can wrap.
+TEST(HostileInput, ImpossibleSizesAreCorruptionNotAVerdict) {
+  std::string dir = make_temp_dir("hostile_wrap");
+  std::string bytes_on_disk = header() + run_info("wrap");
+  uint64_t ts = 2'000'000;
+  for (uint64_t i = 0; i < 10; ++i) {
+    bytes_on_disk += marker(ts++, format::MarkerOp::kIterationBegin);
+    bytes_on_disk += alloc(ts++, 0x10000000 + i * 0x100000, 0);
+    if (i == 9) bytes_on_disk += alloc(ts++, 0x80000000, 0, 0 - (10ull << 20) + 740);
+    bytes_on_disk += marker(ts++, format::MarkerOp::kIterationEnd);
+  }
+  std::string capture = write(dir + "/wrap.1.gpuleak", bytes_on_disk);
+  const std::string said = "takes the bytes its allocations claim past 4 EiB (no machine allocates that";
+  expect_one_line_error(gpuleak({"report", capture}), said);
+  expect_one_line_error(gpuleak({"view", capture, "-o", dir + "/w.html"}), said);
+  expect_one_line_error(gpuleak({"trace", capture}), said);
+  expect_one_line_error(gpuleak({"stats", capture}), said);
+  // Sizes that each look possible cannot add up past the limit either: 64 of 2^56 bytes reach it.
+  std::string many = header() + run_info("wrap");
+  for (uint64_t i = 0; i < 70; ++i) many += alloc(2'000'000 + i, 0x10000000 + i * 0x100000, 0, 1ull << 56);
+  expect_one_line_error(gpuleak({"report", write(dir + "/many.1.gpuleak", many)}), said);
+  // Failed allocations hold nothing: a program asking for SIZE_MAX and told no is not corrupt.
+  std::string asked = header() + run_info("ask") + alloc(2'000'000, 0x1000, 0);
+  format::MemoryRecord m{};
+  m.ts_ns = 2'000'001;
+  m.size = UINT64_MAX;
+  m.op = static_cast<uint8_t>(format::Op::kAlloc);
+  m.kind = static_cast<uint8_t>(format::Kind::kDevice);
+  m.result = 2;
+  asked += record(RecordType::kMemory, bytes(m));
+  Result r = gpuleak({"report", write(dir + "/ask.1.gpuleak", asked), "--quiet"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
 // 80 gzip members of 16 MiB of spaces each: 1.25 GiB once inflated, from a few hundred KB.
@@ -141,6 +203,24 @@ TEST(HostileInput, GzipBombStopsAtTheTraceLimit) {
   ASSERT_EQ(made.exit_code, 0) << made.err;
   expect_one_line_error(gpuleak_capped(3072, {"merge", bomb, "-o", dir + "/m.json"}),
                         "larger than 1 GiB, the limit for a trace, once decompressed");
+}
+
+// #25: a 200 KB gzip inflates to 200 MB of JSON whose parsed form took 5.9 GB: merge read other
+// tools' traces as one document. It streams them one event at a time now, so the memory is about
+// the inflated text; under a 1 GiB cap the bomb merges (its one event) instead of failing.
+TEST(HostileInput, GzipOfSmallValuesStaysNearItsText) {
+  std::string dir = make_temp_dir("hostile_gzip_values");
+  std::string bomb = dir + "/values.trace.json.gz";
+  Result made = run({"/bin/sh", "-c",
+                     "{ printf '[{\"ph\":\"i\",\"name\":\"x\",\"pid\":1,\"tid\":1,\"ts\":1}'; "
+                     "yes ,0 | tr -d '\\n' | head -c 200000000; "
+                     "printf ']'; } | gzip -9 > \"$0\"",
+                     bomb},
+                    {});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  Result r = gpuleak_capped(1024, {"merge", bomb, "-o", dir + "/m.json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.signal, 0);
 }
 
 // A 1 MB capture naming 30,000 devices needed over 4 GB (state per device and iteration).

@@ -207,6 +207,28 @@ TEST(CaptureReader, RefusesMoreDevicesThanTheLimit) {
   EXPECT_TRUE(parse(ok + record(RecordType::kMemory, bytes(m)), &c, &error)) << error;
 }
 
+// #25: the analysis sums sizes in 64 bits; a size near 2^64 wrapped a leak to "740 B live".
+// Successful allocations claiming more than text::kMaxAllocatedBytes in all make a corrupt capture.
+TEST(CaptureReader, RefusesAllocationsPastTheLimit) {
+  MemoryRecord m{};
+  m.op = static_cast<uint8_t>(Op::kAlloc);
+  m.size = text::kMaxAllocatedBytes / 2;
+  const std::string half = record(RecordType::kMemory, bytes(m));
+  Capture c;
+  std::string error;
+  ASSERT_TRUE(parse(header() + half + half, &c, &error)) << error;  // exactly the limit
+  m.size = 1;
+  std::string past = header() + half + half + record(RecordType::kMemory, bytes(m));
+  EXPECT_FALSE(parse(past, &c, &error));
+  EXPECT_NE(error.find("corrupt capture: the allocation at offset "), std::string::npos) << error;
+  EXPECT_NE(error.find("past 4 EiB"), std::string::npos) << error;
+  m.size = UINT64_MAX;
+  m.result = 2;  // out of memory: a request, not memory held
+  EXPECT_TRUE(parse(header() + half + half + record(RecordType::kMemory, bytes(m)), &c, &error)) << error;
+  m.result = 0;
+  EXPECT_FALSE(parse(header() + record(RecordType::kMemory, bytes(m)), &c, &error));
+}
+
 TEST(CaptureReader, DeviceUsageRecordsOfFormat11) {
   EXPECT_GE(kMinorVersion, 1u);  // 1.1 introduced them; 1.2 (kFlagUntimed) kept them as they were
   DeviceUsageRecord u{};

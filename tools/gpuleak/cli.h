@@ -26,7 +26,8 @@ struct UsageError {
 
 // The footer of every reading subcommand's --help: the input limits of docs/limits.md.
 inline std::string input_limits_help() {
-  return "Input limits: JSON nested up to " + std::to_string(text::kMaxJsonDepth) + " levels; reports up to " +
+  return "Input limits: regular files only (a FIFO or device is refused); JSON nested up to " +
+         std::to_string(text::kMaxJsonDepth) + " levels, no key twice in a report's objects; reports up to " +
          text::limit_text(text::kMaxReportBytes) + "; traces up to " + text::limit_text(text::kMaxTraceBytes) +
          " after gunzip; " + std::to_string(text::kMaxDevices) +
          " devices per capture. Past one: one line, exit 2 (docs/limits.md).\n";

@@ -25,6 +25,7 @@
 #include "format/capture_reader.h"
 #include "log/log.h"
 #include "text/escape.h"
+#include "text/input_file.h"
 #include "text/paths.h"
 
 #ifndef GPULEAK_CLI_TO_SHIMDIR
@@ -172,8 +173,13 @@ void check_loop(const std::string &spec) {
     const std::string file = spec.substr(0, colon);
     const long line = tail.size() > 9 ? 0 : std::atol(tail.c_str());
     if (file.empty() || line < 1) throw UsageError{"run: --loop " + spec + ": expected FILE:LINE with LINE >= 1"};
-    FILE *f = std::fopen(file.c_str(), "r");
-    if (!f) throw UsageError{"run: --loop " + spec + ": cannot read " + file + ": " + std::strerror(errno)};
+    std::string why;
+    const int fd = text::open_input(file, &why);  // a FIFO named here would block fopen forever
+    FILE *f = fd < 0 ? nullptr : ::fdopen(fd, "r");
+    if (!f) {
+      if (fd >= 0) ::close(fd);
+      throw UsageError{"run: --loop " + spec + ": cannot read " + (fd < 0 ? why : file + ": " + std::strerror(errno))};
+    }
     long lines = 0;
     for (int c; (c = std::fgetc(f)) != EOF;) lines += c == '\n';
     std::fclose(f);

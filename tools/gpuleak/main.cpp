@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "text/escape.h"
 
 #ifndef GPULEAK_VERSION
 #define GPULEAK_VERSION "0.0.0"
@@ -55,16 +56,17 @@ int main(int argc, char **argv) {
     // "b is required" is answered by `gpuleak diff --help`, not by the list of subcommands.
     const std::vector<CLI::App *> parsed = app.get_subcommands();
     const std::string help = parsed.empty() ? "gpuleak --help" : "gpuleak " + parsed.back()->get_name() + " --help";
-    std::fprintf(stderr, "gpuleak: %s (see %s)\n", e.what(), help.c_str());
+    std::fprintf(stderr, "gpuleak: %s (see %s)\n", gpuleak::text::printable(e.what()).c_str(), help.c_str());
     return kExitUsage;
   }
   try {
     return action ? action() : kExitUsage;
   } catch (const UsageError &e) {
-    std::fprintf(stderr, "gpuleak: %s\n", e.message.c_str());
+    // The message may quote a file's bytes (a path, a key, a verdict): one inert line.
+    std::fprintf(stderr, "gpuleak: %s\n", gpuleak::text::printable(e.message).c_str());
     return kExitUsage;
   } catch (const std::exception &e) {
-    std::fprintf(stderr, "gpuleak: internal error: %s\n", e.what());
+    std::fprintf(stderr, "gpuleak: internal error: %s\n", gpuleak::text::printable(e.what()).c_str());
     return kExitUsage;
   }
 }

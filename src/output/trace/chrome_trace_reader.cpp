@@ -18,13 +18,23 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+// The rules for other tools' traces: the nesting bound, and at most kMaxTraceEventValues values in
+// one event, so that no event costs more than about 100 MB once parsed. Duplicate keys are theirs
+// to write (the last counts, as in every viewer).
+text::JsonRules trace_rules() {
+  text::JsonRules rules;
+  rules.refuse_duplicate_keys = false;
+  rules.max_element_values = text::kMaxTraceEventValues;
+  return rules;
+}
+
 // Untrusted text through the one bounded parser (text/json_input.h); discarded on any failure, and
-// *too_deep set when the failure was the nesting bound (worth its own words, not "corrupt").
-json parse(std::string_view text, bool *too_deep = nullptr) {
+// *why set to the failure's kind.
+json parse(std::string_view text, text::JsonError::Kind *why) {
   json doc;
   text::JsonError error;
-  if (text::parse_json(text, &doc, &error)) return doc;
-  if (too_deep && error.kind == text::JsonError::kTooDeep) *too_deep = true;
+  if (text::parse_json(text, &doc, &error, trace_rules())) return doc;
+  *why = error.kind;
   return json(json::value_t::discarded);
 }
 
@@ -56,11 +66,14 @@ bool read_lines(std::string_view text, const std::function<bool(json &)> &fn, Tr
       break;
     }
     if (line.back() == ',') line.remove_suffix(1);
-    bool too_deep = false;
-    json event = parse(line, &too_deep);
-    if (too_deep) {
-      *error = "trace event on line " + std::to_string(line_no) + " nested deeper than " +
-               std::to_string(text::kMaxJsonDepth) + " levels";
+    text::JsonError::Kind why = text::JsonError::kSyntax;
+    json event = parse(line, &why);
+    if (why == text::JsonError::kTooDeep || why == text::JsonError::kTooManyValues) {
+      *error =
+          "trace event on line " + std::to_string(line_no) +
+          (why == text::JsonError::kTooDeep ? " nested deeper than " + std::to_string(text::kMaxJsonDepth) + " levels"
+                                            : " holds more than " + std::to_string(text::kMaxTraceEventValues) +
+                                                  " values (a limit, docs/limits.md)");
       return false;
     }
     if (event.is_discarded() || !event.is_object()) {
@@ -79,20 +92,19 @@ bool read_lines(std::string_view text, const std::function<bool(json &)> &fn, Tr
   return true;
 }
 
-// The array form as the viewers repair it.
-json parse_repaired_array(std::string_view text, bool *repaired) {
-  std::string s(trim(text));
-  while (!s.empty() && (s.back() == ',' || s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t'))
-    s.pop_back();
-  *repaired = true;
-  json j = parse(s + "]");
-  if (!j.is_discarded()) return j;
-  // A torn last event: drop everything after the last complete line.
-  size_t nl = s.find_last_of('\n');
-  if (nl == std::string::npos) return json(json::value_t::discarded);
-  s.resize(nl);
-  while (!s.empty() && (s.back() == ',' || s.back() == ' ' || s.back() == '\r' || s.back() == '\t')) s.pop_back();
-  return parse(s + "]");
+// Whether a parse that failed at `byte` of the array form is a tear the viewers mend: the text
+// ends inside an event, a trailing comma before the "]", or garbage in the last line (a writer
+// killed mid-line). The complete events before it were delivered.
+bool torn_tail(std::string_view body, const text::JsonError &error) {
+  if (error.kind == text::JsonError::kTruncated) return true;
+  if (error.kind != text::JsonError::kSyntax || error.byte == 0) return false;
+  const size_t at = std::min(error.byte - 1, body.size() - 1);
+  if (body[at] == ']' && trim(body.substr(at + 1)).empty()) {
+    std::string_view before = trim(body.substr(0, at));
+    if (!before.empty() && before.back() == ',') return true;
+  }
+  const size_t nl = body.find_last_of('\n');
+  return nl != std::string_view::npos && at > nl;
 }
 
 }  // namespace
@@ -107,36 +119,41 @@ bool read_chrome_trace(std::string_view text, const std::function<bool(json &)> 
   }
   if (own_layout(body)) return read_lines(body, fn, stats, error);
 
-  bool too_deep = false;
-  json doc = parse(body, &too_deep);
-  if (too_deep) {
-    *error = "not a Chrome trace (JSON nested deeper than " + std::to_string(text::kMaxJsonDepth) + " levels)";
-    return false;
-  }
-  if (doc.is_discarded() && body.front() == '[') doc = parse_repaired_array(body, &stats->repaired);
-  if (doc.is_discarded()) {
+  // Streamed, one event at a time: a trace of a million events is never one parsed document.
+  auto each = [&](json &event) {
+    if (!event.is_object()) {
+      ++stats->skipped;
+      return true;
+    }
+    ++stats->events;
+    return fn(event);
+  };
+  text::JsonStream stream;
+  text::JsonError why;
+  if (!text::stream_json_elements(body, "traceEvents", each, &stream, &why, trace_rules())) {
+    if (why.kind == text::JsonError::kTooDeep) {
+      *error = "not a Chrome trace (JSON nested deeper than " + std::to_string(text::kMaxJsonDepth) + " levels)";
+      return false;
+    }
+    if (why.kind == text::JsonError::kTooManyValues) {
+      *error = "trace event " + std::to_string(stream.elements + 1) + " holds more than " +
+               std::to_string(text::kMaxTraceEventValues) + " values (a limit, docs/limits.md)";
+      return false;
+    }
+    if (stream.shape == text::JsonShape::kArray && torn_tail(body, why)) {
+      stats->repaired = true;
+      return true;
+    }
     *error = "not a Chrome trace (invalid JSON)";
     return false;
   }
-  json *events = &doc;
-  if (doc.is_object()) {
-    auto it = doc.find("traceEvents");
-    if (it == doc.end() || !it->is_array()) {
-      *error = "not a Chrome trace (an object without a traceEvents array)";
-      return false;
-    }
-    events = &*it;
-  } else if (!doc.is_array()) {
-    *error = "not a Chrome trace (neither an array nor an object)";
+  if (stream.shape == text::JsonShape::kObject && !stream.key_found) {
+    *error = "not a Chrome trace (an object without a traceEvents array)";
     return false;
   }
-  for (json &event : *events) {
-    if (!event.is_object()) {
-      ++stats->skipped;
-      continue;
-    }
-    ++stats->events;
-    if (!fn(event)) break;
+  if (stream.shape == text::JsonShape::kOther) {
+    *error = "not a Chrome trace (neither an array nor an object)";
+    return false;
   }
   return true;
 }

@@ -5,9 +5,11 @@
 //   - gpuleak's own layout ("[" on the first line, then one event per line) is read line by line,
 //     so a large trace is never held as one JSON document; a torn last line (a trace cut short)
 //     is dropped and counted;
-//   - anything else is parsed whole: the array form, repaired the way the viewers repair it
-//     (a trailing comma dropped, a missing "]" added, a torn last event dropped), or the object
-//     form {"traceEvents": [...]}.
+//   - anything else is streamed one event at a time (text/json_input.h: memory is the text and one
+//     event, text::kMaxTraceEventValues values at most): the array form, repaired the way the
+//     viewers repair it (a trailing comma dropped, a missing "]" added, a torn last event
+//     dropped), or the object form {"traceEvents": [...]}, whose other members are checked and
+//     skipped.
 #pragma once
 
 #include <cstdint>

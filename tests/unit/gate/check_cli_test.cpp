@@ -1,5 +1,6 @@
 // `gpuleak check` and `gpuleak diff` as CI runs them: exit codes 0/1/2, the exact one-line errors
 // for files the gate cannot use, and the JUnit, GitHub and summary outputs.
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <gtest/gtest.h>
@@ -254,6 +255,94 @@ TEST(GateDiffCli, SideBySideAndBadInput) {
   r = gpuleak(dir, {"diff", a, dir.file("nope.json")});
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, "gpuleak: cannot read " + dir.file("nope.json") + ": No such file or directory\n");
+}
+
+// #25: a report that contradicts itself was judged by its devices and leaks alone, so a "growth"
+// verdict with no growing device passed, and so did a file that says "verdict" twice (nlohmann
+// keeps the last). Both are bad input now: exit 2, one line naming what is wrong, never a pass.
+TEST(GateCheckCli, ContradictoryReportsFailClosed) {
+  ScratchDir dir;
+  json growth = report("growth");
+  growth["devices"] = json::array({device(0, "clean")});
+  std::string path = dir.write("growth.report.json", growth.dump());
+  Result r = gpuleak(dir, {"check", path});
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_EQ(r.err, "gpuleak: " + path +
+                       ": malformed report: verdict \"growth\" but the worst of devices[] is \"clean\" (device 0)\n");
+  EXPECT_EQ(r.out, "");
+
+  json quiet_leak = leaky_report();
+  quiet_leak["verdict"] = "clean";
+  quiet_leak["devices"] = json::array({device(0, "clean")});
+  path = dir.write("quiet.report.json", quiet_leak.dump());
+  r = gpuleak(dir, {"check", path});
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_EQ(r.err,
+            "gpuleak: " + path + ": malformed report: leaks[] names a leak on device 0, whose verdict is \"clean\"\n");
+
+  json no_devices = report("growth");
+  no_devices["devices"] = json::array();
+  path = dir.write("nodev.report.json", no_devices.dump());
+  r = gpuleak(dir, {"check", path});
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_EQ(r.err, "gpuleak: " + path + ": malformed report: verdict \"growth\" but devices[] lists no device\n");
+
+  // The same key twice, whichever comes last: the file says two things.
+  std::string text = leaky_report().dump();
+  const std::string key = "\"verdict\":\"leak\"";
+  ASSERT_NE(text.find(key), std::string::npos);
+  text.replace(text.find(key), key.size(), key + ",\"verdict\":\"clean\"");
+  path = dir.write("twice.report.json", text);
+  r = gpuleak(dir, {"check", path});
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_EQ(r.err,
+            "gpuleak: " + path + ": JSON object has the key \"verdict\" twice (which one counts is ambiguous)\n");
+  r = gpuleak(dir, {"diff", path, path});
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+
+  // A consistent report still passes or fails on its merits.
+  EXPECT_EQ(gpuleak(dir, {"check", dir.write("ok.report.json", report("clean").dump())}).code, 0);
+  EXPECT_EQ(gpuleak(dir, {"check", dir.write("leak.report.json", leaky_report().dump())}).code, 1);
+}
+
+// #25: a FIFO with no writer blocked every reader in open() forever. Each input the gate reads is
+// refused at once (the `timeout` would turn a hang into exit 124).
+TEST(GateCheckCli, FifoInputsAreRefusedAtOnce) {
+  ScratchDir dir;
+  std::string fifo = dir.file("pipe.report.json");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::string clean = dir.write("clean.report.json", report().dump());
+  const std::string said = "gpuleak: cannot read " + fifo + ": not a regular file (a FIFO (named pipe) or pipe)\n";
+  for (const std::vector<std::string> &args : {std::vector<std::string>{"check", fifo},
+                                               {"check", "--baseline", fifo, clean},
+                                               {"check", "--suppressions", fifo, clean},
+                                               {"check", "--config", fifo, clean},
+                                               {"diff", clean, fifo}}) {
+    Result r = gpuleak(dir, args, "timeout 20");
+    EXPECT_EQ(r.code, 2) << args[1] << ": " << r.err;
+    EXPECT_EQ(r.err, said) << args[1];
+  }
+}
+
+// #25: `gpuleak diff` printed a report's names as they were: a program named with an escape
+// sequence recoloured the terminal or set its title.
+TEST(GateDiffCli, NamesFromReportsAreInert) {
+  ScratchDir dir;
+  json a = report("clean"), b = leaky_report();
+  const std::string evil =
+      "tr\x1b]0;pwned\x07ain\x1b[2J\xC2\x9B"
+      "31m";
+  a["run"]["program"] = evil;
+  b["run"]["program"] = evil;
+  b["leaks"][0]["stack"][0]["function"] = "cache\x1b[31m_activation";
+  b["leaks"][0]["site_id"] = "aa\x1b[0m";
+  Result r = gpuleak(dir, {"diff", dir.write("a.report.json", a.dump()), dir.write("b.report.json", b.dump())});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find('\x07'), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\xC2\x9B"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tr\xEF\xBF\xBD]0;pwned"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cache\xEF\xBF\xBD[31m_activation"), std::string::npos) << r.out;
 }
 
 }  // namespace

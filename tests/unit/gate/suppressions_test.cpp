@@ -21,7 +21,7 @@ std::string parse_error(const std::string &text) {
 }
 
 Stack stack_of(const json &frames) {
-  json doc = report();
+  json doc = report("leak");  // a leak makes its device's verdict, or the report contradicts itself
   doc["leaks"] = json::array({leak("aa", "x", "x.cpp", 1, 1)});
   doc["leaks"][0]["stack"] = frames;
   return parse(doc).leaks[0].stack;
