@@ -177,7 +177,8 @@ json aggregated_json(const format::Capture &c, const analysis::Analysis &a) {
       "the order, times and addresses of allocations after the switch: the timeline shows the aggregated events "
       "spaced evenly over each window's iterations",
       "the count of allocations born and freed inside one window: one allocation-free pair per site and iteration "
-      "stands for them (iterations[] alloc_count, free_count and peak_bytes are approximate there)",
+      "stands for them (iterations[] alloc_count, free_count and peak_bytes, and a device's peak, are approximate "
+      "there)",
       "the boundaries of iterations inside a window: its iterations are spaced evenly between its first begin and "
       "its last end",
   });
