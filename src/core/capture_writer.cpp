@@ -72,24 +72,6 @@ std::string run_info_record(const RunFacts &f, const StackCapture &stacks, const
   return out;
 }
 
-// Drops whole records past the size cap, counting the memory records among them.
-size_t cap_batch(State *s, std::string *batch) {
-  uint64_t cap = s->config.max_capture_bytes;
-  if (!cap || s->bytes_written + batch->size() <= cap) return batch->size();
-  size_t keep = 0, pos = 0;
-  while (pos + sizeof(format::RecordHeader) <= batch->size()) {
-    format::RecordHeader h;
-    std::memcpy(&h, batch->data() + pos, sizeof h);
-    size_t next = pos + sizeof h + h.size;
-    if (s->bytes_written + next <= cap)
-      keep = next;
-    else if (h.type == static_cast<uint16_t>(format::RecordType::kMemory))
-      s->dropped.fetch_add(1);
-    pos = next;
-  }
-  return keep;
-}
-
 // Whether the capture's descriptor still refers to the file we created: the program may have
 // closed it and opened its own file under the same number, or dup2'ed over it. Checked once per
 // flush by whoever holds the drain claim, never per record. When it is not ours any more, it is
@@ -108,7 +90,8 @@ void say_fd_lost(State *s) {
 }
 
 // `forced`: every record there is (the first allocation, an OOM, exit), else only those the
-// drain's order lets through (recorder_state.h).
+// drain's order lets through (recorder_state.h). The budget (capture_budget.cpp) decides what of
+// the batch goes out: raw, aggregated, or, once writing has stopped, nothing.
 void drain(State *s, bool forced) {
   if (s->halted.load(std::memory_order_acquire) || !claim(s, 1 << 20)) return;
   std::string &batch = s->batch;
@@ -118,21 +101,28 @@ void drain(State *s, bool forced) {
   for (ThreadBuffer *b = s->buffers.first(); b; b = b->next)
     buffer_drain_to(b, b->ready,
                     [&](const uint8_t *p, size_t n) { batch.append(reinterpret_cast<const char *>(p), n); });
-  size_t n = cap_batch(s, &batch);
+  budget_admit(s, &batch);
+  const size_t n = batch.size();
   bool owned = n == 0 || still_own_fd(s);
+  int error = 0;
   bool ok = !owned || n == 0 || write_all(s->fd, batch.data(), n);
+  if (!ok) error = errno;
   if (ok && owned) s->bytes_written += n;
+  if (!ok) budget_write_failed(s, error);
   s->buffers.reap();  // under the claim: a signal-time flush walks the buffer list without locks
   s->draining.store(false, std::memory_order_release);
   if (!owned) say_fd_lost(s);
-  if (!ok) recorder_disable(std::string("writing ") + s->path + " failed: " + std::strerror(errno));
 }
 
 bool write_direct(State *s, const std::string &bytes) {
-  if (bytes.empty() || s->fd < 0 || s->halted.load(std::memory_order_acquire) || !claim(s, 1 << 20)) return false;
+  if (bytes.empty() || s->fd < 0 || s->halted.load(std::memory_order_acquire) ||
+      s->write_stopped.load(std::memory_order_relaxed) || !claim(s, 1 << 20))
+    return false;
   bool owned = still_own_fd(s);
   bool ok = owned && write_all(s->fd, bytes.data(), bytes.size());
+  const int error = errno;
   if (ok) s->bytes_written += bytes.size();
+  if (owned && !ok) budget_write_failed(s, error);
   s->draining.store(false, std::memory_order_release);
   if (!owned) say_fd_lost(s);
   return ok;
@@ -330,6 +320,7 @@ bool writer_start(State *s, std::string *error) {
   s->fd_id = file_id(fd);
   s->fd = fd;
   s->bytes_written = head.size();
+  budget_start(s);
   s->report.prepare(s->config, file);  // built now: at exit nothing may be allocated
   s->live.reserve();
   // The writer must never receive the program's signals.
@@ -379,6 +370,10 @@ void writer_stop(State *s) {
   usage_sampler_stop(s);  // after the writer (which starts it); its last records go out below
   drain(s, true);
   std::string tail;
+  if (claim(s, 1 << 20)) {  // the aggregator is the drain holder's
+    budget_finish(s, &tail);
+    s->draining.store(false, std::memory_order_release);
+  }
   format::StatsRecord st = make_stats(s, true);
   append(&tail, format::RecordType::kStats, &st, sizeof st);
   write_direct(s, tail);

@@ -46,8 +46,12 @@ bool flush_buffers_from_signal(State *s) {
     return true;
   }
   settle_buffers_from_signal(s);
+  // Once writing has stopped (the budget, a full file system), the rings are emptied unwritten.
+  const bool stopped = s->write_stopped.load(std::memory_order_relaxed);
   for (ThreadBuffer *b = s->buffers.first(); b; b = b->next)
-    buffer_drain_to(b, b->ready, [&](const uint8_t *p, size_t n) { write_all(s->fd, p, n); });
+    buffer_drain_to(b, b->ready, [&](const uint8_t *p, size_t n) {
+      if (!stopped) write_all(s->fd, p, n);
+    });
   return true;
 }
 
@@ -75,7 +79,7 @@ bool writer_finish_from_signal(State *s, BufferCounters *totals) {
     char tail[sizeof h + sizeof st];
     std::memcpy(tail, &h, sizeof h);
     std::memcpy(tail + sizeof h, &st, sizeof st);
-    write_all(s->fd, tail, sizeof tail);
+    if (!s->write_stopped.load(std::memory_order_relaxed)) write_all(s->fd, tail, sizeof tail);
     close(s->fd);
     s->fd = -1;
   }

@@ -128,6 +128,13 @@ Config read_config() {
     c.max_capture_bytes = static_cast<uint64_t>(mb) << 20;
     return true;
   });
+  read(&c, "GPULEAK_MAX_CAPTURE", [&](const char *v) {
+    uint64_t bytes = 0;
+    // Less than 1 MiB would hold no more than the header and the module map: a typo, not a budget.
+    if (!parse_size(v, &bytes) || bytes == Config::kDefaultBudget || (bytes != 0 && bytes < (1u << 20))) return false;
+    c.max_capture_bytes = bytes;
+    return true;
+  });
   return c;
 }
 

@@ -22,11 +22,15 @@ struct Config {
   // "libgcc" (the C++ runtime's walk, several times slower; for comparison, or a program whose
   // generated code libunwind walks wrongly).
   bool prefer_libgcc = false;
-  bool self_time = false;          // GPULEAK_SELF_TIME=1: one exit line on the hooks' own time (self_time.h)
-  bool cupti = false;              // GPULEAK_CUPTI=1
-  bool quiet = false;              // GPULEAK_QUIET=1: no at-exit summary
-  unsigned buffer_kib = 256;       // GPULEAK_BUFFER_KB: per-thread event buffer (16..65536)
-  uint64_t max_capture_bytes = 0;  // GPULEAK_MAX_CAPTURE_MB: 0 = unlimited; past it records are dropped and counted
+  bool self_time = false;     // GPULEAK_SELF_TIME=1: one exit line on the hooks' own time (self_time.h)
+  bool cupti = false;         // GPULEAK_CUPTI=1
+  bool quiet = false;         // GPULEAK_QUIET=1: no at-exit summary
+  unsigned buffer_kib = 256;  // GPULEAK_BUFFER_KB: per-thread event buffer (16..65536)
+  // GPULEAK_MAX_CAPTURE ("4GiB", "512MiB"; 0 = no budget; GPULEAK_MAX_CAPTURE_MB, the older
+  // spelling, in MiB): the capture's size budget. Past 3/4 of it the capture is aggregated, at
+  // it writing stops (capture_budget.h). kDefaultBudget: the default, from the free space.
+  static constexpr uint64_t kDefaultBudget = UINT64_MAX;
+  uint64_t max_capture_bytes = kDefaultBudget;
   bool under_run = false;          // GPULEAK_UNDER_RUN=1: `gpuleak run` analyzes, the shim does not
   // GPULEAK_RUN_TOKEN: set by `gpuleak run` for the processes it runs, recorded in the capture's
   // RunInfo, so that it reports their captures only (never a neighbour's in a shared --out).

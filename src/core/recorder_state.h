@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "core/capture_aggregate.h"
+#include "core/capture_budget.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/device_tally.h"
@@ -126,6 +128,13 @@ struct State {
   std::vector<SettleRef> settle_refs;   // the same: one drain's memory records in time order
   std::vector<size_t> settle_runs;      // the same: where each thread's records begin in settle_refs
   std::vector<FreeInFlight> in_flight;  // the same: the frees under way when the drain began
+  // The capture budget (capture_budget.cpp): the drainer's alone, like the batch.
+  CaptureBudget budget;
+  CaptureAggregator aggregator;
+  std::string folded;  // the aggregator's output for one batch (reused)
+  // Set once writing has stopped for good (the budget even aggregated, a file system nearly full,
+  // a write that failed): drains still empty the rings, and nothing more goes to the file.
+  std::atomic<bool> write_stopped{false};
 
   // Counters (relaxed atomics: read for statistics only). Events, allocations and frees are
   // counted per thread (ThreadBuffer) and summed by counter_totals().
@@ -152,6 +161,19 @@ struct State {
 };
 
 State *state();
+
+// The capture budget's side of a drain (capture_budget.cpp), under the drain claim: `batch` is
+// what the rings gave; on return it is what may be written (raw, or folded by the aggregator,
+// cut where the budget ends). False when nothing more may be written (write_stopped is set).
+bool budget_admit(State *s, std::string *batch);
+// A write of the capture failed: cut the file back to its last whole record (a full file system
+// gets its bytes back) and stop writing, with one line on stderr.
+void budget_write_failed(State *s, int error);
+// At capture start: the budget in force (GPULEAK_MAX_CAPTURE, or the default from the file
+// system's free space).
+void budget_start(State *s);
+// At the end: the aggregator's last window, if any, into *tail.
+void budget_finish(State *s, std::string *tail);
 
 // Writer-thread side (capture_writer.cpp).
 bool writer_start(State *s, std::string *error);

@@ -23,8 +23,9 @@ namespace gpuleak::format {
 
 inline constexpr char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\0'};
 inline constexpr uint16_t kMajorVersion = 1;
-// 1.1 added kGpuActivity and kDeviceUsage; 1.2 kFlagUntimed; 1.3 Kind::kPoolBlock and kPoolTracker
-inline constexpr uint16_t kMinorVersion = 3;
+// 1.1 added kGpuActivity and kDeviceUsage; 1.2 kFlagUntimed; 1.3 Kind::kPoolBlock and kPoolTracker;
+// 1.4 kAggregateSite and kAggregateWindow (the aggregated form past the capture budget)
+inline constexpr uint16_t kMinorVersion = 4;
 // A record larger than this is corruption, not data (the largest real one is a module record).
 inline constexpr uint32_t kMaxRecordSize = 1u << 20;
 
@@ -54,8 +55,10 @@ enum class RecordType : uint16_t {
   kDisabled = 11,  // DisabledRecord + reason: tracking was turned off here
   // GpuActivityRecord (format 1.1): a kernel, copy or memset CUPTI saw run on the GPU.
   kGpuActivity = 12,
-  kDeviceUsage = 13,  // DeviceUsageRecord (since 1.1)
-  kPoolTracker = 14,  // PoolTrackerRecord + description (since 1.3): a framework allocator's tracker attached
+  kDeviceUsage = 13,      // DeviceUsageRecord (since 1.1)
+  kPoolTracker = 14,      // PoolTrackerRecord + description (since 1.3): a framework allocator's tracker attached
+  kAggregateSite = 15,    // AggregateSiteRecord (since 1.4): one site's allocations and frees in a window
+  kAggregateWindow = 16,  // AggregateWindowRecord (since 1.4): closes a window of aggregated iterations
 };
 
 struct RecordHeader {
@@ -372,5 +375,53 @@ struct GpuActivityRecord {
   uint32_t reserved;
 };
 static_assert(sizeof(GpuActivityRecord) == 72);
+
+// The aggregated form (1.4). Past the capture budget (GPULEAK_MAX_CAPTURE) the writer thread stops
+// writing allocations and frees one by one and folds them, per window of iterations of one loop,
+// into one AggregateSiteRecord per (site, device, kind, birth window), followed by the window's
+// AggregateWindowRecord; the rows before a window record belong to it (rows with no window record
+// after them, at the end of a cut file, are incomplete and ignored). Windows are numbered from 1 in
+// file order. Allocations made before the switch keep their raw records, and so do their frees; a
+// raw free never refers to an aggregated allocation. docs/capture-format.md "Aggregated form" says
+// how a reader turns these into one ledger with the raw records.
+struct AggregateSiteRecord {
+  uint64_t alloc_bytes;   // allocations born in this window (0 when birth_window is an earlier one)
+  uint64_t freed_bytes;   // of the allocations born in birth_window, the bytes freed in this window
+  uint32_t allocs;        // count of those allocations
+  uint32_t frees;         // count of those frees
+  uint32_t stack_id;      // the allocations' native stack (StackRecord), 0 = none
+  uint32_t py_stack_id;   // their Python stack, 0 = none
+  uint32_t birth_window;  // the window the freed allocations were born in (this one's number: born here)
+  int16_t device;
+  uint8_t kind;  // Kind
+  uint8_t reserved;
+};
+static_assert(sizeof(AggregateSiteRecord) == 40);
+
+enum AggregateWindowFlags : uint32_t {
+  kWindowOpenAtStart = 1u << 0,  // its first iteration began before the window (its begin marker is raw)
+  kWindowOpenAtEnd = 1u << 1,    // it ends inside an iteration begun at last_begin_ns (the capture ended)
+  kWindowFinal = 1u << 2,        // written at the end of the capture
+};
+
+// A window's times: [start_ns, end_ns] is all of it; its whole iterations lie between
+// first_begin_ns and iterations_end_ns (a reader spaces them evenly there: their own boundaries
+// are not kept); an iteration still open at its end began at last_begin_ns.
+struct AggregateWindowRecord {
+  uint64_t start_ns;           // the switch, or the previous window's end
+  uint64_t first_begin_ns;     // its first iteration's begin (start_ns with kWindowOpenAtStart)
+  uint64_t iterations_end_ns;  // its last whole iteration's end (iterations > 0)
+  uint64_t last_begin_ns;      // kWindowOpenAtEnd: when the open iteration began
+  uint64_t end_ns;             // its last record or boundary
+  uint64_t events;             // raw memory records folded into it
+  uint64_t dropped;            // marker and NVTX records dropped in it (other loops, ranges)
+  uint32_t number;             // 1, 2, ... in file order
+  uint32_t iterations;         // whole iterations of the loop that ended in it (0: none)
+  uint32_t loop_id;            // StringRecord id of the loop's name, 0 = none
+  uint32_t tid;                // the thread that marked the loop's iterations
+  uint32_t flags;              // AggregateWindowFlags
+  uint32_t reserved;
+};
+static_assert(sizeof(AggregateWindowRecord) == 80);
 
 }  // namespace gpuleak::format

@@ -1,4 +1,5 @@
 #include "format/capture_reader.h"
+#include "format/aggregate_fold.h"
 #include "format/huge_pages.h"
 #include "format/memory_source.h"
 #include "text/input_file.h"
@@ -237,6 +238,20 @@ bool decode_record(uint16_t type, const uint8_t *p, size_t n, uint64_t offset, C
       out->pool_trackers.push_back(std::move(t));
       return true;
     }
+    case RecordType::kAggregateSite: {
+      AggregateSiteRecord r;
+      if (!fixed(p, n, &r) || !devices->add(r.device)) return false;
+      out->aggregate_rows.push_back(r);
+      return true;
+    }
+    case RecordType::kAggregateWindow: {
+      AggregateWindow w;
+      if (!fixed(p, n, &w.record)) return false;
+      w.rows_begin = out->aggregate_windows.empty() ? 0 : out->aggregate_windows.back().rows_end;
+      w.rows_end = out->aggregate_rows.size();
+      out->aggregate_windows.push_back(w);
+      return true;
+    }
     case RecordType::kDisabled: {
       std::string why(reinterpret_cast<const char *>(p), n);
       out->disabled.push_back(std::move(why));
@@ -373,7 +388,7 @@ bool parse_capture(const uint8_t *data, size_t size, Capture *out, std::string *
   if (!check_tail(data + pos, size - pos, pos, error)) return false;
   out->truncated = pos < size;
   out->bytes_read = pos;
-  return true;
+  return fold_aggregates(out, &out->memory, error);
 }
 
 namespace {
@@ -443,6 +458,12 @@ bool read_file(const std::string &path, Capture *out, FileMemorySource *memory, 
   else
     ::close(fd);
   out->bytes_read = consumed;
+  std::vector<MemoryRecord> synthetic;
+  if (!fold_aggregates(out, memory ? &synthetic : &out->memory, error)) {
+    *error = path + ": " + *error;
+    return false;
+  }
+  if (memory) memory->add_synthetic(std::move(synthetic));
   return true;
 }
 

@@ -51,6 +51,24 @@ struct PoolTracker {
   std::string description;  // untrusted text: "torch 2.11.0+cu130 CUDACachingAllocator trace tracker"
 };
 
+// (format 1.4) One aggregated window: its record, and its rows (Capture::aggregate_rows[begin, end)).
+struct AggregateWindow {
+  AggregateWindowRecord record{};
+  size_t rows_begin = 0, rows_end = 0;
+};
+
+// (format 1.4) What the aggregated form of a capture says about itself, once read back.
+struct Aggregated {
+  uint64_t from_ns = 0;     // the switch (capture clock, monotonic)
+  uint64_t windows = 0;     // windows read
+  uint64_t iterations = 0;  // whole iterations in them
+  uint64_t events = 0;      // raw memory records the writer folded into them
+  uint64_t dropped = 0;     // marker and NVTX records it dropped (other loops, ranges)
+  uint64_t synthetic = 0;   // memory records the reader made from them (aggregate_fold.h)
+  uint32_t loop_id = 0;     // the loop whose iterations made the windows
+  bool incomplete = false;  // rows after the last window (the file was cut): not used
+};
+
 // One DeviceUsageRecord as read (capture_format.h).
 using DeviceUsage = DeviceUsageRecord;
 
@@ -70,6 +88,12 @@ struct Capture {
   std::vector<PoolTracker> pool_trackers;       // (format 1.3) framework allocators whose blocks are seen
   std::optional<StatsRecord> stats;             // the last one in the file
   std::vector<std::string> disabled;            // reasons tracking was turned off, in order
+  // (format 1.4) The aggregated form: its windows and rows as decoded (the rows are released once
+  // folded), and, when there was one, what it says. Its memory records are in `memory` (or the
+  // file source) and its iteration marks in `markers`, like the raw ones.
+  std::vector<AggregateWindow> aggregate_windows;
+  std::vector<AggregateSiteRecord> aggregate_rows;
+  std::optional<Aggregated> aggregated;
   bool truncated = false;                       // the file ends inside a record (killed mid-write)
   uint64_t bytes_read = 0;                      // bytes of whole records decoded, header included
   uint64_t unknown_records = 0;                 // records of types this reader does not know (skipped)

@@ -182,28 +182,47 @@ class LoserTree {
 
 }  // namespace
 
+void FileMemorySource::add_synthetic(std::vector<MemoryRecord> records) {
+  std::stable_sort(records.begin(), records.end(),
+                   [](const MemoryRecord &a, const MemoryRecord &b) { return a.ts_ns < b.ts_ns; });
+  for (const MemoryRecord &r : records) max_ts_ = std::max(max_ts_, r.ts_ns);
+  synthetic_ = std::move(records);
+}
+
 void FileMemorySource::replay_blocks(const BlockVisitor &visit) const {
-  if (failed() || count_ == 0 || runs_.empty()) return;
+  if (failed() || size() == 0) return;
   std::vector<RunCursor> cursors;
   cursors.reserve(runs_.size());
   for (const Run &run : runs_) cursors.emplace_back(fd_, run);
-  auto key_of = [&](RunCursor &c) {
+  // The synthetic records are one more run, after the file's (their indices follow the file's).
+  const size_t synthetic_run = cursors.size();
+  size_t next_synthetic = 0;
+  auto key_of = [&](size_t i) {
+    if (i == synthetic_run)
+      return next_synthetic < synthetic_.size()
+                 ? LoserTree::Key{synthetic_[next_synthetic].ts_ns, count_ + next_synthetic}
+                 : LoserTree::kEnd;
+    RunCursor &c = cursors[i];
     return c.next(&error_) ? LoserTree::Key{c.record.ts_ns, c.index} : LoserTree::kEnd;
   };
   std::vector<LoserTree::Key> keys;
-  keys.reserve(cursors.size());
-  for (RunCursor &c : cursors) {
-    keys.push_back(key_of(c));
+  const size_t k = cursors.size() + (synthetic_.empty() ? 0 : 1);
+  keys.reserve(k);
+  for (size_t i = 0; i < k; ++i) {
+    keys.push_back(key_of(i));
     if (failed()) return;
   }
   LoserTree tree(std::move(keys));
-  std::vector<MemoryRecord> block(static_cast<size_t>(std::min<uint64_t>(kBlock, count_)));
+  std::vector<MemoryRecord> block(static_cast<size_t>(std::min<uint64_t>(kBlock, size())));
   size_t n = 0;
   while (!tree.ended()) {
-    RunCursor &c = cursors[tree.winner()];
-    block[n++] = c.record;
+    const uint32_t w = tree.winner();
+    if (w == synthetic_run)
+      block[n++] = synthetic_[next_synthetic++];
+    else
+      block[n++] = cursors[w].record;
     if (n == block.size()) visit(block.data(), n), n = 0;
-    tree.replace(key_of(c));
+    tree.replace(key_of(w));
     if (failed()) break;  // the records before the failure are still delivered
   }
   if (n) visit(block.data(), n);

@@ -72,10 +72,13 @@ class FileMemorySource : public MemorySource {
   FileMemorySource(const FileMemorySource &) = delete;
   FileMemorySource &operator=(const FileMemorySource &) = delete;
 
-  uint64_t size() const override { return count_; }
+  uint64_t size() const override { return count_ + synthetic_.size(); }
   uint64_t max_ts() const override { return max_ts_; }
   void replay_blocks(const BlockVisitor &visit) const override;
   size_t runs() const { return runs_.size(); }
+  // (format 1.4) The records the reader made from the aggregated form (aggregate_fold.h), in time
+  // order, merged into every replay after the file's own at equal times.
+  void add_synthetic(std::vector<MemoryRecord> records);
 
   // Used by read_capture_stream(): takes the open file, then each memory record as decoded.
   void open(int fd) { fd_ = fd; }
@@ -101,6 +104,7 @@ class FileMemorySource : public MemorySource {
   uint64_t max_ts_ = 0;
   std::vector<Run> runs_;
   std::vector<std::pair<uint32_t, Tail>> threads_;  // tid -> open run (few threads: linear)
+  std::vector<MemoryRecord> synthetic_;
 };
 
 // Decodes a capture file like read_capture_file(), except that the memory records stay in the

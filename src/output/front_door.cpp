@@ -1,5 +1,7 @@
 #include "output/front_door.h"
 
+#include <cstdio>
+
 namespace gpuleak::output {
 
 SymbolizeFn caller_symbolizer(Symbolizer &symbolizer) {
@@ -28,6 +30,17 @@ std::unique_ptr<AnalyzedCapture> open_and_analyze(const std::string &path, const
   a->symbolizer_ = std::make_unique<Symbolizer>(a->capture_);
   a->sites_ = std::make_unique<Sites>(caller_symbolizer(*a->symbolizer_), site_options(a->capture_, options.user_code));
   return a;
+}
+
+std::string aggregated_note(const format::Capture &c) {
+  if (!c.aggregated) return "";
+  const uint64_t from = c.aggregated->from_ns > c.header.monotonic_ns ? c.aggregated->from_ns - c.header.monotonic_ns : 0;
+  char when[32];
+  std::snprintf(when, sizeof when, "%.3f s", static_cast<double>(from) / 1e9);
+  return std::string("the capture reached its budget and was aggregated from ") + when + " (" +
+         std::to_string(c.aggregated->iterations) + " iterations in " + std::to_string(c.aggregated->windows) +
+         " windows): after that, allocations are spaced evenly over each window's iterations, one pair per site and "
+         "iteration stands for the short-lived ones, and NVTX ranges are not kept";
 }
 
 }  // namespace gpuleak::output

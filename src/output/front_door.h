@@ -56,6 +56,10 @@ class AnalyzedCapture {
   std::unique_ptr<Sites> sites_;
 };
 
+// (capture format 1.4) One line saying that the capture was aggregated from where and what the
+// trace, the view and the exports lack for it; "" for a raw capture.
+std::string aggregated_note(const format::Capture &capture);
+
 // Reads the capture at `path` and analyzes it under `options`. nullptr with a one-line reason
 // (naming the file) when it cannot be read or is not a capture. Never throws for any file content.
 std::unique_ptr<AnalyzedCapture> open_and_analyze(const std::string &path, const ReadOptions &options,

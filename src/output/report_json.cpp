@@ -161,6 +161,39 @@ const char *cupti_name(uint32_t state) {
   return state < 5 ? names[state] : "unknown";
 }
 
+// (capture format 1.4) Where the capture switched to its aggregated form, and what that loses;
+// null for a capture written raw throughout.
+json aggregated_json(const format::Capture &c, const analysis::Analysis &a) {
+  if (!c.aggregated) return nullptr;
+  const format::Aggregated &g = *c.aggregated;
+  const uint64_t t = g.from_ns > c.header.monotonic_ns ? g.from_ns - c.header.monotonic_ns : 0;
+  json iteration = nullptr;  // the primary iteration the switch fell in (or before)
+  for (const auto &it : a.iterations)
+    if (it.primary && it.end_ns > t) {
+      iteration = it.index;
+      break;
+    }
+  json lost = json::array({
+      "the order, times and addresses of allocations after the switch: the timeline shows the aggregated events "
+      "spaced evenly over each window's iterations",
+      "the count of allocations born and freed inside one window: one allocation-free pair per site and iteration "
+      "stands for them (iterations[] alloc_count, free_count and peak_bytes, and a device's peak, are approximate "
+      "there)",
+      "the boundaries of iterations inside a window: its iterations are spaced evenly between its first begin and "
+      "its last end",
+  });
+  if (g.dropped)
+    lost.push_back(std::to_string(g.dropped) + " NVTX ranges and iteration marks of other loops after the switch");
+  return json{{"t_ns", t},
+              {"iteration", iteration},
+              {"windows", g.windows},
+              {"iterations", g.iterations},
+              {"events_folded", g.events},
+              {"records_dropped", g.dropped},
+              {"kept", "every site's allocations, frees and survivors per window, the live set, the devices' bytes"},
+              {"lost", std::move(lost)}};
+}
+
 json run_json(const format::Capture &c, const analysis::Analysis &a, const ReportContext &ctx) {
   json run;
   const format::RunInfo *info = c.run ? &*c.run : nullptr;
@@ -190,6 +223,7 @@ json run_json(const format::Capture &c, const analysis::Analysis &a, const Repor
   cap["tracking_disabled"] = c.disabled.empty() ? json(nullptr) : json(c.disabled.front());
   cap["truncated"] = c.truncated;
   cap["clean_exit"] = c.stats ? json(c.stats->final_record == 1) : json(nullptr);
+  cap["aggregated_from"] = aggregated_json(c, a);
   run["capture"] = std::move(cap);
   return run;
 }

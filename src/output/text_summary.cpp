@@ -115,6 +115,19 @@ std::string capture_notes(const nlohmann::json &capture) {
            " events (buffers full or size cap): numbers may be low\n";
   std::string disabled = text(capture, "tracking_disabled");
   if (!disabled.empty()) out += "  note: tracking was turned off mid-run: " + disabled + "\n";
+  auto aggregated = capture.find("aggregated_from");
+  if (aggregated != capture.end() && aggregated->is_object()) {
+    const double seconds = number(*aggregated, "t_ns") / 1e9;
+    char when[32];
+    std::snprintf(when, sizeof when, "%.1f s", seconds);
+    auto it = aggregated->find("iteration");
+    std::string at = it != aggregated->end() && it->is_number_unsigned()
+                         ? " (iteration " + std::to_string(it->get<uint64_t>()) + ")"
+                         : std::string();
+    out += std::string("  note: the capture reached its budget and was aggregated from ") + when + at +
+           ": verdicts, rates and the live set are kept; the timeline and per-allocation detail after that are "
+           "not (report: run.capture.aggregated_from)\n";
+  }
   auto truncated = capture.find("truncated");
   if (truncated != capture.end() && truncated->is_boolean() && truncated->get<bool>())
     out +=

@@ -9,9 +9,11 @@ if [ -z "$clang" ]; then echo "SKIPPED: $name needs clang++ with libFuzzer"; exi
 mkdir -p "$build/fuzz/corpus-$name"
 "$clang" -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -I"$src/src" \
   "$src/tests/fuzz/$name.cpp" "$src/src/format/capture_reader.cpp" "$src/src/format/memory_source.cpp" \
-  "$src/src/format/names.cpp" \
+  "$src/src/format/names.cpp" "$src/src/format/aggregate_fold.cpp" \
   -o "$build/fuzz/$name"
-# Seed with real captures when the integration tests left some.
+# Seed with a capture in the aggregated form (format 1.4, made by tests/fuzz/seeds), and with real
+# captures when the integration tests left some.
+python3 "$src/tests/fuzz/seeds/make_aggregated_seed.py" "$build/fuzz/corpus-$name/aggregated.gpuleak" || true
 { find "${TMPDIR:-/tmp}" -maxdepth 2 -name '*.gpuleak' -size -2M 2>/dev/null || true; } | head -n 20 |
   while read -r f; do cp "$f" "$build/fuzz/corpus-$name/" 2>/dev/null || true; done || true
 "$build/fuzz/$name" -max_total_time="$seconds" -rss_limit_mb=2048 -error_exitcode=1 \

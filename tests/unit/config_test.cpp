@@ -49,6 +49,24 @@ TEST(Config, BadValuesDisableTrackingAndSayWhich) {
   }
 }
 
+// Issue #25: the capture budget, on by default, in sizes; 0 turns it off.
+TEST(Config, TheCaptureBudgetTakesSizes) {
+  EXPECT_EQ(read_config().max_capture_bytes, Config::kDefaultBudget);
+  for (auto [v, bytes] : std::vector<std::pair<const char *, uint64_t>>{
+           {"4GiB", 4ull << 30}, {"512MiB", 512ull << 20}, {"8M", 8ull << 20}, {"0", 0}, {"2g", 2ull << 30}}) {
+    Env env("GPULEAK_MAX_CAPTURE", v);
+    Config c = read_config();
+    EXPECT_TRUE(c.enabled) << v;
+    EXPECT_EQ(c.max_capture_bytes, bytes) << v;
+  }
+  for (const char *v : {"lots", "4TiB", "-1", "1000", "12 MiB", ""}) {
+    Env env("GPULEAK_MAX_CAPTURE", v);
+    Config c = read_config();
+    EXPECT_FALSE(c.enabled) << v;
+    EXPECT_EQ(c.error, std::string("bad value GPULEAK_MAX_CAPTURE=\"") + v + "\"");
+  }
+}
+
 TEST(Config, BlockNativeStacksAreOffUnlessAsked) {
   EXPECT_FALSE(read_config().block_native_stacks);
   {

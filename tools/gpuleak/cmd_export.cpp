@@ -65,6 +65,8 @@ int export_command(const ExportCommandOptions &o) {
   }
   for (const std::string &p : opened->symbol_problems())
     GPULEAK_LOG_WARN("warning: %s", gpuleak::text::printable(p).c_str());
+  if (opened->capture().aggregated)
+    GPULEAK_LOG_WARN("warning: %s", gpuleak::text::printable(output::aggregated_note(opened->capture())).c_str());
   if (o.output.empty() || o.output == "-") {
     std::fwrite(text.data(), 1, text.size(), stdout);
     return std::fflush(stdout) == 0 ? 0 : kExitUsage;

@@ -101,6 +101,8 @@ int view_command(const ViewCommandOptions &o) {
     auto opened = output::open_and_analyze(o.input, read, &error);
     if (!opened) throw UsageError{"view: " + error};
     for (const std::string &w : opened->analysis().warnings) GPULEAK_LOG_WARN("%s", text::printable(w).c_str());
+    if (opened->capture().aggregated)
+      GPULEAK_LOG_WARN("warning: %s", text::printable(output::aggregated_note(opened->capture())).c_str());
     output::ReportContext ctx;
     ctx.gpuleak_version = GPULEAK_VERSION;
     report = output::make_report(opened->capture(), opened->analysis(), opened->sites(), ctx);

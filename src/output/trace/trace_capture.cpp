@@ -54,6 +54,7 @@ bool trace_capture_file(const std::string &path, TraceFormat fmt, const ReadOpti
   }
   for (const std::string &w : opened->analysis().warnings) warnings->push_back(w);
   for (const std::string &p : opened->symbol_problems()) warnings->push_back(p);
+  if (capture.aggregated) warnings->push_back(path + ": " + aggregated_note(capture));
   if (capture.truncated) warnings->push_back(path + ": the capture ends inside a record (the program was killed?)");
   if (!ok) *error = "cannot write the trace of " + path;
   return ok;

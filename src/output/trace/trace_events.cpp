@@ -278,6 +278,9 @@ json trace_metadata(const Plan &p) {
                               {"copies", p.gpu.copies},      {"memsets", p.gpu.memsets},
                               {"shown", p.gpu.items.size()}, {"dropped_while_capturing", p.gpu.dropped}};
   m["capture"] = {{"truncated", c.truncated},
+                  {"aggregated_from_ns", c.aggregated && c.aggregated->from_ns > c.header.monotonic_ns
+                                             ? json(c.aggregated->from_ns - c.header.monotonic_ns)
+                                             : json(nullptr)},
                   {"events_dropped", c.stats ? c.stats->events_dropped : 0},
                   {"tracking_disabled", c.disabled.empty() ? json(nullptr) : json(c.disabled.front())}};
   return m;
