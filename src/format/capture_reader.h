@@ -50,6 +50,13 @@ struct PoolTracker {
   std::string description;  // untrusted text: "torch 2.11.0+cu130 CUDACachingAllocator trace tracker"
 };
 
+// How the Python loops were observed (format 1.5, ObserverRecord).
+struct Observer {
+  uint64_t ts_ns = 0;
+  uint32_t method = 0;  // ObserverMethod
+  std::string note;     // untrusted text
+};
+
 // One DeviceUsageRecord as read (capture_format.h).
 using DeviceUsage = DeviceUsageRecord;
 
@@ -67,6 +74,9 @@ struct Capture {
   std::vector<GpuActivityRecord> gpu_activity;  // file order (not time order: CUPTI delivers late)
   std::vector<DeviceUsage> device_usage;        // NVML's view (format 1.1), in file order
   std::vector<PoolTracker> pool_trackers;       // (format 1.3) framework allocators whose blocks are seen
+  std::vector<LoopRecord> loops;                // (format 1.5) observed loops and callbacks (strings by id)
+  std::vector<LoopPassRecord> loop_passes;      // (format 1.5) their passes, in file order
+  std::vector<Observer> observers;              // (format 1.5) how the loops were observed
   std::optional<StatsRecord> stats;             // the last one in the file
   std::vector<std::string> disabled;            // reasons tracking was turned off, in order
   bool truncated = false;                       // the file ends inside a record (killed mid-write)
