@@ -7,7 +7,9 @@ Each leaking shape keeps KEPT bytes per iteration at the line marked `# @keep_SH
   serve     requests, each decoding TOKENS tokens: the request loop is the iteration, each request
             keeps its cache (one buffer per request), the token passes keep nothing;
   callback  a library's loop (steplib.Trainer.fit) calls the user's training_step once per step;
-  hot       a pure-Python loop of HOT passes first (no GPU work), then the one_line loop.
+  hot       a pure-Python loop of HOT passes first (no GPU work), then the one_line loop;
+  few       a loop of 3 passes, too few to be an iteration: nothing is found, and the summary says
+            what was tried and which --loop line would mark it.
 """
 import os
 import sys
@@ -85,6 +87,13 @@ def hot(leak):
     return [total] + one_line(leak)
 
 
+def few(leak):
+    kept = []
+    for i in range(3):  # @few_loop
+        kept.append(steplib.empty(KEPT))  # @few_keep
+    return kept
+
+
 if __name__ == "__main__":
     shape, mode = sys.argv[1], sys.argv[2]
-    {"one_line": one_line, "while": while_true, "serve": serve, "callback": callback, "hot": hot}[shape](mode == "leak")
+    {"one_line": one_line, "while": while_true, "serve": serve, "callback": callback, "hot": hot, "few": few}[shape](mode == "leak")
