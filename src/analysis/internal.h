@@ -156,8 +156,8 @@ std::vector<Span> spans_from_python_loop(const format::Capture &capture, const T
 // Iterations from the observed Python loops (observed_loops.cpp, capture format 1.5): the passes
 // of the loop level or callback whose passes explain the memory; `choice` says which, and what the
 // observer said. Empty when none has min_repetitions passes (or the capture has no loop records).
-std::vector<Span> spans_from_observed(const format::Capture &capture, const Timeline &timeline,
-                                      const SiteTable &sites, int min_repetitions, IterationChoice *choice);
+std::vector<Span> spans_from_observed(const format::Capture &capture, const Timeline &timeline, const SiteTable &sites,
+                                      int min_repetitions, IterationChoice *choice);
 // The `--loop FILE:LINE` to suggest when no iterations were found: the outermost observed loop
 // the allocations pass through, else the outermost user frame of the first allocation with Python
 // frames; "" when the program has no Python frames of the user's.

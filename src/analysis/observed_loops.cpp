@@ -46,7 +46,7 @@ struct Event {
 struct Level {
   const LoopRecord *loop = nullptr;
   uint32_t tid = 0;
-  std::vector<Event> events;   // on `tid`, in time order
+  std::vector<Event> events;    // on `tid`, in time order
   std::vector<uint64_t> outer;  // the enclosing levels' events on `tid`, in time order
   std::vector<Span> spans;
   // Scoring.
@@ -130,7 +130,8 @@ void callback_passes(Level &level, const std::string &name, const std::vector<ui
   const std::vector<Event> &ev = level.events;
   for (size_t k = 0; k < ev.size(); ++k) {
     if (ev[k].op == static_cast<uint8_t>(LoopPassOp::kCallStart)) {
-      if (open.size() > 0 && k > 0 && ev[k - 1].op == static_cast<uint8_t>(LoopPassOp::kCallStart) && open.size() == 1) {
+      if (open.size() > 0 && k > 0 && ev[k - 1].op == static_cast<uint8_t>(LoopPassOp::kCallStart) &&
+          open.size() == 1) {
         // The previous call never said it returned (it raised): it ends where this one starts.
         add_span(level, name, open.back(), ev[k].ts);
         open.pop_back();
@@ -167,7 +168,8 @@ void score(const Timeline &timeline, std::vector<Level *> &levels) {
   std::unordered_map<LiveKey, Born, LiveKeyHash> live;
   const bool blocks = timeline.pool_block_allocs > 0;
   auto pass_of = [&](const Level &l, uint32_t p) -> size_t {
-    auto it = std::upper_bound(l.spans.begin(), l.spans.end(), p, [](uint32_t x, const Span &s) { return x < s.begin; });
+    auto it =
+        std::upper_bound(l.spans.begin(), l.spans.end(), p, [](uint32_t x, const Span &s) { return x < s.begin; });
     if (it == l.spans.begin()) return SIZE_MAX;
     --it;
     return p < it->end ? static_cast<size_t>(it - l.spans.begin()) : SIZE_MAX;
@@ -214,8 +216,8 @@ void score(const Timeline &timeline, std::vector<Level *> &levels) {
 
 }  // namespace
 
-std::vector<Span> spans_from_observed(const format::Capture &capture, const Timeline &timeline,
-                                      const SiteTable &sites, int min_repetitions, IterationChoice *choice) {
+std::vector<Span> spans_from_observed(const format::Capture &capture, const Timeline &timeline, const SiteTable &sites,
+                                      int min_repetitions, IterationChoice *choice) {
   for (const format::Observer &o : capture.observers) {
     choice->observer = o.note;
     choice->observed = o.method == static_cast<uint32_t>(format::ObserverMethod::kMonitoring);

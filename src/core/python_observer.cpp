@@ -84,7 +84,7 @@ std::string program_for(const std::string &parent) {
 int run_program(void *) {
   auto run = reinterpret_cast<int (*)(const char *)>(dlsym(RTLD_DEFAULT, "PyRun_SimpleString"));
   if (run && g_program) run(g_program->c_str());  // the exec'd code catches its own errors
-  return 0;  // never an exception into the program
+  return 0;                                       // never an exception into the program
 }
 
 }  // namespace

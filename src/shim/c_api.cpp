@@ -65,9 +65,8 @@ GPULEAK_API void gpuleak_api_pool_attached(int framework, const char *descriptio
 // to gpuleak's own Python package, called through ctypes with the GIL held. A loop or callback is
 // defined once; each pass returns the process's allocation clock, so the observer can tell a
 // location that fires with nothing allocated in between (it then stops watching it).
-GPULEAK_API void gpuleak_api_loop_define(unsigned id, unsigned parent, int kind, const char *file,
-                                         const char *function, unsigned first_line, unsigned last_line,
-                                         unsigned depth) {
+GPULEAK_API void gpuleak_api_loop_define(unsigned id, unsigned parent, int kind, const char *file, const char *function,
+                                         unsigned first_line, unsigned last_line, unsigned depth) {
   if (id == 0 || (kind != 1 && kind != 2)) return;
   gpuleak::format::LoopRecord r{};
   r.id = id;

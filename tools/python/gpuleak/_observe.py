@@ -16,10 +16,13 @@ Python 3.12+ (sys.monitoring, one tool id of our own):
     `await` machinery's own back edges (JUMP_BACKWARD_NO_INTERRUPT) get DISABLE.
   - A user function whose caller is library code (Lightning calling training_step, the event loop
     running a coroutine) is a callback: its start is a pass start; PY_RETURN (local, on that code
-    only) its end. A function called from user code only, QUIET times, gets DISABLE.
+    only) its end. A function called from user code only, QUIET times, gets DISABLE; so does one
+    that the library calls from inside a user's loop or callback (a model's forward under the step
+    loop): it is part of that level's pass.
   - Each pass call returns the shim's allocation clock: a loop (or callback) whose passes see
-    nothing allocated QUIET times in a row gets DISABLE at each of its locations, so a pure-Python
-    hot loop costs a handful of callbacks, then nothing.
+    nothing allocated QUIET times in a row, each shorter than FAST_NS, gets DISABLE at each of its
+    locations, so a pure-Python hot loop costs a handful of callbacks, then nothing; a slow loop
+    that allocates only now and then (a caching allocator's) keeps its passes, at little cost.
   - Code already running when the observer starts (the main script's module code when the shim
     starts it at the first allocation) is found on every thread's stack and watched from there on.
 Python 3.10/3.11 have no sys.monitoring: nothing is observed (tracing every line would cost the
@@ -33,8 +36,11 @@ import ctypes
 import os
 import sys
 import threading
+import time
 
-QUIET = 8  # passes (or calls) in a row with nothing allocated before a location is let go
+QUIET = 8  # passes (or calls) in a row with nothing allocated before a location is let go ...
+FAST_NS = 20_000  # ... when they came faster than this each: a slow quiet loop costs little, and its
+                  # passes still mark iterations (a caching allocator that allocates only now and then)
 
 _installed = None
 _lock = threading.Lock()
@@ -147,12 +153,13 @@ def _task_id():
 # --- loops in a code object ---------------------------------------------------------------------
 
 class Loop:
-    __slots__ = ("id", "clock", "quiet", "off", "code", "head", "end", "first", "last", "parent", "depth")
+    __slots__ = ("id", "clock", "quiet", "since", "off", "code", "head", "end", "first", "last", "parent", "depth")
 
     def __init__(self, code, head, end):
         self.id = 0  # defined (sent to the shim) on its first pass
         self.clock = None
         self.quiet = 0
+        self.since = 0  # when the quiet streak began (perf_counter_ns)
         self.off = False
         self.code = code
         self.head = head  # offset of the jump's target
@@ -195,15 +202,13 @@ def _lines(code, lo, hi):
 class CodeInfo:
     """The loops of one user code object, found from its backward jumps (once, on first sight)."""
 
-    __slots__ = ("loops", "by_head", "calls", "callback", "cb_clock", "cb_quiet")
+    __slots__ = ("loops", "by_head", "calls", "callback")
 
     def __init__(self, code, dis):
         self.loops = []
         self.by_head = {}
         self.calls = 0         # starts seen from user code (not callbacks)
         self.callback = None   # Loop-like record of the function as a callback, once one is seen
-        self.cb_clock = None
-        self.cb_quiet = 0
         backward = (dis.opmap.get("JUMP_BACKWARD"),)
         try:
             for ins in dis.get_instructions(code):
@@ -231,6 +236,24 @@ class CodeInfo:
             if loop.head <= offset <= loop.end and (best is None or loop.end - loop.head < best.end - best.head):
                 best = loop
         return best
+
+
+def _quiet(level, clock):
+    """True when `level` (a Loop) has had QUIET passes in a row with the allocation clock unchanged,
+    each faster than FAST_NS: time to let it go."""
+    if clock != level.clock:
+        level.clock = clock
+        level.quiet = 0
+        return False
+    if level.quiet == 0:
+        level.since = time.perf_counter_ns()
+    level.quiet += 1
+    if level.quiet < QUIET:
+        return False
+    if time.perf_counter_ns() - level.since < QUIET * FAST_NS:
+        return True
+    level.quiet = 0  # slow: a quiet step of a real loop; look again over the next streak
+    return False
 
 
 # --- the observer (3.12+) -----------------------------------------------------------------------
@@ -274,15 +297,16 @@ class Observer:
                          loop.first, loop.last, loop.depth)
         return loop.id
 
-    def _outer_loop(self, frame):
-        """(id, loop) of the loop an outer user frame is running, (0, None) when none."""
+    def _outer_loop(self, frame, define=True):
+        """(id, loop) of the loop (or callback) an outer user frame is running, (0, None) when none;
+        define=False only looks (the id is then 0)."""
         f = frame.f_back if frame is not None else None
         while f is not None:
             info = self.codes.get(f.f_code)
             if info is not None:
                 loop = info.loop_at(f.f_lasti)
                 if loop is not None:
-                    return self._define(loop, f), loop
+                    return (self._define(loop, f) if define else 0), loop
                 if info.callback is not None:
                     return info.callback.id, info.callback
             f = f.f_back
@@ -334,18 +358,19 @@ class Observer:
                 return self.mon.DISABLE  # called from the user's own code only: no callback
             return None
         if info.callback is None:
+            # A function the library calls from inside the user's own loop or callback (a model's
+            # forward under the step loop, or under training_step) is part of that level's pass,
+            # not a level of its own: after QUIET such calls it is let go, and only a function the
+            # library calls from outside any user level (training_step under Trainer.fit) remains.
+            if self._outer_loop(frame, define=False)[1] is not None:
+                info.calls += 1
+                return self.mon.DISABLE if info.calls >= QUIET else None
             self._define_callback(code, info, frame)
         cb = info.callback
         if cb.off:
             return self.mon.DISABLE
-        clock = self.shim.passed(cb.id, 2, _task_id())
-        if clock == info.cb_clock:
-            info.cb_quiet += 1
-            if info.cb_quiet >= QUIET:
-                cb.off = True
-        else:
-            info.cb_clock = clock
-            info.cb_quiet = 0
+        if _quiet(cb, self.shim.passed(cb.id, 2, _task_id())):
+            cb.off = True
         return None
 
     def on_return(self, code, offset, value):
@@ -379,15 +404,9 @@ class Observer:
             return self.mon.DISABLE
         if not loop.id:
             self._define(loop, sys._getframe(1))
-        clock = self.shim.passed(loop.id, 1, _task_id())
-        if clock == loop.clock:
-            loop.quiet += 1
-            if loop.quiet >= QUIET:
-                loop.off = True
-                return self.mon.DISABLE
-        else:
-            loop.clock = clock
-            loop.quiet = 0
+        if _quiet(loop, self.shim.passed(loop.id, 1, _task_id())):
+            loop.off = True
+            return self.mon.DISABLE
         return None
 
     def start(self):
