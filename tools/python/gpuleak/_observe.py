@@ -342,7 +342,7 @@ class Observer:
 
     # -- callbacks --
 
-    def on_start(self, code, offset):
+    def _start(self, code, frame):
         info = self.codes.get(code)
         if info is None:
             info = self.learn(code)
@@ -350,7 +350,6 @@ class Observer:
                 return self.mon.DISABLE
         if code.co_name == "<module>":
             return self.mon.DISABLE  # module code runs once: its loops are seen by JUMP alone
-        frame = sys._getframe(1)
         caller = frame.f_back
         if caller is None or self.user.file(caller.f_code.co_filename):
             info.calls += 1
@@ -373,19 +372,19 @@ class Observer:
             cb.off = True
         return None
 
-    def on_return(self, code, offset, value):
+    def _return(self, code, frame):
         info = self.codes.get(code)
         if info is None or info.callback is None:
             return None
         cb = info.callback
         if cb.off:
             return self.mon.DISABLE
-        caller = sys._getframe(1).f_back
+        caller = frame.f_back
         if caller is not None and not self.user.file(caller.f_code.co_filename):
             self.shim.passed(cb.id, 3, _task_id())
         return None
 
-    def on_jump(self, code, src, dst):
+    def _jump(self, code, src, dst, frame):
         if dst >= src:
             return self.mon.DISABLE
         info = self.codes.get(code)
@@ -403,11 +402,46 @@ class Observer:
         if loop.off:
             return self.mon.DISABLE
         if not loop.id:
-            self._define(loop, sys._getframe(1))
+            self._define(loop, frame)
         if _quiet(loop, self.shim.passed(loop.id, 1, _task_id())):
             loop.off = True
             return self.mon.DISABLE
         return None
+
+    # The callbacks sys.monitoring calls. An exception in one would surface in the program:
+    # instead the observer stops, with one line on stderr, and the program runs on unobserved.
+    # sys._getframe(1) here is the monitored frame.
+    def on_start(self, code, offset):
+        try:
+            return self._start(code, sys._getframe(1))
+        except Exception as e:
+            return self._failed(e)
+
+    def on_return(self, code, offset, value):
+        try:
+            return self._return(code, sys._getframe(1))
+        except Exception as e:
+            return self._failed(e)
+
+    def on_jump(self, code, src, dst):
+        try:
+            return self._jump(code, src, dst, sys._getframe(1))
+        except Exception as e:
+            return self._failed(e)
+
+    def _failed(self, e):
+        self.stop("%s: %s" % (type(e).__name__, e))
+        return self.mon.DISABLE
+
+    def stop(self, why):
+        try:
+            self.mon.set_events(self.tool, 0)
+            for code in list(self.codes):
+                self.mon.set_local_events(self.tool, code, 0)
+            self.shim.observer(2, _text("the observer stopped (%s)" % why))
+        except Exception:
+            pass
+        _warn("the Python loop observer stopped (%s); iterations are inferred from here on" % why)
 
     def start(self):
         mon = self.mon
