@@ -16,7 +16,8 @@ std::atomic<bool> g_observer_asked{false};
 namespace {
 
 bool g_observe = true;
-// The Python code the pending call runs, built before scheduling (no allocation in the callback).
+// The Python code the pending call runs, built at start-up (python_observer_configure): the hook
+// that schedules it then looks at no file and builds nothing.
 std::string *g_program = nullptr;
 
 bool is_file(const std::string &path) {
@@ -62,6 +63,8 @@ std::string program_for(const std::string &parent) {
       "    try:\n"
       "        import importlib.util\n"
       "        if 'gpuleak' not in sys.modules and importlib.util.find_spec('gpuleak') is None:\n"
+      "            if not parent:\n"
+      "                raise ImportError(\"gpuleak's Python package is neither importable nor next to the shim\")\n"
       "            spec = importlib.util.spec_from_file_location('gpuleak', parent + '/gpuleak/__init__.py',\n"
       "                                                          submodule_search_locations=[parent + '/gpuleak'])\n"
       "            module = importlib.util.module_from_spec(spec)\n"
@@ -95,24 +98,22 @@ void schedule_observer() {
   if (!g_observe) return;
   auto add = reinterpret_cast<int (*)(int (*)(void *), void *)>(dlsym(RTLD_DEFAULT, "Py_AddPendingCall"));
   if (!add || !dlsym(RTLD_DEFAULT, "PyRun_SimpleString")) return;
-  const std::string parent = package_parent();
-  if (parent.empty()) {
-    // Without the package the loop is inferred, as before; the report says which source it used.
-    return;
-  }
-  g_program = new std::string(program_for(parent));  // never freed: the pending call may run late
-  add(&run_program, nullptr);
+  if (g_program) add(&run_program, nullptr);
 }
 }  // namespace python_detail
 
 const char *python_observer_configure() {
   const char *v = std::getenv("GPULEAK_PY_OBSERVE");
-  if (!v || !*v || std::strcmp(v, "1") == 0) return "";
-  if (std::strcmp(v, "0") == 0) {
+  if (v && *v && std::strcmp(v, "1") != 0) {
+    if (std::strcmp(v, "0") != 0) return "GPULEAK_PY_OBSERVE must be 0 or 1";
     g_observe = false;
     return "";
   }
-  return "GPULEAK_PY_OBSERVE must be 0 or 1";
+  // Three stat(2) calls at start-up, in every process under the preload, rather than a file
+  // lookup inside the hook that first sees Python frames. Without a package next to the shim the
+  // program imports the one on its path (gpuleak run's), or says in one line that there is none.
+  g_program = new std::string(program_for(package_parent()));  // never freed: the call may run late
+  return "";
 }
 
 }  // namespace gpuleak::core

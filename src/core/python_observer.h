@@ -3,8 +3,9 @@
 // interpreter (the first allocation with Python frames), it asks the interpreter, through
 // Py_AddPendingCall (callable from any thread, GIL or not), to run a few lines on its main thread
 // at the next check between bytecodes. Those lines import the observer from the gpuleak package
-// next to the shim (the build tree's tools/python, or the install's python folder) and start it;
-// they bind no name in the program's namespaces, never raise into it, and say a failure in one
+// the program can import (gpuleak run's, an installed one), else from the one next to the shim
+// (found at start-up: the install's python folder, a wheel's, the build's source tree), and start
+// it; they bind no name in the program's namespaces, never raise into it, and say a failure in one
 // stderr line. Under `gpuleak run` the start-up hook has started it already: the call is a no-op.
 // GPULEAK_PY_OBSERVE=0 turns observation off (the Python side reads it).
 #pragma once
