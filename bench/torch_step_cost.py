@@ -12,6 +12,8 @@ all alike):
   torch-history    no gpuleak, default allocator, torch.cuda.memory._record_memory_history() on
   gl-default       gpuleak run, default allocator (what most users run): each tensor seen through the
                    allocator's trace tracker (issue #14), default stacks
+  gl-default-noobserve  gl-default with GPULEAK_PY_OBSERVE=0: the Python loop observer off (issue #26:
+                   gl-default against it is the observer's cost, measured in the same rounds)
   gl-segments      gpuleak run --torch segments: the caching allocator's segments only
   gl-tensor        gpuleak run --torch per-tensor, default stacks (native 32 + Python)
   gl-tensor-py     the same with GPULEAK_STACK_DEPTH=0 (Python frames only)
@@ -97,6 +99,8 @@ CONFIGS = {
     "plain-async": (None, {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"}),
     "torch-history": (None, {"BENCH_TORCH_HISTORY": "1"}),
     "gl-default": ([], {}),
+    # Issue #26: the same with the Python loop observer off (gl-default observes the loops).
+    "gl-default-noobserve": ([], {"GPULEAK_PY_OBSERVE": "0"}),
     "gl-segments": (["--torch", "segments"], {}),
     "gl-tensor": (["--torch", "per-tensor"], {}),
     "gl-tensor-py": (["--torch", "per-tensor"], {"GPULEAK_STACK_DEPTH": "0"}),
@@ -111,13 +115,24 @@ CONFIGS = {
 BASELINE = {name: ("plain-async" if name.startswith("gl-tensor") else "plain") for name in CONFIGS}
 
 
+_SCRIPT = None  # the child's script file, written once per run
+
+
 def run_one(cli, name, workload, args, outdir):
     """The step time in ms (None when the run failed) and gpuleak's own-time line (GPULEAK_SELF_TIME:
     its hooks' time, the unwinder and the memo's hits), shortened."""
     opts, extra = CONFIGS[name]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GPULEAK_", "PYTORCH_CUDA_ALLOC"))}
     env.update(extra)
-    cmd = [sys.executable, "-c", CHILD, workload, str(args.warmup), str(args.blocks), str(args.steps)]
+    # A script file, not `python -c`: code from "<string>" is no user code, and the loop observer
+    # (issue #26) must see the step loop as a user's loop.
+    global _SCRIPT
+    if _SCRIPT is None:
+        _SCRIPT = os.path.join(tempfile.mkdtemp(prefix="gpuleak-step-"), "bench_step.py")
+        with open(_SCRIPT, "w") as f:
+            f.write(CHILD)
+    script = _SCRIPT
+    cmd = [sys.executable, script, workload, str(args.warmup), str(args.blocks), str(args.steps)]
     if opts is not None:
         env["GPULEAK_QUIET"] = "1"
         env["GPULEAK_SELF_TIME"] = "1"

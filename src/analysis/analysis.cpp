@@ -34,6 +34,8 @@ const char *iteration_source_name(IterationSource s) {
       return "python_loop";
     case IterationSource::kNvtx:
       return "nvtx";
+    case IterationSource::kObserved:
+      return "observed";
     case IterationSource::kApi:
       return "api";
   }
@@ -276,6 +278,25 @@ void fill_iterations(const Capture &capture, const std::vector<Span> &spans, con
   }
 }
 
+// No iterations: what was tried, in the order tried, and the --loop line to suggest.
+void say_why_none(const Capture &capture, const SiteTable &sites, const HidingPool &pool, Analysis *out) {
+  IterationChoice &c = out->iteration_choice;
+  c.tried.push_back(capture.markers.empty() ? "no gpuleak_iteration marks" : "no complete gpuleak_iteration marks");
+  c.tried.push_back(capture.nvtx.empty() ? "no NVTX ranges" : "no NVTX range named like a step");
+  if (!pool.mode.empty()) {
+    c.tried.push_back("no loop inferred: " + pool.mode + " hides the objects");
+  } else {
+    if (c.observed)
+      c.tried.push_back(c.levels == 0 ? "no observed Python loop or callback ran 4 passes with allocations"
+                                      : "no observed Python loop holding most of the allocations");
+    else if (!c.observer.empty())
+      c.tried.push_back("Python loops not observed (" + c.observer + ")");
+    c.tried.push_back("no Python loop in the allocations' lines");
+    c.tried.push_back("no period in the allocation sequence");
+  }
+  c.suggested_loop = suggest_loop(capture, sites);
+}
+
 void fill_live_at_exit(std::vector<LiveSite> live, const AnalysisOptions &o, Analysis *out) {
   std::sort(live.begin(), live.end(), [](const LiveSite &a, const LiveSite &b) {
     if (a.live_bytes != b.live_bytes) return a.live_bytes > b.live_bytes;
@@ -304,6 +325,15 @@ Analysis analyze(const format::Capture &capture, const format::MemorySource &mem
   const Frameworks frameworks = detect_frameworks(capture);
   const HidingPool pool = hiding_pool(capture, frameworks);
   if (spans.empty() && pool.mode.empty()) {
+    spans = spans_from_observed(capture, timeline, sites, options.min_auto_repetitions, &out.iteration_choice);
+    if (!spans.empty()) out.iteration_source = IterationSource::kObserved;
+  } else {
+    for (const format::Observer &o : capture.observers) {
+      out.iteration_choice.observer = o.note;
+      out.iteration_choice.observed = o.method == static_cast<uint32_t>(format::ObserverMethod::kMonitoring);
+    }
+  }
+  if (spans.empty() && pool.mode.empty()) {
     spans = spans_from_python_loop(capture, timeline, sites, options.min_auto_repetitions, options.min_auto_coverage);
     if (!spans.empty()) out.iteration_source = IterationSource::kPythonLoop;
   }
@@ -311,6 +341,7 @@ Analysis analyze(const format::Capture &capture, const format::MemorySource &mem
     spans = spans_from_period(timeline, sites, options.min_auto_repetitions, options.min_auto_coverage);
     if (!spans.empty()) out.iteration_source = IterationSource::kAuto;
   }
+  if (spans.empty()) say_why_none(capture, sites, pool, &out);
   std::vector<uint32_t>().swap(sites.alloc_sequence);
   std::vector<uint32_t>().swap(sites.alloc_positions);
   // Usually in that order already (one loop, found in order): then nothing moves.

@@ -37,13 +37,15 @@ namespace gpuleak::analysis {
 
 // Ordered by severity: the overall verdict is the maximum over devices.
 enum class Verdict : uint8_t { kClean = 0, kInconclusive = 1, kGrowth = 2, kLeak = 3 };
-// Ordered by strength: api (gpuleak_iteration_* marks), nvtx (named ranges), python_loop (the
-// passes of a loop in the user's Python code, read from the allocations' Python frames), auto
-// (period found in the allocation sequence), none.
-enum class IterationSource : uint8_t { kNone = 0, kAuto = 1, kPythonLoop = 2, kNvtx = 3, kApi = 4 };
+// By strength: api (gpuleak_iteration_* marks), nvtx (named ranges), observed (the passes of a
+// loop or the calls of a callback of the user's Python code, as the interpreter ran them: capture
+// format 1.5), python_loop (the passes of a loop in the user's Python code, read from the
+// allocations' Python frames), auto (period found in the allocation sequence), none. The values
+// are not in that order: kObserved came last.
+enum class IterationSource : uint8_t { kNone = 0, kAuto = 1, kPythonLoop = 2, kNvtx = 3, kApi = 4, kObserved = 5 };
 
 const char *verdict_name(Verdict v);                   // "clean", "inconclusive", "growth", "leak"
-const char *iteration_source_name(IterationSource s);  // "none", "auto", "python_loop", "nvtx", "api"
+const char *iteration_source_name(IterationSource s);  // "none", "auto", "python_loop", "nvtx", "api", "observed"
 
 // Every threshold the verdicts use. The defaults are the documented ones (docs/report-format.md
 // "Verdict rules"); front-ends expose a few of them as options.
@@ -266,9 +268,26 @@ struct Accounting {
   uint64_t host_pinned_peak_bytes = 0;
 };
 
+// How the iterations were chosen (report: analysis.iteration_choice), and why none were found.
+struct IterationChoice {
+  // Observed levels (iteration_source observed): the one chosen. "" / 0 otherwise.
+  std::string summary;  // "40 passes of the loop at serve.py:38-39", "120 calls of training_step at model.py:12-20"
+  std::string kind;     // "loop" or "callback"
+  std::string file, function;
+  uint32_t first_line = 0, last_line = 0, passes = 0;
+  uint32_t levels = 0;    // observed levels with enough passes to be candidates
+  bool observed = false;  // the observer ran (sys.monitoring)
+  std::string observer;   // its note: "Python 3.12.1: sys.monitoring tool 3", or why it could not run ("" none)
+  // When no iterations were found: what was tried, one phrase each, and for a Python program the
+  // `--loop FILE:LINE` that would mark the outermost user loop the allocations pass through.
+  std::vector<std::string> tried;
+  std::string suggested_loop;
+};
+
 struct Analysis {
   Verdict verdict = Verdict::kClean;  // worst over devices
   IterationSource iteration_source = IterationSource::kNone;
+  IterationChoice iteration_choice;
   std::string primary_loop;  // the loop the verdicts use ("" when none)
   uint32_t primary_iterations = 0;
   uint32_t warmup_iterations = 0;  // primary iterations skipped as warm-up

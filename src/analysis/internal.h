@@ -7,6 +7,7 @@
 // (analysis.cpp) runs them:
 //   iterations.cpp        spans_from_markers, spans_from_nvtx, primary_loop
 //   timeline.cpp          make_timeline (pass 0): sites interned, spans and OOMs placed
+//   observed_loops.cpp    spans_from_observed: the observed Python loop level that explains the memory
 //   period_detection.cpp  spans_from_period: iterations found in the allocation sequence (own passes)
 //   ledger.cpp            replay (pass 1, and 2 for the advice): what is live, device totals,
 //                         per-iteration numbers, handed to the observers below as it happens
@@ -151,6 +152,19 @@ std::vector<Span> spans_from_period(const Timeline &timeline, const SiteTable &s
 // allocations that carry Python frames.
 std::vector<Span> spans_from_python_loop(const format::Capture &capture, const Timeline &timeline,
                                          const SiteTable &sites, int min_repetitions, double min_coverage);
+
+// Iterations from the observed Python loops (observed_loops.cpp, capture format 1.5): the passes
+// of the loop level or callback whose passes explain the memory; `choice` says which, and what the
+// observer said. Empty when none has min_repetitions passes (or the capture has no loop records).
+std::vector<Span> spans_from_observed(const format::Capture &capture, const Timeline &timeline, const SiteTable &sites,
+                                      int min_repetitions, IterationChoice *choice);
+// The `--loop FILE:LINE` to suggest when no iterations were found: the outermost observed loop
+// the allocations pass through, else the outermost user frame of the first allocation with Python
+// frames; "" when the program has no Python frames of the user's.
+std::string suggest_loop(const format::Capture &capture, const SiteTable &sites);
+// Sets begin/end of each span from its times (as make_timeline does for the spans it is given),
+// in one replay.
+void place_spans(const Timeline &timeline, const std::vector<Span *> &spans);
 
 // How many of an ascending list of event positions are at or before p (std::upper_bound's
 // count), for a p that never decreases, as a replay's position: O(1) amortized where a binary

@@ -64,6 +64,18 @@ uint64_t capture_end_ns(const Capture &capture, const format::MemorySource &sour
   return end;
 }
 
+void place_spans(const Timeline &timeline, const std::vector<Span *> &spans) {
+  Placer placer;
+  for (Span *s : spans) {
+    placer.add(s->start_ns, false, &s->begin);
+    placer.add(s->end_ns, true, &s->end);
+  }
+  placer.sort();
+  timeline.replay([&](uint32_t k, const MemoryRecord &r) { placer.at(k, r.ts_ns); });
+  placer.finish(timeline.size);
+  for (Span *s : spans) s->end = std::max(s->end, s->begin);
+}
+
 Timeline make_timeline(const Capture &capture, const format::MemorySource &source, std::vector<Span> *spans,
                        const std::vector<uint64_t> &oom_ts, std::vector<uint32_t> *oom_positions, bool sequence,
                        SiteTable *sites) {

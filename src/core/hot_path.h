@@ -111,6 +111,7 @@ template <typename Fill>
 inline __attribute__((always_inline)) void emit(State *s, ThreadBuffer *b, Counted counted, Fill &&fill) {
   constexpr size_t kBytes = sizeof(format::RecordHeader) + sizeof(format::MemoryRecord);
   uint8_t *at = b ? buffer_reserve<kBytes>(b) : nullptr;
+  if (counted == Counted::kAllocation) bump(detail::g_allocation_clock);  // the loop observer's "anything since?"
   if (__builtin_expect(!at, 0)) {
     format::MemoryRecord r;
     fill(r);

@@ -1,4 +1,5 @@
 #include "core/python_stack.h"
+#include "core/python_observer.h"
 
 #include <dlfcn.h>
 #include <sched.h>
@@ -308,6 +309,7 @@ std::string python_stacks_configure() {
   g_force_bad_layout = force && std::strcmp(force, "layout") == 0;
   g_force_unsupported = force && *force && std::strcmp(force, "0") != 0 && !g_force_bad_layout;
   if (g_depth == 0) g_state.store(kOff, std::memory_order_release);
+  if (const char *bad = python_observer_configure(); *bad) return bad;
   return {};
 }
 
@@ -369,6 +371,7 @@ unsigned PythonStacks::frames_before_interpreter(const uint64_t *frames, unsigne
 uint32_t PythonStacks::capture_slow(State *s) {
   const Runtime *rt = runtime();
   if (!rt || !rt->is_initialized() || rt->is_finalizing()) return 0;
+  python_observer_maybe_schedule();
   // This thread's own state (thread-specific storage, no GIL): null on a thread that never ran
   // Python (autograd workers, CUDA callback threads), so no other thread's frames can show up.
   auto tstate = reinterpret_cast<uint64_t>(rt->this_thread_state());

@@ -21,6 +21,7 @@ GPULEAK_SHARED_TLS bool t_in_hook = false;
 State *g_state = nullptr;
 GPULEAK_SHARED_TLS uint16_t t_runtime_api = 0;
 GPULEAK_SHARED_TLS uint32_t t_tid = 0;
+alignas(64) std::atomic<uint64_t> g_allocation_clock{0};
 uint32_t read_tid() { return t_tid = static_cast<uint32_t>(syscall(SYS_gettid)); }
 }  // namespace detail
 
@@ -266,6 +267,43 @@ void record_marker(format::MarkerOp op, const char *label) {
   r.label_id = label ? intern_string(s, label, strlen(label)) : 0;
   r.op = static_cast<uint8_t>(op);
   append_record(s, format::RecordType::kMarker, &r, sizeof r);
+  detail::t_in_hook = false;
+}
+
+void record_loop(const format::LoopRecord &fixed, const char *file, const char *function) {
+  State *s = g_state;
+  if (!s || !buffering(s) || detail::t_in_hook) return;
+  detail::t_in_hook = true;
+  format::LoopRecord r = fixed;
+  r.file_id = file ? intern_string(s, file, strnlen(file, 4096)) : 0;
+  r.function_id = function ? intern_string(s, function, strnlen(function, 4096)) : 0;
+  append_record(s, format::RecordType::kLoop, &r, sizeof r);
+  detail::t_in_hook = false;
+}
+
+void record_loop_pass(uint32_t loop_id, format::LoopPassOp op, uint64_t task_id) {
+  State *s = g_state;
+  if (!s || !buffering(s) || detail::t_in_hook) return;
+  detail::t_in_hook = true;
+  format::LoopPassRecord r{};
+  r.ts_ns = in_thread_order(capture_now_ns());
+  r.task_id = task_id;
+  r.tid = hot::thread_id();
+  r.loop_id = loop_id;
+  r.op = static_cast<uint8_t>(op);
+  append_record(s, format::RecordType::kLoopPass, &r, sizeof r);
+  detail::t_in_hook = false;
+}
+
+void record_observer(uint32_t method, const char *note) {
+  State *s = g_state;
+  if (!s || !buffering(s) || detail::t_in_hook) return;
+  detail::t_in_hook = true;
+  format::ObserverRecord r{};
+  r.ts_ns = in_thread_order(capture_now_ns());
+  r.method = method;
+  r.length = note ? static_cast<uint32_t>(strnlen(note, 4096)) : 0;
+  append_record(s, format::RecordType::kObserver, &r, sizeof r, note, r.length);
   detail::t_in_hook = false;
 }
 

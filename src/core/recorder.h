@@ -107,6 +107,18 @@ uint16_t runtime_label_swap(uint16_t api);
 void record_nvtx(format::NvtxOp op, const char *message, size_t length, const char *domain, uint64_t range_id);
 void record_marker(format::MarkerOp op, const char *label);
 bool recorder_active();
+// The observed Python loops (capture format 1.5, LoopRecord/LoopPassRecord/ObserverRecord),
+// buffered like the marks: `file` and `function` are untrusted text, interned as strings.
+void record_loop(const format::LoopRecord &fixed, const char *file, const char *function);
+void record_loop_pass(uint32_t loop_id, format::LoopPassOp op, uint64_t task_id);
+void record_observer(uint32_t method, const char *note);
+// Successful allocations recorded so far in this process, all threads (approximate: threads bump
+// it without a read-modify-write, so two at once may count one). The observer compares two
+// readings: "did anything allocate in between" is all it asks.
+namespace detail {
+extern std::atomic<uint64_t> g_allocation_clock;
+}  // namespace detail
+inline uint64_t allocation_clock() { return detail::g_allocation_clock.load(std::memory_order_relaxed); }
 // The capture runs (not idle before the first allocation, not off).
 bool recorder_running();
 // A framework allocator's tracker attached (gpuleak_api_pool_attached): a PoolTrackerRecord,

@@ -24,8 +24,9 @@ namespace gpuleak::format {
 inline constexpr char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\0'};
 inline constexpr uint16_t kMajorVersion = 1;
 // 1.1 added kGpuActivity and kDeviceUsage; 1.2 kFlagUntimed; 1.3 Kind::kPoolBlock and kPoolTracker;
-// 1.4 kAggregateSite and kAggregateWindow (the aggregated form past the capture budget)
-inline constexpr uint16_t kMinorVersion = 4;
+// 1.4 kAggregateSite and kAggregateWindow (the aggregated form past the capture budget);
+// 1.5 kLoop, kLoopPass and kObserver (the observed Python loops)
+inline constexpr uint16_t kMinorVersion = 5;
 // A record larger than this is corruption, not data (the largest real one is a module record).
 inline constexpr uint32_t kMaxRecordSize = 1u << 20;
 
@@ -59,6 +60,9 @@ enum class RecordType : uint16_t {
   kPoolTracker = 14,      // PoolTrackerRecord + description (since 1.3): a framework allocator's tracker attached
   kAggregateSite = 15,    // AggregateSiteRecord (since 1.4): one site's allocations and frees in a window
   kAggregateWindow = 16,  // AggregateWindowRecord (since 1.4): closes a window of aggregated iterations
+  kLoop = 17,         // LoopRecord (since 1.5): a loop or callback of the user's Python code, defined once
+  kLoopPass = 18,     // LoopPassRecord (since 1.5): one back edge of a loop, one call or return of a callback
+  kObserver = 19,     // ObserverRecord + note (since 1.5): how the Python loops were observed, or why not
 };
 
 struct RecordHeader {
@@ -324,6 +328,51 @@ struct PoolTrackerRecord {
   uint32_t length;    // followed by the description (untrusted text, at most 4096 bytes)
 };
 static_assert(sizeof(PoolTrackerRecord) == 16);
+
+// (1.5) The Python loop observer (tools/python/gpuleak/_observe.py, docs/python.md "Iterations"):
+// the loops and callbacks of the user's own code as the interpreter runs them. A loop is defined
+// once (LoopRecord) before its first pass; each back edge (a jump to an earlier instruction of the
+// loop, the end of one pass) and each call and return of a callback (a user function that library
+// code called) is a LoopPassRecord. Strings are StringRecords (untrusted program text).
+enum class LoopKind : uint8_t { kLoop = 1, kCallback = 2 };
+struct LoopRecord {
+  uint32_t id;           // the observer's id, > 0, unique in the process
+  uint32_t parent_id;    // the loop this one runs in when first seen (same code object or an outer frame's), 0 none
+  uint32_t file_id;      // StringRecord: the code object's file (co_filename)
+  uint32_t function_id;  // StringRecord: its qualified name (co_qualname)
+  uint32_t first_line;   // the loop's head line (callback: the function's first line)
+  uint32_t last_line;    // the last line of the loop's body (callback: of the function)
+  uint16_t depth;        // nesting depth: 0 when it has no parent
+  uint8_t kind;          // LoopKind
+  uint8_t reserved[5];
+};
+static_assert(sizeof(LoopRecord) == 32);
+
+enum class LoopPassOp : uint8_t {
+  kBackEdge = 1,   // a loop's pass ended: the jump back to its head
+  kCallStart = 2,  // a callback was called (its pass starts)
+  kCallEnd = 3,    // ... and returned (or raised, or yielded)
+};
+struct LoopPassRecord {
+  uint64_t ts_ns;    // monotonic, capture clock
+  uint64_t task_id;  // the running asyncio task (its id()), 0 when none
+  uint32_t tid;      // kernel thread id
+  uint32_t loop_id;  // LoopRecord id
+  uint8_t op;        // LoopPassOp
+  uint8_t reserved[7];
+};
+static_assert(sizeof(LoopPassRecord) == 32);
+
+enum class ObserverMethod : uint32_t {
+  kMonitoring = 1,   // sys.monitoring (Python 3.12+): loops and callbacks observed
+  kUnavailable = 2,  // not observed (the note says why: Python 3.11, no free tool id, ...)
+};
+struct ObserverRecord {
+  uint64_t ts_ns;
+  uint32_t method;  // ObserverMethod
+  uint32_t length;  // followed by the note: the interpreter's version and anything said (at most 4096 bytes)
+};
+static_assert(sizeof(ObserverRecord) == 16);
 
 struct RunInfoRecord {
   uint32_t pid;

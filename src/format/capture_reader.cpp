@@ -252,6 +252,19 @@ bool decode_record(uint16_t type, const uint8_t *p, size_t n, uint64_t offset, C
       out->aggregate_windows.push_back(w);
       return true;
     }
+    case RecordType::kLoop:
+      return fixed(p, n, &out->loops.emplace_back());
+    case RecordType::kLoopPass:
+      return fixed(p, n, &out->loop_passes.emplace_back());
+    case RecordType::kObserver: {
+      ObserverRecord r;
+      Observer o;
+      if (!c.read(&r) || r.length > 4096 || !c.bytes(r.length, &o.note)) return false;
+      o.ts_ns = r.ts_ns;
+      o.method = r.method;
+      out->observers.push_back(std::move(o));
+      return true;
+    }
     case RecordType::kDisabled: {
       std::string why(reinterpret_cast<const char *>(p), n);
       out->disabled.push_back(std::move(why));

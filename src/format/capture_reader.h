@@ -67,6 +67,11 @@ struct Aggregated {
   uint64_t synthetic = 0;   // memory records the reader made from them (aggregate_fold.h)
   uint32_t loop_id = 0;     // the loop whose iterations made the windows
   bool incomplete = false;  // rows after the last window (the file was cut): not used
+// How the Python loops were observed (format 1.5, ObserverRecord).
+struct Observer {
+  uint64_t ts_ns = 0;
+  uint32_t method = 0;  // ObserverMethod
+  std::string note;     // untrusted text
 };
 
 // One DeviceUsageRecord as read (capture_format.h).
@@ -86,6 +91,9 @@ struct Capture {
   std::vector<GpuActivityRecord> gpu_activity;  // file order (not time order: CUPTI delivers late)
   std::vector<DeviceUsage> device_usage;        // NVML's view (format 1.1), in file order
   std::vector<PoolTracker> pool_trackers;       // (format 1.3) framework allocators whose blocks are seen
+  std::vector<LoopRecord> loops;                // (format 1.5) observed loops and callbacks (strings by id)
+  std::vector<LoopPassRecord> loop_passes;      // (format 1.5) their passes, in file order
+  std::vector<Observer> observers;              // (format 1.5) how the loops were observed
   std::optional<StatsRecord> stats;             // the last one in the file
   std::vector<std::string> disabled;            // reasons tracking was turned off, in order
   // (format 1.4) The aggregated form: its windows and rows as decoded (the rows are released once

@@ -406,7 +406,23 @@ json analysis_json(const analysis::Analysis &a) {
   const auto &c = a.accounting;
   json warnings = json::array();
   for (const auto &w : a.warnings) warnings.push_back(w);
+  const analysis::IterationChoice &ch = a.iteration_choice;
+  json tried = json::array();
+  for (const auto &t : ch.tried) tried.push_back(t);
+  json choice = {{"summary", text_or_null(ch.summary)},
+                 {"kind", text_or_null(ch.kind)},
+                 {"file", text_or_null(ch.file)},
+                 {"function", text_or_null(ch.function)},
+                 {"first_line", ch.first_line},
+                 {"last_line", ch.last_line},
+                 {"passes", ch.passes},
+                 {"observed_levels", ch.levels},
+                 {"observed", ch.observed},
+                 {"observer", text_or_null(ch.observer)},
+                 {"tried", std::move(tried)},
+                 {"suggested_loop", text_or_null(ch.suggested_loop)}};
   return {{"primary_loop", text_or_null(a.primary_loop)},
+          {"iteration_choice", std::move(choice)},
           {"primary_iterations", a.primary_iterations},
           {"iterations_total", a.iterations.size()},
           {"warmup_iterations", a.warmup_iterations},

@@ -171,7 +171,20 @@ std::string text_summary(const nlohmann::json &r, const std::string &report_path
   out += "gpuleak: " + text(run, "program") + " (pid " + std::to_string(integer(run, "pid")) + "): ";
   if (!ooms.empty()) out += oom_lead(ooms) + "  ";
   out += "verdict " + verdict;
-  out += source == "none" ? ", no iterations found" : ", " + count_of(iterations, "iteration") + " (" + source + ")";
+  const auto &choice = field(analysis, "iteration_choice", empty);
+  if (source == "observed" && !text(choice, "summary").empty()) {
+    out += ", iterations: " + text(choice, "summary") + " (observed)";
+  } else if (source == "none") {
+    out += ", no iterations found";
+    std::string tried;
+    for (const auto &t : field(choice, "tried", none))
+      if (t.is_string()) tried += (tried.empty() ? "" : ", ") + gpuleak::text::printable(t.get<std::string>());
+    if (!tried.empty()) out += " (" + tried + ")";
+    if (!text(choice, "suggested_loop").empty())
+      out += "; mark the loop: gpuleak run --loop " + text(choice, "suggested_loop") + " -- ...";
+  } else {
+    out += ", " + count_of(iterations, "iteration") + " (" + source + ")";
+  }
   out += "\n";
   // One finding per user line (leak_groups), with the library sites below it when there are
   // several; reports from before leak_groups list each site.

@@ -60,3 +60,32 @@ GPULEAK_API int gpuleak_api_pool_block(int op, int device, unsigned long long ad
 GPULEAK_API void gpuleak_api_pool_attached(int framework, const char *description) {
   gpuleak::core::record_pool_tracker(framework, description);
 }
+
+// The Python loop observer's side (tools/python/gpuleak/_observe.py, capture format 1.5): private
+// to gpuleak's own Python package, called through ctypes with the GIL held. A loop or callback is
+// defined once; each pass returns the process's allocation clock, so the observer can tell a
+// location that fires with nothing allocated in between (it then stops watching it).
+GPULEAK_API void gpuleak_api_loop_define(unsigned id, unsigned parent, int kind, const char *file, const char *function,
+                                         unsigned first_line, unsigned last_line, unsigned depth) {
+  if (id == 0 || (kind != 1 && kind != 2)) return;
+  gpuleak::format::LoopRecord r{};
+  r.id = id;
+  r.parent_id = parent;
+  r.first_line = first_line;
+  r.last_line = last_line;
+  r.depth = static_cast<uint16_t>(depth > UINT16_MAX ? UINT16_MAX : depth);
+  r.kind = static_cast<uint8_t>(kind);
+  gpuleak::core::record_loop(r, file, function);
+}
+
+GPULEAK_API unsigned long long gpuleak_api_loop_pass(unsigned id, int op, unsigned long long task_id) {
+  if (id != 0 && op >= 1 && op <= 3)
+    gpuleak::core::record_loop_pass(id, static_cast<gpuleak::format::LoopPassOp>(op), task_id);
+  return gpuleak::core::allocation_clock();
+}
+
+GPULEAK_API unsigned long long gpuleak_api_allocation_clock(void) { return gpuleak::core::allocation_clock(); }
+
+GPULEAK_API void gpuleak_api_observer(int method, const char *note) {
+  if (method == 1 || method == 2) gpuleak::core::record_observer(static_cast<uint32_t>(method), note);
+}

@@ -7,7 +7,8 @@
 # Every case runs tests/gpu/framework_loops.py under `gpuleak run`; the program writes what it kept
 # per step (its own measure) and check_framework_case.py compares the report with it: verdict leak,
 # the headline at the program's `# @keep-FRAMEWORK` line, bytes_per_iteration within 10%; clean stays clean;
-# without marks the loop must be found from the Python frames (iteration_source python_loop).
+# without marks the loop must be found from the Python frames (iteration_source observed on Python
+# 3.12+, python_loop on 3.10/3.11).
 # Prints PASS/FAIL/SKIP per case. OUT_DIR (default $OUT/frameworks when $OUT is set, else
 # BUILD_DIR/gpu-frameworks) receives frameworks.log (the same lines and each check's detail) and
 # cases/<case>/ (stdout, stderr, result.json, captures/ with the capture and report.json).
@@ -102,7 +103,7 @@ for spec in "${cases[@]}"; do
       status=$?
       ms=$((($(date +%s%N) - start) / 1000000))
       reports=("$dir"/captures/framework_loops.py.*.report.json)
-      source_opt=(--iteration-source python_loop)
+      source_opt=(--iteration-source "observed|python_loop")  # observed on Python 3.12+ (issue #26)
       [[ $marks == marks && $framework == torch ]] && source_opt=(--iteration-source nvtx)
       [[ $marks == marks && $framework != torch ]] && source_opt=(--iteration-source api)
       # CuPy's pool without marks: the analysis refuses to count pool growth as iterations and

@@ -7,13 +7,18 @@ usage: run_loop_case.py --cli GPULEAK --shim LIB --fake-cuda DIR [--expect KEY=V
 Each --expect is checked against `gpuleak report --json` of the one capture:
   verdict, iteration_source, primary_loop, allocator_mode: equal to VALUE;
   iterations: primary iterations == VALUE;
-  rate: exactly one leak, bytes_per_iteration == VALUE;
+  rate: exactly one leak, bytes_per_iteration == VALUE; rate~: the same within 10 %;
+  choice: analysis.iteration_choice.summary starts with VALUE; suggest: its suggested_loop == VALUE;
+  tried: one of its `tried` phrases contains VALUE; observer: its `observer` note contains VALUE;
+  a VALUE of the form A|B accepts either (iteration_source=python_loop|observed).
   note: allocator_note contains VALUE ("none": it is null);
   headline: the first leak group's headline text starts with VALUE;
   no_rate: no leak of VALUE bytes per iteration;
   env.NAME: run.allocator_env[NAME] == VALUE;
   native_frames: the first leak's stack has VALUE native frames ("some": at least one).
 --env NAME=VALUE sets a variable for the program (gpuleak's own are cleared first).
+--preload: run the program under plain LD_PRELOAD (GPULEAK_OUT set, no `gpuleak run`, no PYTHONPATH
+entry of gpuleak's) instead of `gpuleak run`; no gpuleak run options are allowed then.
 Relative paths in the gpuleak run options and PROGRAM are taken from this folder, where the
 program runs; "@name" in an option or an expectation is the line of the `# @name` comment of the
 program.
@@ -57,6 +62,7 @@ def main():
     ap.add_argument("--stdout-has", action="append", default=[])
     ap.add_argument("--usage-error", default=None)
     ap.add_argument("--env", action="append", default=[])
+    ap.add_argument("--preload", action="store_true")
     ap.add_argument("rest", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     rest = a.rest[1:] if a.rest[:1] == ["--"] else a.rest
@@ -75,8 +81,14 @@ def main():
                    PYTHONDONTWRITEBYTECODE="1",
                    PYTHONPATH=os.pathsep.join([HERE, os.path.join(HERE, "fake_frameworks")]))
         env.update(kv.split("=", 1) for kv in a.env)
-        command = [a.cli, "run", "--out", out, "--quiet", "--no-report"] + options + \
-                  ["--", sys.executable] + program
+        if a.preload:
+            if options:
+                fail("--preload takes no gpuleak run options")
+            env.update(LD_PRELOAD=a.shim, GPULEAK_OUT=out)
+            command = [sys.executable] + program
+        else:
+            command = [a.cli, "run", "--out", out, "--quiet", "--no-report"] + options + \
+                      ["--", sys.executable] + program
         run = subprocess.run(command, cwd=HERE, env=env, capture_output=True, text=True, timeout=300)
         sys.stderr.write(run.stderr)
         if a.usage_error is not None:
@@ -90,7 +102,11 @@ def main():
         for text in a.stdout_has:
             if text not in run.stdout:
                 fail(f"the program's output lacks {text!r}:\n{run.stdout}")
-        if [l for l in run.stderr.splitlines() if l.startswith("gpuleak:")]:
+        # Under plain LD_PRELOAD the shim's at-exit line (where the capture is) is expected.
+        said = [l for l in run.stderr.splitlines() if l.startswith("gpuleak:")]
+        if a.preload:
+            said = [l for l in said if "capture: " not in l]
+        if said:
             fail("gpuleak complained on stderr")
         captures = glob.glob(os.path.join(out, "*.gpuleak"))
         if len(captures) != 1:
@@ -107,11 +123,22 @@ def main():
             "allocator_mode": run_info.get("allocator_mode"), "note": run_info.get("allocator_note"),
             "leaks": [(l["bytes_per_iteration"], l["live_count"]) for l in r.get("leaks", [])],
             "headline": [((g.get("headline") or {}).get("text")) for g in r.get("leak_groups", [])],
+            "choice": (analysis.get("iteration_choice") or {}),
             "native_frames": [sum(f.get("kind") == "native" for f in l.get("stack", [])) for l in r.get("leaks", [])]}
     for e in a.expect:
         key, _, value = e.partition("=")
         if key == "iterations":
             ok = seen["iterations"] == int(value)
+        elif key == "rate~":
+            ok = len(seen["leaks"]) == 1 and abs(seen["leaks"][0][0] - float(value)) <= 0.1 * float(value)
+        elif key == "choice":
+            ok = (seen["choice"].get("summary") or "").startswith(value)
+        elif key == "suggest":
+            ok = seen["choice"].get("suggested_loop") == value
+        elif key == "observer":
+            ok = value in (seen["choice"].get("observer") or "")
+        elif key == "tried":
+            ok = any(value in t for t in seen["choice"].get("tried") or [])
         elif key == "rate":
             ok = len(seen["leaks"]) == 1 and seen["leaks"][0][0] == float(value)
         elif key == "no_rate":
@@ -126,7 +153,7 @@ def main():
         elif key.startswith("env."):
             ok = (run_info.get("allocator_env") or {}).get(key[4:]) == value
         elif key in seen:
-            ok = seen[key] == value
+            ok = seen[key] in value.split("|") if "|" in value else seen[key] == value
         else:
             fail(f"unknown expectation {key}")
         if not ok:

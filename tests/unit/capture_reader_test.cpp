@@ -294,6 +294,52 @@ TEST(CaptureReader, PoolBlocksOfFormat13) {
   EXPECT_FALSE(parse(header() + record(RecordType::kPoolTracker, bytes(t) + "short"), &c, &error));
 }
 
+TEST(CaptureReader, ObservedLoopsOfFormat15) {
+  EXPECT_EQ(kMinorVersion, 5u);
+  LoopRecord l{};
+  l.id = 3;
+  l.parent_id = 1;
+  l.file_id = 7;
+  l.function_id = 8;
+  l.first_line = 38;
+  l.last_line = 52;
+  l.depth = 1;
+  l.kind = static_cast<uint8_t>(LoopKind::kLoop);
+  LoopPassRecord p{};
+  p.ts_ns = 300;
+  p.task_id = 0x7f0012345678ull;
+  p.tid = 99;
+  p.loop_id = 3;
+  p.op = static_cast<uint8_t>(LoopPassOp::kBackEdge);
+  ObserverRecord o{};
+  o.ts_ns = 50;
+  o.method = static_cast<uint32_t>(ObserverMethod::kMonitoring);
+  const std::string note = "Python 3.12.1: sys.monitoring tool 3";
+  o.length = static_cast<uint32_t>(note.size());
+  Capture c;
+  std::string error;
+  ASSERT_TRUE(parse(sample() + record(RecordType::kObserver, bytes(o) + note) + record(RecordType::kLoop, bytes(l)) +
+                        record(RecordType::kLoopPass, bytes(p)),
+                    &c, &error))
+      << error;
+  ASSERT_EQ(c.loops.size(), 1u);
+  EXPECT_EQ(c.loops[0].id, 3u);
+  EXPECT_EQ(c.loops[0].parent_id, 1u);
+  EXPECT_EQ(c.loops[0].first_line, 38u);
+  EXPECT_EQ(c.loops[0].last_line, 52u);
+  EXPECT_EQ(c.loops[0].depth, 1u);
+  ASSERT_EQ(c.loop_passes.size(), 1u);
+  EXPECT_EQ(c.loop_passes[0].task_id, 0x7f0012345678ull);
+  EXPECT_EQ(c.loop_passes[0].tid, 99u);
+  ASSERT_EQ(c.observers.size(), 1u);
+  EXPECT_EQ(c.observers[0].note, note);
+  EXPECT_EQ(c.unknown_records, 1u);  // only the type-999 one
+  // A pass record cut short is corruption; a note longer than its record too.
+  EXPECT_FALSE(parse(header() + record(RecordType::kLoopPass, bytes(p).substr(0, 20)), &c, &error));
+  o.length = 100;
+  EXPECT_FALSE(parse(header() + record(RecordType::kObserver, bytes(o) + "short"), &c, &error));
+}
+
 // The file is read through a 4 MiB buffer: records straddling its edges, and a cut at the end,
 // must read exactly as the whole bytes do.
 TEST(CaptureReader, FileReadInChunksMatchesTheWholeBytes) {

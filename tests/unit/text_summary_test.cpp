@@ -34,6 +34,26 @@ TEST(TextSummary, CountsEveryIterationNotOnlyTheListedOnes) {
   EXPECT_EQ(text_summary(r, "r.json").rfind("gpuleak: stress (pid 9): verdict clean, 3 iterations (auto)\n", 0), 0u);
 }
 
+// Issue #26: the observed level is named; when nothing is found, what was tried and the line to mark.
+TEST(TextSummary, NamesTheObservedLevelAndSaysWhyWhenNothingIsFound) {
+  auto r = nlohmann::json::parse(R"({"run": {"program": "serve.py", "pid": 5}, "verdict": "leak",
+    "iteration_source": "observed", "iterations": [{}, {}],
+    "analysis": {"iterations_total": 40, "iteration_choice": {"summary": "40 passes of the loop at serve.py:38-39"}}})");
+  EXPECT_EQ(text_summary(r, "r.json")
+                .rfind("gpuleak: serve.py (pid 5): verdict leak, iterations: 40 passes of the loop at serve.py:38-39 "
+                       "(observed)\n",
+                       0),
+            0u);
+  r = nlohmann::json::parse(R"({"run": {"program": "step.py", "pid": 6}, "verdict": "inconclusive",
+    "iteration_source": "none", "analysis": {"iteration_choice": {"tried": ["no NVTX ranges", "no period\u001b[31m"],
+    "suggested_loop": "step.py:12"}}})");
+  EXPECT_EQ(text_summary(r, "r.json")
+                .rfind("gpuleak: step.py (pid 6): verdict inconclusive, no iterations found (no NVTX ranges, no "
+                       "period\xEF\xBF\xBD[31m); mark the loop: gpuleak run --loop step.py:12 -- ...\n",
+                       0),
+            0u);
+}
+
 TEST(TextSummary, PythonProgramsAreNamedByTheirPythonLine) {
   auto r = nlohmann::json::parse(R"({"leaks": [{"bytes_per_iteration": 1024, "stack": [
     {"kind": "native", "function": "ffi_call", "file": "ffi.c", "line": 1},

@@ -96,6 +96,30 @@ class CaptureBuilder {
   void begin(const std::string &loop, uint32_t tid = 1) { marker(format::MarkerOp::kIterationBegin, loop, tid); }
   void end(const std::string &loop = "", uint32_t tid = 1) { marker(format::MarkerOp::kIterationEnd, loop, tid); }
 
+  // An observed Python loop (format 1.5): defined once, then its passes (kind 1: back edges; kind 2,
+  // a callback: call and return).
+  void loop(uint32_t id, uint32_t parent, const std::string &file, const std::string &function, uint32_t first,
+            uint32_t last, uint16_t depth = 0, format::LoopKind kind = format::LoopKind::kLoop) {
+    format::LoopRecord r{};
+    r.id = id;
+    r.parent_id = parent;
+    r.file_id = str(file);
+    r.function_id = str(function);
+    r.first_line = first;
+    r.last_line = last;
+    r.depth = depth;
+    r.kind = static_cast<uint8_t>(kind);
+    capture.loops.push_back(r);
+  }
+  void loop_pass(uint32_t id, format::LoopPassOp op = format::LoopPassOp::kBackEdge, uint32_t tid = 1) {
+    format::LoopPassRecord &r = capture.loop_passes.emplace_back();
+    r = format::LoopPassRecord{};
+    r.ts_ns = tick();
+    r.tid = tid;
+    r.loop_id = id;
+    r.op = static_cast<uint8_t>(op);
+  }
+
   void push(const std::string &message, uint32_t tid = 1) { nvtx(format::NvtxOp::kPush, message, tid, 0); }
   void pop(uint32_t tid = 1) { nvtx(format::NvtxOp::kPop, "", tid, 0); }
   void start(const std::string &message, uint64_t range_id, uint32_t tid = 1) {

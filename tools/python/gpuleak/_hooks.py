@@ -11,6 +11,8 @@ GPULEAK_PY_LOOP=NAME       every call of the function NAME (its qualified name, 
 GPULEAK_TORCH_TRACKER=1    right after `import torch`, PyTorch's caching allocator reports every
     block (tensor) it hands out or takes back to the shim (gpuleak._torch), so leaks are per tensor
     call site with no allocator switch.
+(always)                   the loop observer (gpuleak._observe): the user's loops and callbacks as
+    the interpreter runs them, for the analysis to choose the iteration from (GPULEAK_PY_OBSERVE=0: off).
 GPULEAK_CUPY=per-array     CuPy allocates every array with cudaMalloc and frees it with cudaFree
     (cupy.cuda.set_allocator(None): no memory pool); `async`: through CuPy's stream-ordered pool
     (cudaMallocAsync per array). Set when cupy is imported, before the program allocates.
@@ -39,6 +41,9 @@ def install_from_environment():
     spec = os.environ.get("GPULEAK_PY_LOOP", "")
     if spec:
         install_loop(spec)
+    # The loops and callbacks as they run (gpuleak._observe): after --loop, which takes its tool id first.
+    from gpuleak import _observe
+    _observe.install_from_shim()
     cupy = os.environ.get("GPULEAK_CUPY", "")
     if cupy and cupy != "default":
         install_cupy(cupy)

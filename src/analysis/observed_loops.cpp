@@ -1,0 +1,381 @@
+// Iterations from the observed Python loops (capture format 1.5: LoopRecord, LoopPassRecord; the
+// observer is tools/python/gpuleak/_observe.py): every loop level and callback of the user's code
+// is a candidate, and the one whose passes explain the memory is chosen (DESIGN.md "Iterations").
+//
+// 1. Passes. A loop's back edges end its passes. One thread per loop (the one that ran most of
+//    its passes; threads and asyncio tasks apart are #33's). Consecutive back edges are one pass
+//    unless a pass of an enclosing level (its parent chain, on the same thread) ran in between:
+//    then the loop ran again from the start (an instance per request, say). An instance's first
+//    pass starts at its first allocation through the loop's own lines (the loop's code object, a
+//    line of its body), after the enclosing level's last event; its last, when the loop was left
+//    by a `break` or an exception rather than by its head, ends at its last allocation through
+//    those lines before the enclosing level's next event. A callback's pass is a call: from its
+//    start to its return.
+// 2. Candidates: levels with min_auto_repetitions passes whose passes hold at least half as many
+//    allocations as the level holding the most.
+// 3. What each pass keeps: the bytes born in it still live at the end of the level's last pass.
+//    Over the steady passes (the first tenth, at least one, and the last are left out: warm-up,
+//    and what the last pass is still using), a level "explains" the memory when its passes keep
+//    something regularly (at least 1 pass in 20). Among the levels keeping at least half of the
+//    most any level keeps, the most regular wins (a request loop whose every pass keeps its
+//    cache, not the token loop where most passes keep nothing); levels within 0.1 of it are a
+//    tie, and the one with the fewest passes, the outer, wins. When no level keeps anything, the
+//    outer level wins.
+//
+// Cost: one replay to time the allocations, one to place the candidates' passes, one to score
+// them; memory proportional to sites, allocations through user lines, passes and live allocations.
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "analysis/internal.h"
+#include "text/paths.h"
+
+namespace gpuleak::analysis::detail {
+
+namespace {
+
+using format::LoopPassOp;
+using format::LoopRecord;
+
+struct Event {
+  uint64_t ts;
+  uint8_t op;
+};
+
+struct Level {
+  const LoopRecord *loop = nullptr;
+  uint32_t tid = 0;
+  std::vector<Event> events;    // on `tid`, in time order
+  std::vector<uint64_t> outer;  // the enclosing levels' events on `tid`, in time order
+  std::vector<Span> spans;
+  // Scoring.
+  uint64_t allocations = 0;   // born inside its passes
+  std::vector<int64_t> kept;  // per pass: bytes born in it alive at the end of the last pass
+  double regular = 0;         // share of steady passes that keep something
+  int64_t kept_total = 0;     // bytes kept by the steady passes
+};
+
+std::string where(const format::Capture &capture, const LoopRecord &l) {
+  std::string at = text::basename_of(capture.string(l.file_id)) + ":" + std::to_string(l.first_line);
+  if (l.last_line > l.first_line) at += "-" + std::to_string(l.last_line);
+  return at;
+}
+
+// Per site: whether one of its Python frames is in `loop`'s code object at a line of its body.
+std::vector<bool> sites_in(const format::Capture &capture, const SiteTable &sites, const LoopRecord &loop) {
+  std::vector<bool> in(sites.sites.size(), false);
+  const uint64_t key = static_cast<uint64_t>(loop.file_id) << 32 | loop.function_id;
+  for (size_t s = 0; s < sites.sites.size(); ++s) {
+    auto it = capture.stacks.find(sites.sites[s].py_stack_id);
+    if (sites.sites[s].py_stack_id == 0 || it == capture.stacks.end() || it->second.kind != 1) continue;
+    const std::vector<uint64_t> &w = it->second.frames;
+    for (size_t i = 0; i + 1 < w.size(); i += 2)
+      if (w[i] == key && w[i + 1] >= loop.first_line && w[i + 1] <= loop.last_line) {
+        in[s] = true;
+        break;
+      }
+  }
+  return in;
+}
+
+// The first time in `times` (ascending) within (lo, hi), or kNone64.
+constexpr uint64_t kNever = UINT64_MAX;
+uint64_t first_between(const std::vector<uint64_t> &times, uint64_t lo, uint64_t hi) {
+  auto it = std::upper_bound(times.begin(), times.end(), lo);
+  return it != times.end() && *it < hi ? *it : kNever;
+}
+uint64_t last_between(const std::vector<uint64_t> &times, uint64_t lo, uint64_t hi) {
+  auto it = std::lower_bound(times.begin(), times.end(), hi);
+  if (it == times.begin()) return kNever;
+  --it;
+  return *it > lo ? *it : kNever;
+}
+
+void add_span(Level &level, const std::string &name, uint64_t start, uint64_t end) {
+  Span s;
+  s.loop = name;
+  s.start_ns = start;
+  s.end_ns = std::max(start, end);
+  level.spans.push_back(std::move(s));
+}
+
+// Step 1 for a loop: passes between back edges, instances split by the enclosing levels' events.
+void loop_passes(Level &level, const std::string &name, const std::vector<uint64_t> &own, uint64_t end_ns) {
+  const std::vector<Event> &ev = level.events;
+  size_t i = 0;
+  while (i < ev.size()) {
+    // One instance: back edges with no enclosing event in between.
+    size_t j = i;
+    auto next_outer = [&](uint64_t t) {
+      auto it = std::upper_bound(level.outer.begin(), level.outer.end(), t);
+      return it == level.outer.end() ? kNever : *it;
+    };
+    while (j + 1 < ev.size() && next_outer(ev[j].ts) > ev[j + 1].ts) ++j;
+    auto before = std::lower_bound(level.outer.begin(), level.outer.end(), ev[i].ts);
+    const uint64_t lo = before == level.outer.begin() ? 0 : *(before - 1);
+    const uint64_t hi = std::min(next_outer(ev[j].ts), end_ns + 1);
+    const uint64_t first = first_between(own, lo, ev[i].ts);
+    if (first != kNever) add_span(level, name, first, ev[i].ts);
+    for (size_t k = i; k < j; ++k) add_span(level, name, ev[k].ts, ev[k + 1].ts);
+    const uint64_t last = last_between(own, ev[j].ts, hi);
+    if (last != kNever) add_span(level, name, ev[j].ts, last);
+    i = j + 1;
+  }
+}
+
+// Step 1 for a callback: each call, start to return (a start with no return: to the next start).
+void callback_passes(Level &level, const std::string &name, const std::vector<uint64_t> &own, uint64_t end_ns) {
+  std::vector<uint64_t> open;
+  const std::vector<Event> &ev = level.events;
+  for (size_t k = 0; k < ev.size(); ++k) {
+    if (ev[k].op == static_cast<uint8_t>(LoopPassOp::kCallStart)) {
+      if (open.size() > 0 && k > 0 && ev[k - 1].op == static_cast<uint8_t>(LoopPassOp::kCallStart) &&
+          open.size() == 1) {
+        // The previous call never said it returned (it raised): it ends where this one starts.
+        add_span(level, name, open.back(), ev[k].ts);
+        open.pop_back();
+      }
+      open.push_back(ev[k].ts);
+    } else if (!open.empty()) {
+      if (open.size() == 1) add_span(level, name, open.back(), ev[k].ts);  // the outermost call of a recursion
+      open.pop_back();
+    }
+  }
+  if (open.size() == 1) {
+    const uint64_t last = last_between(own, open.back(), end_ns + 1);
+    if (last != kNever) add_span(level, name, open.back(), last);
+  }
+}
+
+// Step 3: one replay, every candidate's passes at once.
+void score(const Timeline &timeline, std::vector<Level *> &levels) {
+  struct Cursor {
+    size_t next = 0;
+  };
+  std::vector<Cursor> cursors(levels.size());
+  std::vector<uint32_t> last_end(levels.size());
+  for (size_t c = 0; c < levels.size(); ++c) {
+    Level &l = *levels[c];
+    std::sort(l.spans.begin(), l.spans.end(), [](const Span &a, const Span &b) { return a.begin < b.begin; });
+    l.kept.assign(l.spans.size(), 0);
+    last_end[c] = l.spans.empty() ? 0 : l.spans.back().end;
+  }
+  struct Born {
+    uint64_t size;
+    uint32_t birth;
+  };
+  std::unordered_map<LiveKey, Born, LiveKeyHash> live;
+  const bool blocks = timeline.pool_block_allocs > 0;
+  auto pass_of = [&](const Level &l, uint32_t p) -> size_t {
+    auto it =
+        std::upper_bound(l.spans.begin(), l.spans.end(), p, [](uint32_t x, const Span &s) { return x < s.begin; });
+    if (it == l.spans.begin()) return SIZE_MAX;
+    --it;
+    return p < it->end ? static_cast<size_t>(it - l.spans.begin()) : SIZE_MAX;
+  };
+  auto release = [&](const Born &b, uint32_t k) {
+    for (size_t c = 0; c < levels.size(); ++c) {
+      if (k >= last_end[c]) continue;  // alive at the end of that level's last pass: kept
+      size_t i = pass_of(*levels[c], b.birth);
+      if (i != SIZE_MAX) levels[c]->kept[i] -= static_cast<int64_t>(b.size);
+    }
+  };
+  timeline.replay([&](uint32_t k, const format::MemoryRecord &r) {
+    const Space space = space_of(r.kind);
+    const LiveKey key{r.address, space == Space::kHost ? -1 : device_of(r.device), space};
+    if (r.op == static_cast<uint8_t>(format::Op::kFree)) {
+      auto it = live.find(key);
+      if (it != live.end()) release(it->second, k), live.erase(it);
+      return;
+    }
+    if (!owned_alloc(r)) return;
+    if (blocks ? space != Space::kPoolBlock : !on_device(space)) return;
+    auto [it, fresh] = live.try_emplace(key, Born{r.size, k});
+    if (!fresh) release(it->second, k), it->second = Born{r.size, k};
+    for (size_t c = 0; c < levels.size(); ++c) {
+      Level &l = *levels[c];
+      Cursor &cur = cursors[c];
+      while (cur.next < l.spans.size() && l.spans[cur.next].end <= k) ++cur.next;
+      size_t i = cur.next < l.spans.size() && l.spans[cur.next].begin <= k ? cur.next : pass_of(l, k);
+      if (i == SIZE_MAX) continue;
+      ++l.allocations;
+      l.kept[i] += static_cast<int64_t>(r.size);
+    }
+  });
+  for (Level *l : levels) {
+    const size_t n = l->spans.size();
+    const size_t from = std::max<size_t>(1, n / 10), to = n > 0 ? n - 1 : 0;
+    size_t keeping = 0;
+    for (size_t i = from; i < to; ++i)
+      if (l->kept[i] > 0) ++keeping, l->kept_total += l->kept[i];
+    l->regular = to > from ? static_cast<double>(keeping) / static_cast<double>(to - from) : 0;
+    if (l->regular < 0.05) l->regular = 0, l->kept_total = 0;
+  }
+}
+
+}  // namespace
+
+std::vector<Span> spans_from_observed(const format::Capture &capture, const Timeline &timeline, const SiteTable &sites,
+                                      int min_repetitions, IterationChoice *choice) {
+  for (const format::Observer &o : capture.observers) {
+    choice->observer = o.note;
+    choice->observed = o.method == static_cast<uint32_t>(format::ObserverMethod::kMonitoring);
+  }
+  if (capture.loops.empty() || sites.alloc_positions.empty()) return {};
+  const uint32_t reps = static_cast<uint32_t>(std::max(2, min_repetitions));
+
+  std::unordered_map<uint32_t, size_t> index;
+  std::vector<Level> levels(capture.loops.size());
+  for (size_t i = 0; i < capture.loops.size(); ++i) {
+    levels[i].loop = &capture.loops[i];
+    index.emplace(capture.loops[i].id, i);
+  }
+  // Events per level and thread; the thread with the most events is the level's.
+  std::vector<std::map<uint32_t, std::vector<Event>>> by_thread(levels.size());
+  for (const format::LoopPassRecord &p : capture.loop_passes) {
+    auto it = index.find(p.loop_id);
+    if (it != index.end()) by_thread[it->second][p.tid].push_back({p.ts_ns, p.op});
+  }
+  for (size_t i = 0; i < levels.size(); ++i) {
+    size_t most = 0;
+    for (auto &[tid, ev] : by_thread[i])
+      if (ev.size() > most) most = ev.size(), levels[i].tid = tid;
+    if (most == 0) continue;
+    levels[i].events = by_thread[i][levels[i].tid];
+    std::stable_sort(levels[i].events.begin(), levels[i].events.end(),
+                     [](const Event &a, const Event &b) { return a.ts < b.ts; });
+  }
+  // The enclosing levels' events on the level's own thread.
+  for (size_t i = 0; i < levels.size(); ++i) {
+    std::vector<uint64_t> &outer = levels[i].outer;
+    uint32_t parent = levels[i].loop->parent_id;
+    for (int guard = 0; parent != 0 && guard < 64; ++guard) {  // a cycle in untrusted records ends here
+      auto it = index.find(parent);
+      if (it == index.end() || it->second == i) break;
+      auto ev = by_thread[it->second].find(levels[i].tid);
+      if (ev != by_thread[it->second].end())
+        for (const Event &e : ev->second) outer.push_back(e.ts);
+      parent = levels[it->second].loop->parent_id;
+    }
+    std::sort(outer.begin(), outer.end());
+  }
+
+  // The allocations' times, once, for the first and last passes of each instance.
+  const std::vector<uint64_t> alloc_ts = times_at(timeline, sites.alloc_positions);
+  std::vector<Level *> candidates;
+  for (Level &l : levels) {
+    if (l.events.size() + 1 < reps) continue;
+    const std::vector<bool> in = sites_in(capture, sites, *l.loop);
+    std::vector<uint64_t> own;
+    for (size_t a = 0; a < sites.alloc_sequence.size() && a < alloc_ts.size(); ++a)
+      if (in[sites.alloc_sequence[a]]) own.push_back(alloc_ts[a]);
+    std::sort(own.begin(), own.end());
+    const std::string name = capture.string(l.loop->function_id) + " (" + where(capture, *l.loop) + ")";
+    if (l.loop->kind == static_cast<uint8_t>(format::LoopKind::kCallback))
+      callback_passes(l, name, own, timeline.end_ns);
+    else
+      loop_passes(l, name, own, timeline.end_ns);
+    if (l.spans.size() >= reps) candidates.push_back(&l);
+  }
+  choice->levels = static_cast<uint32_t>(candidates.size());
+  if (candidates.empty()) return {};
+
+  std::vector<Span *> all;
+  for (Level *l : candidates)
+    for (Span &s : l->spans) all.push_back(&s);
+  place_spans(timeline, all);
+  score(timeline, candidates);
+
+  uint64_t most = 0;
+  for (Level *l : candidates) most = std::max(most, l->allocations);
+  std::vector<Level *> eligible;
+  for (Level *l : candidates)
+    if (most > 0 && l->allocations * 2 >= most) eligible.push_back(l);
+  if (eligible.empty()) return {};
+  int64_t most_kept = 0;
+  for (Level *l : eligible) most_kept = std::max(most_kept, l->kept_total);
+  double best_regular = 0;
+  for (Level *l : eligible)
+    if (l->kept_total * 2 >= most_kept) best_regular = std::max(best_regular, l->regular);
+  Level *pick = nullptr;
+  for (Level *l : eligible) {
+    if (most_kept > 0 && (l->kept_total * 2 < most_kept || l->regular + 0.1 < best_regular)) continue;
+    // The outer one: fewest passes, then the shallower, then the one defined first.
+    if (!pick || l->spans.size() < pick->spans.size() ||
+        (l->spans.size() == pick->spans.size() && l->loop->depth < pick->loop->depth))
+      pick = l;
+  }
+  const LoopRecord &chosen = *pick->loop;
+  const bool callback = chosen.kind == static_cast<uint8_t>(format::LoopKind::kCallback);
+  choice->kind = callback ? "callback" : "loop";
+  choice->file = capture.string(chosen.file_id);
+  choice->function = capture.string(chosen.function_id);
+  choice->first_line = chosen.first_line;
+  choice->last_line = chosen.last_line;
+  choice->passes = static_cast<uint32_t>(pick->spans.size());
+  choice->summary = std::to_string(pick->spans.size()) + (callback ? " calls of " : " passes of the loop at ") +
+                    (callback ? choice->function + " at " : std::string()) + where(capture, chosen);
+  std::vector<Span> out;
+  out.reserve(pick->spans.size());
+  for (Span &s : pick->spans) out.push_back(std::move(s));
+  return out;
+}
+
+std::string suggest_loop(const format::Capture &capture, const SiteTable &sites) {
+  // The outermost observed loop that most allocations pass through.
+  const LoopRecord *best = nullptr;
+  size_t best_count = 0;
+  for (const LoopRecord &l : capture.loops) {
+    if (l.kind != static_cast<uint8_t>(format::LoopKind::kLoop)) continue;
+    const std::vector<bool> in = sites_in(capture, sites, l);
+    size_t count = 0;
+    for (uint32_t s : sites.alloc_sequence) count += in[s];
+    if (count == 0) continue;
+    if (!best || l.depth < best->depth || (l.depth == best->depth && count > best_count)) best = &l, best_count = count;
+  }
+  if (best) return text::basename_of(capture.string(best->file_id)) + ":" + std::to_string(best->first_line);
+  // Without observed loops: the user's code object that the most allocations pass through (the
+  // innermost of those within 5 % of the most: the function that runs the loop, not `<module>`),
+  // at the line most of them pass through: `--loop FILE:LINE` on a statement marks each of its
+  // executions.
+  struct Code {
+    uint64_t allocations = 0, depth_sum = 0;
+    std::unordered_map<uint32_t, uint64_t> lines;
+  };
+  std::unordered_map<uint64_t, Code> codes;
+  std::unordered_map<uint32_t, bool> library;
+  for (uint32_t s : sites.alloc_sequence) {
+    auto it = capture.stacks.find(sites.sites[s].py_stack_id);
+    if (sites.sites[s].py_stack_id == 0 || it == capture.stacks.end() || it->second.kind != 1) continue;
+    const std::vector<uint64_t> &w = it->second.frames;
+    for (size_t i = 0; i + 1 < w.size(); i += 2) {
+      const uint32_t file = static_cast<uint32_t>(w[i] >> 32);
+      auto [lib, fresh] = library.try_emplace(file, false);
+      if (fresh) lib->second = file == 0 || library_python_file(capture.string(file));
+      if (lib->second || w[i + 1] == 0 || w[i + 1] > UINT32_MAX) continue;
+      Code &c = codes[w[i]];
+      ++c.allocations;
+      c.depth_sum += (w.size() - i) / 2;  // from the outermost frame
+      ++c.lines[static_cast<uint32_t>(w[i + 1])];
+    }
+  }
+  uint64_t most = 0;
+  for (const auto &[key, c] : codes) most = std::max(most, c.allocations);
+  const std::pair<const uint64_t, Code> *pick = nullptr;
+  for (const auto &entry : codes) {
+    const Code &c = entry.second;
+    if (c.allocations * 20 < most * 19) continue;
+    if (!pick || c.depth_sum * pick->second.allocations > pick->second.depth_sum * c.allocations ||
+        (c.depth_sum * pick->second.allocations == pick->second.depth_sum * c.allocations && entry.first < pick->first))
+      pick = &entry;
+  }
+  if (!pick) return {};
+  uint32_t line = 0;
+  uint64_t count = 0;
+  for (const auto &[l, n] : pick->second.lines)
+    if (n > count || (n == count && l < line)) line = l, count = n;
+  return text::basename_of(capture.string(static_cast<uint32_t>(pick->first >> 32))) + ":" + std::to_string(line);
+}
+
+}  // namespace gpuleak::analysis::detail
