@@ -1,0 +1,5 @@
+"""The fake jax.errors."""
+
+
+class JaxRuntimeError(RuntimeError):
+    pass
