@@ -31,18 +31,10 @@ bool framework_package(const std::string &path) {
 
 // The rules of src/text/code_owner.h (shared with the headline), plus the frameworks' package
 // folders wherever they are (an editable install of torch is still torch's code here).
-// gpuleak's own Python hooks (gpuleak._cupy's allocator wrapper runs inside every CuPy allocation).
-bool gpuleak_hook_file(const std::string &f) {
-  for (const char *own : {"/gpuleak/_cupy.py", "/gpuleak/_jax.py", "/gpuleak/_hooks.py", "/gpuleak/_torch.py"}) {
-    const size_t n = std::strlen(own);
-    if (f.size() >= n && f.compare(f.size() - n, n, own) == 0) return true;
-  }
-  return false;
-}
-
 bool library_python_file(const std::string &f) {
   if (f.empty() || f[0] == '<') return true;  // <frozen importlib._bootstrap>, <string>
-  return text::in_installed_packages(f) || framework_package(f) || text::is_stdlib_file(f) || gpuleak_hook_file(f);
+  return text::in_installed_packages(f) || framework_package(f) || text::is_stdlib_file(f) ||
+         text::is_gpuleak_hook_file(f);
 }
 
 bool library_native_module(const std::string &path) {
