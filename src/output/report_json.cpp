@@ -343,7 +343,9 @@ json oom_json(const analysis::Analysis &a, Sites &sites) {
     j["live_count"] = e.live_count;
     j["recovered"] = e.recovered;
     if (e.pool_framework)
-      j["pool"] = {{"framework", e.pool_framework == 3 ? "jax" : e.pool_framework == 2 ? "cupy" : "pytorch"},
+      j["pool"] = {{"framework", e.pool_framework == 3   ? "jax"
+                                 : e.pool_framework == 2 ? "cupy"
+                                                         : "pytorch"},
                    {"in_use_bytes", e.pool_in_use_bytes},
                    {"largest_free_block_bytes", e.pool_largest_free_bytes},
                    {"limit_bytes", e.pool_limit_bytes}};
