@@ -92,6 +92,7 @@ class Sampler:
         self.seen = {}  # id(array) -> (weak reference or None, [(device, address)])
         self.sites = {}  # traceback -> py stack id
         self.samples = 0
+        self.open = False  # an iteration began and has not ended
         if hasattr(os, "register_at_fork"):  # a child's capture interns its own stacks
             os.register_at_fork(after_in_child=self._forget)
 
@@ -199,7 +200,12 @@ class Sampler:
         self.seen = now
 
     def on_boundary(self, event):
-        self.sample()
+        # Once per iteration: at its end, or at a begin that closes the last one implicitly (the C
+        # API's rule). Sampling at both would double the cost and see only what the loop's own
+        # fetch of the next item made in between.
+        if event == "end" or self.open:
+            self.sample()
+        self.open = event == "begin"
 
     # --- out of memory ---------------------------------------------------------------------------
 
