@@ -88,7 +88,7 @@ class Sampler:
     def __init__(self, jax, shim):
         self.jax = jax
         self.shim = shim
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # an OOM raised while sampling samples again on the same thread
         self.seen = {}  # id(array) -> (weak reference or None, [(device, address)])
         self.sites = {}  # traceback -> py stack id
         self.samples = 0
