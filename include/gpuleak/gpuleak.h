@@ -79,7 +79,8 @@ static inline int gpuleak_active(void) {
  *
  * A block that a framework's own allocator handed out (op 1) or took back (op 2) inside memory it
  * already got from CUDA (a caching allocator's segment): a tensor's storage. framework: 1 =
- * PyTorch's CUDACachingAllocator (no other value is accepted). `size` is read for op 1 only (a
+ * PyTorch's CUDACachingAllocator, 2 = CuPy's MemoryPool, 3 = JAX's arena (no other value is
+ * accepted). `size` is read for op 1 only (a
  * free takes the size recorded at op 1); `stream` is the block's stream, 0 if none. Records the
  * calling thread's native and Python stacks for op 1, like a CUDA allocation hook, and one clock
  * reading. Returns 1 when recorded, 0 when tracking is off (or not started: no CUDA allocation

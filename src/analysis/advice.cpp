@@ -130,9 +130,12 @@ Advisor::Advisor(const format::Capture &capture, const Timeline &timeline, const
       peaks_(loop_) {
   if (!options.advice.enabled) return;
   if (loop_.enough()) {
-    rules_.push_back(churn_and_thrash_rule(loop_));
+    // Under an allocator switch gpuleak made (every object its own CUDA call), the calls' number
+    // and their waiting are gpuleak's doing, not the program's: no advice about them.
+    const bool own_switch = gpuleak_switched_allocator(capture);
+    if (!own_switch) rules_.push_back(churn_and_thrash_rule(loop_));
     rules_.push_back(late_release_rule(loop_, peaks_));
-    rules_.push_back(serialization_rule(loop_));
+    if (!own_switch) rules_.push_back(serialization_rule(loop_));
   }
   if (loop_.n > 0) rules_.push_back(peak_rule(loop_, peaks_));
   rules_.push_back(reserve_rule(loop_));

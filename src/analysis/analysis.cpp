@@ -199,11 +199,12 @@ bool loaded_pytorch_cuda(const Capture &capture) {
 std::string allocator_mode(const Capture &capture, const Frameworks &frameworks, const Timeline &timeline,
                            const Ledger &ledger) {
   std::string env = capture.run ? capture.run->allocator_env : std::string();
-  if (timeline.pool_block_allocs > 0) return "per-tensor (PyTorch's caching allocator, through its trace)";
   if (contains(env, "backend:cudaMallocAsync")) return "per-tensor (cudaMallocAsync)";
   // The other frameworks' per-object modes (gpuleak run --jax / --cupy); their pools: hiding_pool.
   if (frameworks.jax && allocator_setting(capture, "XLA_PYTHON_CLIENT_ALLOCATOR") == "platform")
     return "per-buffer (JAX's platform allocator)";
+  if (frameworks.jax && allocator_setting(capture, "XLA_PYTHON_CLIENT_ALLOCATOR") == "address")
+    return "per-buffer (JAX's address allocator)";
   if (frameworks.cupy && allocator_setting(capture, "GPULEAK_CUPY") == "per-array")
     return "per-array (CuPy without its memory pool)";
   if (frameworks.cupy && allocator_setting(capture, "GPULEAK_CUPY") == "async")
@@ -392,12 +393,14 @@ Analysis analyze(const format::Capture &capture, const format::MemorySource &mem
         "gpuleak saw a caching allocator's segments, not tensors: a leak smaller than the cached segments (a "
         "scalar kept every step) may be hidden; for per-tensor call sites rerun with `gpuleak run --torch "
         "per-tensor` (PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync)";
-  if (blocks) {
-    out.segments = blocks->take();
+  // A framework's objects seen (or sampled, with none live at a sample): what was seen, per framework.
+  if (blocks || pool_tracked(capture, format::PoolFramework::kCuPy) ||
+      pool_tracked(capture, format::PoolFramework::kJax)) {
+    if (blocks) out.segments = blocks->take();
     for (const format::PoolTracker &t : capture.pool_trackers) out.pool_tracker = t.description;  // the last
-    out.allocator_note = "tensors were seen through " +
-                         (out.pool_tracker.empty() ? std::string("a caching allocator's trace") : out.pool_tracker) +
-                         ": leaks are per tensor site; the segments that hold them are listed apart";
+    const HidingPool objects = pool_objects(capture, !spans.empty());
+    out.allocator_mode = objects.mode;
+    out.allocator_note = objects.note;
   }
   fill_devices(capture, ledger, &out);
   fill_iterations(capture, spans, ledger, out.primary_loop, &out);

@@ -33,7 +33,8 @@ bool framework_package(const std::string &path) {
 // folders wherever they are (an editable install of torch is still torch's code here).
 bool library_python_file(const std::string &f) {
   if (f.empty() || f[0] == '<') return true;  // <frozen importlib._bootstrap>, <string>
-  return text::in_installed_packages(f) || framework_package(f) || text::is_stdlib_file(f);
+  return text::in_installed_packages(f) || framework_package(f) || text::is_stdlib_file(f) ||
+         text::is_gpuleak_hook_file(f);
 }
 
 bool library_native_module(const std::string &path) {
@@ -114,21 +115,82 @@ std::string allocator_setting(const format::Capture &capture, const char *name) 
   return "";
 }
 
+bool pool_tracked(const format::Capture &capture, format::PoolFramework framework) {
+  for (const format::PoolTracker &t : capture.pool_trackers)
+    if (t.framework == static_cast<int32_t>(framework)) return true;
+  return false;
+}
+
+namespace {
+bool jax_per_buffer(const format::Capture &capture) {
+  const std::string a = allocator_setting(capture, "XLA_PYTHON_CLIENT_ALLOCATOR");
+  return a == "platform" || a == "address";
+}
+}  // namespace
+
+// Only when gpuleak saw no objects of that pool: its own allocator wrapper (CuPy) or sampler (JAX)
+// did not attach (plain LD_PRELOAD without gpuleak's Python package, `--cupy segments`).
 HidingPool hiding_pool(const format::Capture &capture, const Frameworks &f) {
+  using format::PoolFramework;
   const std::string cupy = allocator_setting(capture, "GPULEAK_CUPY");
-  if (f.cupy && cupy != "per-array" && cupy != "async")
+  if (f.cupy && cupy != "per-array" && cupy != "async" && !pool_tracked(capture, PoolFramework::kCuPy))
     return {"pool (CuPy's memory pool)",
             "gpuleak saw CuPy's memory pool, not arrays: the pool keeps freed blocks and reuses them, so a leak "
             "shows only when the pool grows, and a loop found without marks would count the pool's growth steps; "
-            "for per-array call sites and rates per iteration rerun with `gpuleak run --cupy per-array` "
-            "(cupy.cuda.set_allocator(None)), or mark the loop (`gpuleak run --loop FILE:LINE`)"};
-  if (f.jax && allocator_setting(capture, "XLA_PYTHON_CLIENT_ALLOCATOR") != "platform")
+            "under `gpuleak run` (without --cupy segments) every array is seen inside the pool, or mark the loop "
+            "(`gpuleak run --loop FILE:LINE`)"};
+  if (f.jax && !jax_per_buffer(capture) && !pool_tracked(capture, PoolFramework::kJax))
     return {"pool (JAX's BFC allocator)",
             "gpuleak saw the region JAX's BFC allocator preallocates and grows, not buffers: a leak inside it is "
-            "hidden, and a loop found without marks would count the pool's growth steps; for per-buffer call "
-            "sites rerun with `gpuleak run --jax per-buffer` (XLA_PYTHON_CLIENT_ALLOCATOR=platform, "
-            "XLA_PYTHON_CLIENT_PREALLOCATE=false), or mark the loop (`gpuleak run --loop FILE:LINE`)"};
+            "hidden, and a loop found without marks would count the pool's growth steps; under `gpuleak run` "
+            "(without --jax segments) JAX's live arrays are sampled at each iteration boundary, or mark the loop "
+            "(`gpuleak run --loop FILE:LINE`)"};
   return {};
+}
+
+HidingPool pool_objects(const format::Capture &capture, bool iterations) {
+  // The last description of each framework: a later one says what the program changed (CuPy).
+  std::string torch, cupy, jax;
+  for (const format::PoolTracker &t : capture.pool_trackers) {
+    if (t.framework == static_cast<int32_t>(format::PoolFramework::kPyTorch)) torch = t.description;
+    if (t.framework == static_cast<int32_t>(format::PoolFramework::kCuPy)) cupy = t.description;
+    if (t.framework == static_cast<int32_t>(format::PoolFramework::kJax)) jax = t.description;
+  }
+  HidingPool out;
+  std::vector<std::string> modes, notes;
+  if (!torch.empty() || (cupy.empty() && jax.empty())) {
+    modes.push_back("per-tensor (PyTorch's caching allocator, through its trace)");
+    notes.push_back("tensors were seen through " +
+                    (torch.empty() ? std::string("a caching allocator's trace") : torch) +
+                    ": leaks are per tensor site; the segments that hold them are listed apart");
+  }
+  if (!cupy.empty()) {
+    modes.push_back("per-array (CuPy's memory pool, through its allocator)");
+    notes.push_back("CuPy arrays were seen through " + cupy +
+                    ": leaks are per array site; the pool's chunks (cudaMalloc) that hold them are listed apart");
+  }
+  if (!jax.empty()) {
+    modes.push_back("per-array (JAX's arena, live arrays sampled)");
+    std::string note = "JAX arrays were seen through " + jax +
+                       ": leaks are per array site, from the arrays that survive boundaries; the arena that holds "
+                       "them is listed apart";
+    if (!iterations)
+      note +=
+          "; no iteration boundary was seen, so only the arrays live at exit were sampled: mark the loop "
+          "(gpuleak.iterate, or `gpuleak run --loop FILE:LINE`)";
+    notes.push_back(std::move(note));
+  }
+  for (size_t i = 0; i < modes.size(); ++i) {
+    out.mode += (i ? "; " : "") + modes[i];
+    out.note += (i ? "; " : "") + notes[i];
+  }
+  return out;
+}
+
+bool gpuleak_switched_allocator(const format::Capture &capture) {
+  const std::string torch = allocator_setting(capture, "GPULEAK_TORCH");
+  return allocator_setting(capture, "GPULEAK_CUPY") == "per-array" ||
+         allocator_setting(capture, "GPULEAK_JAX") == "per-buffer" || torch == "per-tensor" || torch == "no-caching";
 }
 
 }  // namespace gpuleak::analysis::detail

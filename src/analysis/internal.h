@@ -299,6 +299,15 @@ struct HidingPool {
   std::string note;  // allocator_note
 };
 HidingPool hiding_pool(const format::Capture &capture, const Frameworks &frameworks);
+// Whether a framework's own allocator told gpuleak about its objects (a PoolTracker record of
+// that framework: PyTorch's tensors, CuPy's arrays, JAX's sampled live arrays).
+bool pool_tracked(const format::Capture &capture, format::PoolFramework framework);
+// With a framework's objects in the capture (pool blocks): the report's allocator mode and note,
+// which say what was seen and, for JAX, what is sampled. `iterations`: any were found.
+HidingPool pool_objects(const format::Capture &capture, bool iterations);
+// An allocator switch gpuleak made itself (gpuleak run --cupy per-array, --jax per-buffer, --torch
+// per-tensor/no-caching): the cost it creates is gpuleak's, never advice to the program.
+bool gpuleak_switched_allocator(const format::Capture &capture);
 
 inline bool is_free(const format::MemoryRecord &r) { return r.op == static_cast<uint8_t>(format::Op::kFree); }
 

@@ -79,6 +79,10 @@ void OomObserver::snapshot(uint32_t i, const LiveSet &live) {
   e.site = Site{r->stack_id, r->py_stack_id};
   e.free_bytes = r->free_bytes;
   e.total_bytes = r->total_bytes;
+  e.pool_framework = r->pool_framework;
+  e.pool_in_use_bytes = r->pool_in_use_bytes;
+  e.pool_largest_free_bytes = r->pool_largest_free_bytes;
+  e.pool_limit_bytes = r->pool_limit_bytes;
   auto slot_it = std::lower_bound(devices_.begin(), devices_.end(), e.device);
   const int slot =
       slot_it != devices_.end() && *slot_it == e.device ? static_cast<int>(slot_it - devices_.begin()) : -1;

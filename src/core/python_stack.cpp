@@ -453,4 +453,25 @@ uint32_t PythonStacks::resolve(State *s, const Raw *raw, unsigned n) {
   return id;
 }
 
+uint32_t PythonStacks::intern_frames(State *s, const char *const *files, const char *const *functions,
+                                     const int32_t *lines, unsigned n) {
+  if (g_depth == 0 || n == 0 || g_state.load(std::memory_order_acquire) == kOff) return 0;
+  if (n > g_depth) n = g_depth;
+  uint64_t encoded[1 + 2 * kMaxDepth];
+  encoded[0] = kPythonTag;
+  for (unsigned i = 0; i < n; ++i) {
+    const uint32_t file = files && files[i] ? intern_text(s, files[i]) : 0;
+    const uint32_t function = functions && functions[i] ? intern_text(s, functions[i]) : 0;
+    encoded[1 + 2 * i] = uint64_t{file} << 32 | function;
+    encoded[2 + 2 * i] = static_cast<uint64_t>(lines && lines[i] > 0 ? lines[i] : 0);
+  }
+  bool is_new = false;
+  uint32_t id = s->stack_ids.intern(encoded, 1 + 2 * n, &is_new);
+  if (is_new) {
+    format::StackRecord r{id, static_cast<uint16_t>(2 * n), 1};
+    append_record(s, format::RecordType::kStack, &r, sizeof r, encoded + 1, 2 * n * sizeof(uint64_t));
+  }
+  return id;
+}
+
 }  // namespace gpuleak::core

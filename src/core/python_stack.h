@@ -66,6 +66,13 @@ class PythonStacks {
     return capture_slow(s);
   }
 
+  // A Python stack given as text (file, function, line per frame, innermost first), e.g. a JAX
+  // array's creation traceback read by gpuleak's Python side: interned as a StackRecord of kind 1
+  // exactly like a walk, so the same line gives the same frame. At most the configured depth is
+  // kept; null names read as empty. 0 when n is 0 or Python stacks are off.
+  uint32_t intern_frames(State *s, const char *const *files, const char *const *functions, const int32_t *lines,
+                         unsigned n);
+
   // How many of `frames` (native return addresses, innermost first) come before the first one in
   // the interpreter's own code (libpython, or an executable named python*): the part of a native
   // stack worth keeping for an allocation whose Python frames were captured. Without the cut, the

@@ -322,6 +322,56 @@ void record_pool_tracker(int32_t framework, const char *description) {
   detail::t_in_hook = false;
 }
 
+uint32_t record_python_frames(const char *const *files, const char *const *functions, const int32_t *lines,
+                              unsigned n) {
+  State *s = g_state;
+  if (!s || phase(s) != Phase::kRunning || !hook_enter()) return 0;
+  const uint32_t id = s->py_stacks.intern_frames(s, files, functions, lines, n);
+  hook_leave();
+  return id;
+}
+
+bool record_sampled_block(format::Op op, format::Api api, int16_t device, uint64_t address, uint64_t size,
+                          uint32_t py_stack_id) {
+  State *s = g_state;
+  if (!s || phase(s) != Phase::kRunning || address == 0 || !hook_enter()) return false;
+  CallFacts f{};
+  f.op = op;
+  f.kind = format::Kind::kPoolBlock;
+  f.api = api;
+  f.address = address;
+  f.device = device;
+  if (op == format::Op::kAlloc) {
+    f.size = size;
+    f.timing = Timing::kEnd;
+    const hot::RecordTime t = hot::record_time(f, false);
+    const uint16_t ring = kRingInsert | static_cast<uint16_t>(Space::kPoolBlock);
+    hot::emit(s, thread_buffer(s), Counted::kAllocation,
+              [&](format::MemoryRecord &r) { hot::fill_record(r, f, t, device, 0, py_stack_id, ring); });
+  } else {
+    f.timing = Timing::kStart;
+    f.start = clock_read();
+    PendingFree pending = hot::begin_free(f.start, Space::kPoolBlock, address);
+    hot::end_free(pending, f, Space::kPoolBlock);
+  }
+  hook_leave();
+  return true;
+}
+
+bool record_framework_oom(format::OomRecord o) {
+  State *s = g_state;
+  if (!s || phase(s) != Phase::kRunning || !hook_enter()) return false;
+  o.ts_ns = in_thread_order(capture_now_ns());
+  o.tid = hot::thread_id();
+  o.py_stack_id = s->py_stacks.capture(s);
+  o.stack_id = o.py_stack_id && !s->config.block_native_stacks ? 0 : hot::capture_stack(s, o.py_stack_id != 0);
+  if (s->probe.mem_info && o.device >= 0) s->probe.mem_info(o.device, &o.free_bytes, &o.total_bytes);
+  append_record(s, format::RecordType::kOom, &o, sizeof o);
+  writer_flush_now(s);
+  hook_leave();
+  return true;
+}
+
 namespace {
 // A bad setting's line, said at the first CUDA use (recorder_note_cuda_use). Never freed.
 std::atomic<std::string *> g_pending_line{nullptr};

@@ -125,6 +125,17 @@ bool recorder_running();
 // buffered like a mark. `description` is untrusted text, cut at 4096 bytes.
 void record_pool_tracker(int32_t framework, const char *description);
 
+// gpuleak's Python side for the frameworks whose objects it samples (gpuleak._jax): a Python stack
+// given as text (PythonStacks::intern_frames), 0 when the capture does not run; an object of
+// framework allocator `api` first seen live (kAlloc) or first seen gone (kFree) now, recorded as
+// a pool block (Kind::kPoolBlock) with that Python stack and no native one; and a framework's own
+// out-of-memory (no CUDA call failed), with the calling thread's Python frames, written at once.
+// Each is false (0) when tracking is off, not running, or the call is made inside a hook.
+uint32_t record_python_frames(const char *const *files, const char *const *functions, const int32_t *lines, unsigned n);
+bool record_sampled_block(format::Op op, format::Api api, int16_t device, uint64_t address, uint64_t size,
+                          uint32_t py_stack_id);
+bool record_framework_oom(format::OomRecord facts);
+
 // Drains and closes the capture, prints the one-line summary and (under plain LD_PRELOAD) runs
 // `gpuleak report` on it. Returns the exit status the process should end with instead of its
 // own when GPULEAK_EXITCODE is set and the report found a leak, else -1. Safe to call twice.

@@ -90,7 +90,7 @@ RunFacts read_run_facts() {
   // Then, as NAME=value, the other frameworks' switches: JAX's allocator and preallocation, and
   // the CuPy mode `gpuleak run --cupy` set up (the report names the pool that hides objects).
   for (const char *name : {"PYTORCH_NO_CUDA_MEMORY_CACHING", "XLA_PYTHON_CLIENT_ALLOCATOR",
-                           "XLA_PYTHON_CLIENT_PREALLOCATE", "GPULEAK_CUPY"}) {
+                           "XLA_PYTHON_CLIENT_PREALLOCATE", "GPULEAK_CUPY", "GPULEAK_JAX", "GPULEAK_TORCH"}) {
     const char *value = std::getenv(name);
     if (value && value[0]) f.allocator_env += std::string(f.allocator_env.empty() ? "" : ";") + name + "=" + value;
   }

@@ -25,8 +25,9 @@ inline constexpr char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\0'};
 inline constexpr uint16_t kMajorVersion = 1;
 // 1.1 added kGpuActivity and kDeviceUsage; 1.2 kFlagUntimed; 1.3 Kind::kPoolBlock and kPoolTracker;
 // 1.4 kAggregateSite and kAggregateWindow (the aggregated form past the capture budget);
-// 1.5 kLoop, kLoopPass and kObserver (the observed Python loops)
-inline constexpr uint16_t kMinorVersion = 5;
+// 1.5 kLoop, kLoopPass and kObserver (the observed Python loops); 1.6 the OomRecord's pool fields
+// and the CuPy and JAX pool objects (Api cupyMemoryPool, jaxLiveArrays, jaxRuntimeError)
+inline constexpr uint16_t kMinorVersion = 6;
 // A record larger than this is corruption, not data (the largest real one is a module record).
 inline constexpr uint32_t kMaxRecordSize = 1u << 20;
 
@@ -181,7 +182,10 @@ enum MemoryFlags : uint16_t {
   X(cuStreamBeginCaptureToGraph_ptsz, "cuStreamBeginCaptureToGraph_ptsz")                          \
   X(cuStreamEndCapture, "cuStreamEndCapture")                                                      \
   X(cuStreamEndCapture_ptsz, "cuStreamEndCapture_ptsz")                                          \
-  X(torchCachingAllocator, "torch.CUDACachingAllocator")
+  X(torchCachingAllocator, "torch.CUDACachingAllocator")                                          \
+  X(cupyMemoryPool, "cupy.MemoryPool")                                                            \
+  X(jaxLiveArrays, "jax.live_arrays")                                                             \
+  X(jaxRuntimeError, "jax.JaxRuntimeError")
 
 // clang-format on
 enum class Api : uint16_t {
@@ -262,6 +266,10 @@ struct MarkerRecord {
 static_assert(sizeof(MarkerRecord) == 24);
 
 // Written synchronously when an allocation returns out-of-memory: the process may die next.
+// (1.6) A framework's allocator can fail with no CUDA call failing (JAX's arena raising
+// RESOURCE_EXHAUSTED): then `api` names the framework (jaxRuntimeError), `result` is 0, and the
+// pool_* fields hold the arena's own figures. A 1.3 record is 56 bytes (no pool_* fields): readers
+// take the fields the payload holds and zero the rest.
 struct OomRecord {
   uint64_t ts_ns;
   uint64_t requested;
@@ -274,8 +282,16 @@ struct OomRecord {
   uint16_t api;
   int16_t device;
   uint32_t reserved;
+  // (1.6) A framework pool's failure (api jaxRuntimeError): the arena's bytes in use, its largest
+  // free block and its limit (jax Device.memory_stats()), 0 when not known.
+  uint64_t pool_in_use_bytes;
+  uint64_t pool_largest_free_bytes;
+  uint64_t pool_limit_bytes;
+  int32_t pool_framework;  // PoolFramework, 0 for a CUDA call's failure
+  uint32_t reserved2;
 };
-static_assert(sizeof(OomRecord) == 56);
+inline constexpr size_t kOomRecordSize13 = 56;  // an OomRecord of format 1.3
+static_assert(sizeof(OomRecord) == 88);
 
 struct DeviceRecord {
   int32_t index;
@@ -321,7 +337,10 @@ enum DeviceUsageFlags : uint32_t {
 };
 
 // (1.3) A framework's allocator told gpuleak about its blocks (Kind::kPoolBlock records follow).
-enum class PoolFramework : int32_t { kPyTorch = 1 };  // PyTorch's CUDACachingAllocator
+// (1.6) CuPy: every array its default MemoryPool hands out and takes back (api cupyMemoryPool);
+// JAX: the live arrays sampled at iteration boundaries, exit and OOM (api jaxLiveArrays; an
+// allocation record is when an array was first seen live, a free when it was first seen gone).
+enum class PoolFramework : int32_t { kPyTorch = 1, kCuPy = 2, kJax = 3 };
 struct PoolTrackerRecord {
   uint64_t ts_ns;     // when it attached
   int32_t framework;  // PoolFramework

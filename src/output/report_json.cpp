@@ -376,6 +376,15 @@ json oom_json(const analysis::Analysis &a, Sites &sites) {
     j["live_bytes"] = e.live_bytes;
     j["live_count"] = e.live_count;
     j["recovered"] = e.recovered;
+    if (e.pool_framework)
+      j["pool"] = {{"framework", e.pool_framework == 3   ? "jax"
+                                 : e.pool_framework == 2 ? "cupy"
+                                                         : "pytorch"},
+                   {"in_use_bytes", e.pool_in_use_bytes},
+                   {"largest_free_block_bytes", e.pool_largest_free_bytes},
+                   {"limit_bytes", e.pool_limit_bytes}};
+    else
+      j["pool"] = nullptr;
     describe(sites, e.site, j);
     json live = json::array();
     for (const auto &s : e.live_by_site) {

@@ -81,22 +81,32 @@ std::string segments_text(const json &report, int64_t device) {
     }
   }
   if (sites == 0) return "";
+  // Whose segments: the report's allocator mode names the framework (CuPy's pool chunks, JAX's
+  // arena, PyTorch's caching allocator by default).
+  std::string owner = "PyTorch's", object = "tensor";
+  if (auto run = report.find("run"); run != report.end() && run->is_object()) {
+    const std::string mode = run->value("allocator_mode", std::string());
+    if (mode.find("CuPy") != std::string::npos && mode.find("PyTorch") == std::string::npos)
+      owner = "CuPy's pool", object = "array";
+    else if (mode.find("JAX") != std::string::npos && mode.find("PyTorch") == std::string::npos)
+      owner = "JAX's arena", object = "array";
+  }
   std::string out = "  segments: ";
   if (reserved == 0) {
-    out += format::count_of(ever, "segment") + " of PyTorch's over the run (at most " + human_bytes(peak) +
+    out += format::count_of(ever, "segment") + " of " + owner + " over the run (at most " + human_bytes(peak) +
            " reserved), none live at exit\n";
     return out;
   }
   char share[32];
   std::snprintf(share, sizeof share, " (%.0f %%)",
                 100.0 * static_cast<double>(in_tensors) / static_cast<double>(reserved));
-  out += std::to_string(count) + " of PyTorch's, " + human_bytes(static_cast<double>(reserved)) + " reserved, " +
-         human_bytes(static_cast<double>(in_tensors)) + " in tensors" + share + "\n";
+  out += std::to_string(count) + " of " + owner + ", " + human_bytes(static_cast<double>(reserved)) + " reserved, " +
+         human_bytes(static_cast<double>(in_tensors)) + " in " + object + "s" + share + "\n";
   std::stable_sort(tensors.begin(), tensors.end(),
                    [](const Tensors &a, const Tensors &b) { return a.bytes > b.bytes; });
   for (size_t i = 0; i < tensors.size() && i < 3; ++i)
     out += "    in them: " + human_bytes(static_cast<double>(tensors[i].bytes)) + " in " +
-           format::count_of(tensors[i].count, "tensor") + " at " + site_text(*tensors[i].entry) + "\n";
+           format::count_of(tensors[i].count, object) + " at " + site_text(*tensors[i].entry) + "\n";
   return out;
 }
 

@@ -88,7 +88,7 @@ UserCode user_code_for(const format::Capture &capture, std::vector<std::string> 
 bool is_user_python_file(const std::string &file, const UserCode &user) {
   if (file.empty()) return false;
   if (under_any(file, user.roots)) return true;
-  if (in_installed_packages(file)) return false;
+  if (in_installed_packages(file) || text::is_gpuleak_hook_file(file)) return false;
   if (!user.program_dir.empty() && under(file, user.program_dir)) return true;
   return !text::is_stdlib_file(file);
 }

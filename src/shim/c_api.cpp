@@ -8,6 +8,28 @@
 
 using gpuleak::format::MarkerOp;
 
+namespace {
+// The allocator whose objects a framework number stands for (format::PoolFramework), kCount when
+// it is no known framework.
+gpuleak::format::Api framework_api(int framework) {
+  using gpuleak::format::Api;
+  using gpuleak::format::PoolFramework;
+  switch (static_cast<PoolFramework>(framework)) {
+    case PoolFramework::kPyTorch:
+      return Api::torchCachingAllocator;
+    case PoolFramework::kCuPy:
+      return Api::cupyMemoryPool;
+    case PoolFramework::kJax:
+      return Api::jaxLiveArrays;
+  }
+  return Api::kCount;
+}
+
+bool valid_block(int op, int device, unsigned long long address) {
+  return (op == 1 || op == 2) && device >= 0 && device <= INT16_MAX && address != 0;
+}
+}  // namespace
+
 GPULEAK_API void gpuleak_api_iteration_begin(const char *loop) {
   gpuleak::core::record_marker(MarkerOp::kIterationBegin, loop && *loop ? loop : nullptr);
 }
@@ -29,12 +51,11 @@ GPULEAK_API int gpuleak_api_pool_block(int op, int device, unsigned long long ad
   using gpuleak::format::Api;
   using gpuleak::format::Kind;
   using gpuleak::format::Op;
-  if ((op != 1 && op != 2) || framework != static_cast<int>(gpuleak::format::PoolFramework::kPyTorch) || device < 0 ||
-      device > INT16_MAX || address == 0)
-    return 0;
+  const Api api = framework_api(framework);
+  if (!valid_block(op, device, address) || api == Api::kCount) return 0;
   if (!core::hook_enter()) return 0;
   core::CallFacts f{};
-  f.api = Api::torchCachingAllocator;
+  f.api = api;
   f.kind = Kind::kPoolBlock;
   f.device = static_cast<int16_t>(device);
   f.address = address;
@@ -88,4 +109,49 @@ GPULEAK_API unsigned long long gpuleak_api_allocation_clock(void) { return gpule
 
 GPULEAK_API void gpuleak_api_observer(int method, const char *note) {
   if (method == 1 || method == 2) gpuleak::core::record_observer(static_cast<uint32_t>(method), note);
+}
+
+// gpuleak's Python side for JAX (tools/python/gpuleak/_jax.py): the live arrays are sampled at
+// iteration boundaries, so each array's call site is its creation traceback, not the calling
+// thread's frames. gpuleak_api_python_frames interns such a stack (n frames innermost first, as
+// text) and returns its id (0 when not recorded); gpuleak_api_pool_object records an object first
+// seen live (op 1) or first seen gone (op 2) with that id: a pool block with no native stack.
+GPULEAK_API unsigned gpuleak_api_python_frames(unsigned n, const char *const *files, const char *const *functions,
+                                               const int *lines) {
+  if (n == 0 || n > 4096) return 0;
+  return gpuleak::core::record_python_frames(files, functions, lines, n);
+}
+
+GPULEAK_API int gpuleak_api_pool_object(int op, int device, unsigned long long address, unsigned long long size,
+                                        int framework, unsigned py_stack_id) {
+  using gpuleak::format::Api;
+  using gpuleak::format::Op;
+  const Api api = framework_api(framework);
+  if (!valid_block(op, device, address) || api == Api::kCount) return 0;
+  return gpuleak::core::record_sampled_block(op == 1 ? Op::kAlloc : Op::kFree, api, static_cast<int16_t>(device),
+                                             address, size, py_stack_id)
+             ? 1
+             : 0;
+}
+
+// A framework's own out-of-memory, with no CUDA call failing (XLA raising RESOURCE_EXHAUSTED
+// inside its arena): an OOM record (format 1.6) with the calling thread's stacks, the request
+// (0 when unknown) and the arena's bytes in use, largest free block and limit (0 when unknown).
+// Called with the framework's live objects just recorded (gpuleak_api_pool_object), so that the
+// report's OOM lists them by line. Returns 1 when written.
+GPULEAK_API int gpuleak_api_framework_oom(int framework, int device, unsigned long long requested,
+                                          unsigned long long in_use, unsigned long long largest_free,
+                                          unsigned long long limit) {
+  using gpuleak::format::Api;
+  if (framework != static_cast<int>(gpuleak::format::PoolFramework::kJax) || device < -1 || device > INT16_MAX)
+    return 0;
+  gpuleak::format::OomRecord o{};
+  o.requested = requested;
+  o.api = static_cast<uint16_t>(Api::jaxRuntimeError);
+  o.device = static_cast<int16_t>(device);
+  o.pool_in_use_bytes = in_use;
+  o.pool_largest_free_bytes = largest_free;
+  o.pool_limit_bytes = limit;
+  o.pool_framework = framework;
+  return gpuleak::core::record_framework_oom(o) ? 1 : 0;
 }

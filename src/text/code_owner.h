@@ -31,6 +31,14 @@ inline size_t stdlib_prefix_end(std::string_view file) {
   return std::string_view::npos;
 }
 
+// gpuleak's own Python hooks, which run inside the program's allocations (gpuleak._cupy's allocator
+// wrapper is the innermost frame of every CuPy array): never the user's code.
+inline bool is_gpuleak_hook_file(std::string_view file) {
+  for (std::string_view own : {"/gpuleak/_cupy.py", "/gpuleak/_jax.py", "/gpuleak/_hooks.py", "/gpuleak/_torch.py"})
+    if (file.size() >= own.size() && file.substr(file.size() - own.size()) == own) return true;
+  return false;
+}
+
 // The standard library, and the interpreter's frozen modules ("<frozen importlib._bootstrap>").
 inline bool is_stdlib_file(std::string_view file) {
   return file.substr(0, 8) == "<frozen " || stdlib_prefix_end(file) != std::string_view::npos;

@@ -120,20 +120,39 @@ def run_cupy(a):
         cp.cuda.runtime.getDeviceCount()
     except Exception as e:  # noqa: BLE001 - cupy present but no CUDA device / driver
         return None, f"cupy sees no GPU ({type(e).__name__}: {e})"
+    if os.environ.get("FRAMEWORK_LOOPS_CUPY_ASYNC") == "1":  # the program's own choice of pool
+        cp.cuda.set_allocator(cp.cuda.MemoryAsyncPool().malloc)
+    threads = os.environ.get("FRAMEWORK_LOOPS_THREADS") == "1"
     rng = random.Random(5)
     base = cp.ones(KEEP_BYTES // 4, dtype=cp.float32)
     kept_bytes = 0
-    for step in steps(a.steps, a.marks):
+
+    def body(step, made):
         x = cp.random.random(rng.choice((1, 2, 3)) << 18, dtype=cp.float32)
-        total = float((x * 2.0).sum())
+        made["total"] = float((x * 2.0).sum())
+        made["x"] = x
         if a.leak:
-            _KEPT.append(cp.sin(base + step))  # @keep-cupy
+            made["keep"] = cp.sin(base + step)  # @keep-cupy
+        cp.cuda.Device(0).synchronize()
+
+    for step in steps(a.steps, a.marks):
+        made = {}
+        if threads:  # a worker thread allocates; this thread drops the arrays (cross-thread frees)
+            import threading
+            t = threading.Thread(target=body, args=(step, made))
+            t.start()
+            t.join()
+        else:
+            body(step, made)
+        if a.leak:
+            _KEPT.append(made["keep"])
             kept_bytes = _KEPT[-1].nbytes
         else:
-            _KEPT.append(total)
-        del x
+            _KEPT.append(made["total"])
+        made.clear()
     cp.cuda.Device(0).synchronize()
-    return kept_bytes, f"cupy {cp.__version__} GPULEAK_CUPY={os.environ.get('GPULEAK_CUPY', 'default')!r}"
+    return kept_bytes, f"cupy {cp.__version__} GPULEAK_CUPY={os.environ.get('GPULEAK_CUPY', 'default')!r} " \
+                       f"threads={threads}"
 
 
 def main():

@@ -89,6 +89,19 @@ TEST(Advice, SlowSynchronousCallsShowTheirTime) {
   EXPECT_EQ(of_kind(strict.report, "churn").size(), 1u);
 }
 
+// Under an allocator switch gpuleak made itself (gpuleak run --cupy per-array: every array its own
+// cudaMalloc), the calls' count and waiting are gpuleak's doing: no churn or serialization advice
+// blames the program for them (issue #27).
+TEST(Advice, NoAdviceAboutTheCostOfGpuleaksOwnAllocatorSwitch) {
+  for (const auto &[name, value] : std::vector<std::pair<std::string, std::string>>{
+           {"GPULEAK_CUPY", "per-array"}, {"GPULEAK_JAX", "per-buffer"}, {"GPULEAK_TORCH", "no-caching"}}) {
+    LoopRun r = run_loop("churn", {{"FAKE_CUDA_SYNC_LATENCY_US", "400"}, {name, value}});
+    EXPECT_TRUE(of_kind(r.report, "serialization").empty()) << name << "\n" << r.report["advice"].dump(2);
+    EXPECT_TRUE(of_kind(r.report, "churn").empty()) << name << "\n" << r.report["advice"].dump(2);
+    EXPECT_EQ(r.err.find("Synchronous allocation calls"), std::string::npos) << r.err;
+  }
+}
+
 // The frees carry no stack: the finding names where the released blocks are allocated again.
 TEST(Advice, CacheThrashAtTheRefill) {
   LoopRun r = run_loop("thrash");

@@ -1,4 +1,4 @@
-"""A loop with no marks over a framework's arrays, against the fakes in fake_frameworks/ (`cupy`:
+"""A loop with no marks over a framework's arrays, against the fakes in fake_frameworks/site-packages/ (`cupy`:
 a pool growing by 16 MiB chunks, `jax`: a BFC-like region growing by 64 MiB): `framework_loop.py
 cupy|jax`. Keeps one 1 MiB array per step, like the H200 cases of issue 13; `gpuleak run --cupy
 per-array` / `--jax per-buffer` make every array its own cudaMalloc."""

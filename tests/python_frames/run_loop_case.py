@@ -15,7 +15,13 @@ Each --expect is checked against `gpuleak report --json` of the one capture:
   headline: the first leak group's headline text starts with VALUE;
   no_rate: no leak of VALUE bytes per iteration;
   env.NAME: run.allocator_env[NAME] == VALUE;
-  native_frames: the first leak's stack has VALUE native frames ("some": at least one).
+  native_frames: the first leak's stack has VALUE native frames ("some": at least one);
+  rate~: exactly one leak, bytes_per_iteration within 10 % of VALUE;
+  pool_tracker: run.pool_tracker contains VALUE;
+  segment_block: a segment (a pool's chunk, an arena) holds blocks whose stack has FILE:LINE VALUE;
+  oom_api, oom_requested: the newest OOM event's api / requested_bytes;
+  oom_live: the newest OOM event's live_by_site has a site whose stack has FILE:LINE VALUE;
+  no_advice: no advice of kind VALUE.
 --env NAME=VALUE sets a variable for the program (gpuleak's own are cleared first).
 --preload: run the program under plain LD_PRELOAD (GPULEAK_OUT set, no `gpuleak run`, no PYTHONPATH
 entry of gpuleak's) instead of `gpuleak run`; no gpuleak run options are allowed then.
@@ -53,6 +59,12 @@ def marker_lines(option, program):
     return head + str(hits[0])
 
 
+def stack_lines(entry):
+    """FILE:LINE (the file's base name) of every Python frame of a site's stack."""
+    return ["%s:%s" % (os.path.basename(f.get("file") or ""), f.get("line"))
+            for f in entry.get("stack", []) if f.get("kind") == "python"]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", required=True)
@@ -79,7 +91,7 @@ def main():
         env.update(GPULEAK_LIB=a.shim, LD_LIBRARY_PATH=a.fake_cuda + ":" + env.get("LD_LIBRARY_PATH", ""),
                    GPULEAK_REPORT_TIMEOUT="0", PYFRAMES_CUDART=os.path.join(a.fake_cuda, "libcudart.so.13"),
                    PYTHONDONTWRITEBYTECODE="1",
-                   PYTHONPATH=os.pathsep.join([HERE, os.path.join(HERE, "fake_frameworks")]))
+                   PYTHONPATH=os.pathsep.join([HERE, os.path.join(HERE, "fake_frameworks", "site-packages")]))
         env.update(kv.split("=", 1) for kv in a.env)
         if a.preload:
             if options:
@@ -124,7 +136,16 @@ def main():
             "leaks": [(l["bytes_per_iteration"], l["live_count"]) for l in r.get("leaks", [])],
             "headline": [((g.get("headline") or {}).get("text")) for g in r.get("leak_groups", [])],
             "choice": (analysis.get("iteration_choice") or {}),
-            "native_frames": [sum(f.get("kind") == "native" for f in l.get("stack", [])) for l in r.get("leaks", [])]}
+            "native_frames": [sum(f.get("kind") == "native" for f in l.get("stack", [])) for l in r.get("leaks", [])],
+            "pool_tracker": run_info.get("pool_tracker"),
+            "segment_blocks": sorted({line for seg in r.get("segments") or [] for b in seg.get("blocks", [])
+                                      for line in stack_lines(b)}),
+            "advice": [a.get("kind") for a in r.get("advice") or []]}
+    events = (r.get("oom") or {}).get("events") or []
+    if events:
+        seen.update(oom_api=events[0].get("api"), oom_requested=events[0].get("requested_bytes"),
+                    oom_pool=events[0].get("pool"),
+                    oom_live=sorted({line for s in events[0].get("live_by_site", []) for line in stack_lines(s)}))
     for e in a.expect:
         key, _, value = e.partition("=")
         if key == "iterations":
@@ -150,6 +171,20 @@ def main():
         elif key == "native_frames":
             n = seen["native_frames"][0] if seen["native_frames"] else None
             ok = n is not None and (n > 0 if value == "some" else n == int(value))
+        elif key == "rate~":
+            ok = len(seen["leaks"]) == 1 and abs(seen["leaks"][0][0] - float(value)) <= 0.1 * float(value)
+        elif key == "pool_tracker":
+            ok = value in (seen["pool_tracker"] or "")
+        elif key == "segment_block":
+            ok = value in seen["segment_blocks"]
+        elif key == "oom_api":
+            ok = seen.get("oom_api") == value
+        elif key == "oom_requested":
+            ok = seen.get("oom_requested") == int(value)
+        elif key == "oom_live":
+            ok = value in seen.get("oom_live", [])
+        elif key == "no_advice":
+            ok = value not in seen["advice"]
         elif key.startswith("env."):
             ok = (run_info.get("allocator_env") or {}).get(key[4:]) == value
         elif key in seen:

@@ -295,7 +295,7 @@ TEST(CaptureReader, PoolBlocksOfFormat13) {
 }
 
 TEST(CaptureReader, ObservedLoopsOfFormat15) {
-  EXPECT_EQ(kMinorVersion, 5u);
+  EXPECT_GE(kMinorVersion, 5u);
   LoopRecord l{};
   l.id = 3;
   l.parent_id = 1;
@@ -338,6 +338,35 @@ TEST(CaptureReader, ObservedLoopsOfFormat15) {
   EXPECT_FALSE(parse(header() + record(RecordType::kLoopPass, bytes(p).substr(0, 20)), &c, &error));
   o.length = 100;
   EXPECT_FALSE(parse(header() + record(RecordType::kObserver, bytes(o) + "short"), &c, &error));
+}
+
+// Format 1.6 appends the pool fields to the OomRecord: a 1.3 record (56 bytes) reads with them
+// zero, a 1.6 one with them, and a shorter one is corruption.
+TEST(CaptureReader, OomRecordsOfFormat13And16) {
+  EXPECT_GE(kMinorVersion, 6u);
+  OomRecord o{};
+  o.ts_ns = 300;
+  o.requested = 4 << 20;
+  o.api = static_cast<uint16_t>(Api::jaxRuntimeError);
+  o.pool_in_use_bytes = 7;
+  o.pool_largest_free_bytes = 8;
+  o.pool_limit_bytes = 9;
+  o.pool_framework = static_cast<int32_t>(PoolFramework::kJax);
+  const std::string whole = bytes(o);
+  Capture c;
+  std::string error;
+  ASSERT_TRUE(parse(sample() + record(RecordType::kOom, whole.substr(0, kOomRecordSize13)) +
+                        record(RecordType::kOom, whole),
+                    &c, &error))
+      << error;
+  ASSERT_EQ(c.ooms.size(), 2u);
+  EXPECT_EQ(c.ooms[0].requested, 4u << 20);
+  EXPECT_EQ(c.ooms[0].pool_framework, 0);
+  EXPECT_EQ(c.ooms[0].pool_limit_bytes, 0u);
+  EXPECT_EQ(c.ooms[1].pool_framework, 3);
+  EXPECT_EQ(c.ooms[1].pool_largest_free_bytes, 8u);
+  EXPECT_STREQ(api_name(c.ooms[1].api), "jax.JaxRuntimeError");
+  EXPECT_FALSE(parse(header() + record(RecordType::kOom, whole.substr(0, 40)), &c, &error));
 }
 
 // The file is read through a 4 MiB buffer: records straddling its edges, and a cut at the end,

@@ -235,12 +235,13 @@ int run_command(const RunOptions &o) {
   // The Python start-up hooks, found before anything is changed (a missing package is a usage error).
   // PyTorch's tensors inside its default caching allocator come through the same hook (issue #14);
   // asked for by default, so a missing package there only means the segment view.
-  const bool asked = !o.loop.empty() || o.cupy != "default";
+  // CuPy's arrays and JAX's live arrays in their default modes come through it too (issue #27).
+  const bool asked = !o.loop.empty() || (o.cupy != "default" && o.cupy != "segments") || o.jax == "per-buffer";
   const bool torch_tracker = o.torch == "default";
   std::string python;
   if (asked) {
     python = absolute(python_dir());
-  } else if (torch_tracker) {
+  } else {
     try {
       python = absolute(python_dir());
     } catch (const UsageError &) {
@@ -277,10 +278,12 @@ int run_command(const RunOptions &o) {
   }
   // JAX: its BFC allocator preallocates a region and hands out buffers inside it; the platform
   // allocator makes every buffer its own cudaMalloc/cudaFree (jax.dev "GPU memory allocation").
-  if (o.jax == "per-buffer") {
-    setenv("XLA_PYTHON_CLIENT_ALLOCATOR", "platform", 1);
-    setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "false", 1);
-  }
+  // Which per-buffer allocator the installed JAX has is read by the start-up hook (gpuleak._jax:
+  // address, else platform), which sets XLA_PYTHON_CLIENT_ALLOCATOR before JAX starts.
+  if (o.jax == "per-buffer") setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "false", 1);
+  if (o.jax != "default") setenv("GPULEAK_JAX", o.jax.c_str(), 1);
+  // gpuleak's own allocator switches, so that the report never blames the program for their cost.
+  if (o.torch == "per-tensor" || o.torch == "no-caching") setenv("GPULEAK_TORCH", o.torch.c_str(), 1);
   // CuPy has no variable for its pool: the start-up hook sets the allocator when cupy is imported.
   // --loop: the same hook marks the passes of a line (or the calls of a function).
   if (hooks) {
@@ -378,13 +381,16 @@ void register_run(CLI::App &app, Action *action) {
                   "(backend:cudaMallocAsync) or no-caching (PYTORCH_NO_CUDA_MEMORY_CACHING=1)")
       ->check(CLI::IsMember({"default", "segments", "per-tensor", "no-caching"}));
   cmd->add_option("--jax", o->jax,
-                  "JAX allocator: per-buffer (XLA_PYTHON_CLIENT_ALLOCATOR=platform, "
-                  "XLA_PYTHON_CLIENT_PREALLOCATE=false) or default")
-      ->check(CLI::IsMember({"default", "per-buffer"}));
+                  "JAX allocator: default (its arena; the live arrays sampled at each iteration boundary, "
+                  "exit and out-of-memory), segments (the arena only), or per-buffer "
+                  "(XLA_PYTHON_CLIENT_ALLOCATOR=address, or platform where the installed JAX lacks it; "
+                  "XLA_PYTHON_CLIENT_PREALLOCATE=false)")
+      ->check(CLI::IsMember({"default", "segments", "per-buffer"}));
   cmd->add_option("--cupy", o->cupy,
-                  "CuPy allocator, set at start-up: per-array (no pool: cupy.cuda.set_allocator(None)), async "
-                  "(stream-ordered pool, cudaMallocAsync) or default")
-      ->check(CLI::IsMember({"default", "per-array", "async"}));
+                  "CuPy allocator, set at start-up: default (its memory pool, each array seen through its "
+                  "allocator), segments (the pool's chunks only), per-array (no pool: "
+                  "cupy.cuda.set_allocator(None)) or async (stream-ordered pool, cudaMallocAsync)")
+      ->check(CLI::IsMember({"default", "segments", "per-array", "async"}));
   cmd->add_option("--loop", o->loop,
                   "Python: mark each pass of FILE:LINE (a loop head or any line), or each call of a function "
                   "NAME, as one iteration, with no code change");

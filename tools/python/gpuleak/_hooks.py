@@ -13,6 +13,12 @@ GPULEAK_TORCH_TRACKER=1    right after `import torch`, PyTorch's caching allocat
     call site with no allocator switch.
 (always)                   the loop observer (gpuleak._observe): the user's loops and callbacks as
     the interpreter runs them, for the analysis to choose the iteration from (GPULEAK_PY_OBSERVE=0: off).
+CuPy and JAX by default  right after `import cupy`, CuPy's default pool reports every array it
+    hands out or takes back (gpuleak._cupy); right after `import jax`, JAX's live arrays are
+    sampled at each iteration boundary, at exit and at an out-of-memory (gpuleak._jax).
+    GPULEAK_CUPY=segments / GPULEAK_JAX=segments leave them alone (the pool's chunks, the arena).
+GPULEAK_JAX=per-buffer     XLA_PYTHON_CLIENT_ALLOCATOR=address (or platform, on a JAX without it)
+    before JAX starts: every buffer its own CUDA allocation.
 GPULEAK_CUPY=per-array     CuPy allocates every array with cudaMalloc and frees it with cudaFree
     (cupy.cuda.set_allocator(None): no memory pool); `async`: through CuPy's stream-ordered pool
     (cudaMallocAsync per array). Set when cupy is imported, before the program allocates.
@@ -45,8 +51,14 @@ def install_from_environment():
     from gpuleak import _observe
     _observe.install_from_shim()
     cupy = os.environ.get("GPULEAK_CUPY", "")
-    if cupy and cupy != "default":
+    if cupy and cupy not in ("default", "segments"):
         install_cupy(cupy)
+    elif cupy != "segments":  # the default: CuPy's pool kept, each array seen (gpuleak._cupy)
+        after_import("cupy", _framework_hook("_cupy"))
+    jax = os.environ.get("GPULEAK_JAX", "")
+    from gpuleak import _jax  # the standard library only
+    if not (jax == "segments" or (jax == "per-buffer" and _jax.install_per_buffer())):
+        after_import("jax", _framework_hook("_jax"))  # the arena kept, live arrays sampled
     if os.environ.get("GPULEAK_TORCH_TRACKER", "") == "1":
         install_torch()
 
@@ -317,6 +329,17 @@ def install_cupy(mode):
         _warn("--cupy %s: unknown mode; CuPy keeps its pool" % mode)
         return
     after_import("cupy", lambda module: _configure_cupy(module, mode))
+
+
+def _framework_hook(name):
+    """then(module) for after_import: gpuleak.<name>.attach(module), a failure said in one line."""
+    def then(module):
+        import importlib
+        try:
+            importlib.import_module("gpuleak." + name).attach(module)
+        except Exception as e:  # never the program's problem
+            _warn("%s: objects not seen (%s: %s); the report shows the pool" % (module.__name__, type(e).__name__, e))
+    return then
 
 
 # --- PyTorch -------------------------------------------------------------------------------------

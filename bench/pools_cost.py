@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""What gpuleak's per-object view of CuPy's pool and JAX's arena costs a training-style step
+(issue #27), plain against gpuleak in one run (docs/benchmarks.md has the method and results).
+
+    bench/pools_cost.py --framework cupy|jax --gpuleak BUILD/bin/gpuleak [--steps 200]
+                        [--arrays 1000] [--live 200] [--repeat 3]
+
+Runs this file's --child loop as four variants, alternating, --repeat times each:
+  plain     python, no gpuleak;
+  shim      `gpuleak run --cupy segments` / `--jax segments`: the shim alone (CuPy's pool chunks,
+            JAX's arena; no per-object view);
+  default   `gpuleak run` with no option: CuPy's arrays through the allocator wrapper, JAX's live
+            arrays sampled at every boundary (the mode this issue adds);
+and prints the median step time of each and the added share of `default` over `plain` and over
+`shim`. The CuPy step makes --arrays arrays (each one elementwise op on a 256 KiB array, freed at
+once) and keeps none; the JAX step runs one jitted update over --live parameter arrays (every
+parameter replaced, the new ones reported and the old ones gone at each boundary: the worst case
+for the sampler) between gpuleak.iterate boundaries.
+
+Without a GPU, PYTHONPATH may point at stand-ins (tests/python_frames/fake_frameworks/site-packages
+with PYFRAMES_CUDART and the fake CUDA on LD_LIBRARY_PATH): then the step is only the framework's
+host-side bookkeeping, and the share is an upper bound of what a real step pays.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def child(a):
+    import gpuleak
+    times = []
+    if a.framework == "cupy":
+        import cupy as cp
+        base = cp.ones(1 << 16, dtype=cp.float32) if hasattr(cp, "float32") else cp.ones(1 << 18)
+        real = hasattr(cp, "float32")
+
+        def step():
+            for _ in range(a.arrays):
+                y = base * 2.0 if real else cp.ones(1 << 18)
+                del y
+            if real:
+                cp.cuda.Device(0).synchronize()
+    else:
+        import jax
+        real = hasattr(jax, "jit")
+        if real:
+            import jax.numpy as jnp
+            params = [jnp.ones((256, 256), dtype=jnp.float32) for _ in range(a.live)]
+            update = jax.jit(lambda ps: [p * 0.999 + 0.001 for p in ps])
+        else:
+            params = [jax.ones(1 << 18) for _ in range(a.live)]
+        state = {"params": params}
+
+        def step():
+            if real:
+                state["params"] = update(state["params"])
+                state["params"][0].block_until_ready()
+            else:
+                state["params"] = [jax.ones(1 << 18) for _ in range(a.live)]
+    loop = iter(gpuleak.iterate(range(a.steps + a.warmup), loop="train"))
+    for i in range(a.steps + a.warmup):
+        start = time.perf_counter()
+        next(loop)
+        step()
+        times.append(time.perf_counter() - start)
+    for _ in loop:
+        pass
+    return times[a.warmup:]
+
+
+def run_variant(a, variant, out):
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", "--framework", a.framework, "--steps", str(a.steps),
+           "--arrays", str(a.arrays), "--live", str(a.live), "--warmup", str(a.warmup), "--json", out]
+    if variant != "plain":
+        extra = ["--%s" % a.framework, "segments"] if variant == "shim" else []
+        cmd = [a.gpuleak, "run", "--quiet", "--no-report", "--out", os.path.dirname(out)] + extra + ["--"] + cmd
+    env = dict(os.environ)
+    for k in list(env):
+        if k.startswith("GPULEAK_") and k not in ("GPULEAK_LIB", "GPULEAK_PYTHONDIR"):
+            del env[k]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
+    if p.returncode != 0:
+        raise SystemExit("%s failed (%d): %s" % (variant, p.returncode, p.stderr[-2000:]))
+    with open(out) as f:
+        return json.load(f)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--framework", choices=("cupy", "jax"), required=True)
+    ap.add_argument("--gpuleak", default="")
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--arrays", type=int, default=1000)
+    ap.add_argument("--live", type=int, default=200)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--child", action="store_true")
+    ap.add_argument("--json", default="")
+    a = ap.parse_args()
+    if a.child:
+        with open(a.json, "w") as f:
+            json.dump(child(a), f)
+        return 0
+    if not a.gpuleak:
+        ap.error("--gpuleak BUILD/bin/gpuleak is needed")
+    medians = {"plain": [], "shim": [], "default": []}
+    with tempfile.TemporaryDirectory(prefix="gpuleak-pools-cost-") as tmp:
+        for r in range(a.repeat):
+            for variant in medians:
+                sub = os.path.join(tmp, "%s-%d" % (variant, r))
+                os.mkdir(sub)
+                medians[variant].append(statistics.median(run_variant(a, variant, os.path.join(sub, "t.json"))))
+    m = {k: statistics.median(v) for k, v in medians.items()}
+    unit = "array" if a.framework == "cupy" else "step"
+    per = a.arrays if a.framework == "cupy" else 1
+    print("%s: %d steps x %d repeats; %s" % (a.framework, a.steps, a.repeat,
+                                            ("%d arrays a step" % a.arrays) if a.framework == "cupy"
+                                            else ("%d parameters replaced a step" % a.live)))
+    for k, v in m.items():
+        print("  %-8s median step %9.1f us  (%.3f us per %s; runs %s)" % (
+            k, v * 1e6, v * 1e6 / per, unit, ", ".join("%.1f" % (x * 1e6) for x in medians[k])))
+    print("  default over plain: %+.1f %% of a step; over the shim alone: %+.1f %%" % (
+        100 * (m["default"] / m["plain"] - 1), 100 * (m["default"] / m["shim"] - 1)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

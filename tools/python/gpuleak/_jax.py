@@ -1,0 +1,358 @@
+"""JAX's arena seen per array (issue #27), with no allocator switch. JAX's default allocator
+preallocates one arena (75 % of the GPU) and hands its buffers out inside it, so the shim sees
+one cudaMalloc. What JAX itself offers is sampled instead, at each iteration boundary
+(gpuleak.iterate/iteration, `gpuleak run --loop`, and gpuleak.at_boundary for a loop observer),
+at exit and at an out-of-memory:
+
+- jax.live_arrays(): every live array; each array's `traceback` (on by default) gives its call
+  site, the user's line for an eager op or for a jitted call's output; `unsafe_buffer_pointer()`
+  and `nbytes` place it inside the arena the shim saw.
+- Only the arrays new since the last sample are reported (gpuleak_api_pool_object, op 1, with the
+  traceback's frames interned once per traceback: gpuleak_api_python_frames), and those gone since
+  (op 2). A leak is what survives boundaries, so the verdict, the line and the rate come from the
+  arrays; temporaries inside a jitted step are never seen (they live and die between two samples).
+
+Out of memory: XLA raises RESOURCE_EXHAUSTED from inside its arena and no CUDA call fails, so the
+shim sees nothing. The exception class's __init__ is wrapped (jax.errors.JaxRuntimeError, or
+XlaRuntimeError on older JAX): CPython builds the exception object when the C++ code raises it
+(3.12) or when a handler or the top level first looks at it (3.10, 3.11), on the raising thread,
+so this sees every such error, caught or not, and costs nothing on any other path. At that moment
+the live arrays are sampled, then an OOM record carries the request size parsed from the error
+text and the arena's bytes in use, largest free block and limit (Device.memory_stats()).
+(sys.monitoring's RAISE event would see it too, but fires for every exception in every frame it
+unwinds through, needs a tool id of its own, and exists on 3.12+ only.)
+
+`gpuleak run --jax per-buffer` instead asks XLA for a per-buffer allocator before JAX starts:
+per_buffer_allocator() reads which names the installed JAX accepts.
+"""
+
+import atexit
+import ctypes
+import os
+import re
+import sys
+import threading
+import weakref
+
+JAX = 3  # the framework number of gpuleak_api_pool_object / _framework_oom
+
+SAMPLED = "live arrays at each iteration boundary, at exit and at an out-of-memory; temporaries inside a jitted " \
+          "step are not seen"
+
+
+def _warn(message):
+    sys.stderr.write("gpuleak: " + message + "\n")
+
+
+class _Shim:
+    def __init__(self, process):
+        self.frames = process.gpuleak_api_python_frames
+        self.frames.argtypes = [ctypes.c_uint, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_char_p),
+                                ctypes.POINTER(ctypes.c_int)]
+        self.frames.restype = ctypes.c_uint
+        self.object = process.gpuleak_api_pool_object
+        self.object.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_ulonglong, ctypes.c_ulonglong, ctypes.c_int,
+                                ctypes.c_uint]
+        self.object.restype = ctypes.c_int
+        self.oom = process.gpuleak_api_framework_oom
+        self.oom.argtypes = [ctypes.c_int, ctypes.c_int] + [ctypes.c_ulonglong] * 4
+        self.oom.restype = ctypes.c_int
+        self.attached = process.gpuleak_api_pool_attached
+        self.attached.argtypes = [ctypes.c_int, ctypes.c_char_p]
+        self.attached.restype = None
+
+
+def _shim():
+    try:
+        return _Shim(ctypes.CDLL(None))
+    except (OSError, AttributeError):
+        return None
+
+
+def _text(s):
+    return str(s).encode("utf-8", "backslashreplace").split(b"\0", 1)[0]
+
+
+def _cuda_ordinal(device):
+    hw = getattr(device, "local_hardware_id", None)
+    return hw if isinstance(hw, int) and hw >= 0 else getattr(device, "id", 0)
+
+
+def _on_gpu(device):
+    return getattr(device, "platform", "gpu") not in ("cpu", "tpu")
+
+
+class Sampler:
+    """The arrays seen live at the last sample, and the interned sites of their tracebacks."""
+
+    def __init__(self, jax, shim):
+        self.jax = jax
+        self.shim = shim
+        self.lock = threading.RLock()  # an OOM raised while sampling samples again on the same thread
+        self.seen = {}  # id(array) -> (weak reference or None, [(device, address)])
+        self.sites = {}  # traceback -> py stack id
+        self.samples = 0
+        self.open = False  # an iteration began and has not ended
+        if hasattr(os, "register_at_fork"):  # a child's capture interns its own stacks
+            os.register_at_fork(after_in_child=self._forget)
+
+    def _forget(self):
+        self.seen = {}
+        self.sites = {}
+
+    def site(self, array):
+        """The shim's id of the array's creation traceback (innermost frame first), 0 when none."""
+        tb = getattr(array, "traceback", None)
+        if tb is None:
+            return 0
+        try:
+            known = self.sites.get(tb)
+        except TypeError:  # an unhashable traceback: interned every time
+            known = None
+            tb_key = None
+        else:
+            tb_key = tb
+        if known is not None:
+            return known
+        frames = list(getattr(tb, "frames", ()) or ())
+        n = len(frames)
+        if n == 0:
+            return 0
+        files = (ctypes.c_char_p * n)(*[_text(f.file_name) for f in frames])
+        functions = (ctypes.c_char_p * n)(*[_text(f.function_name) for f in frames])
+        lines = (ctypes.c_int * n)(*[int(f.line_num or 0) for f in frames])
+        sid = self.shim.frames(n, files, functions, lines)
+        if sid and tb_key is not None:
+            if len(self.sites) > 65536:
+                self.sites.clear()
+            self.sites[tb_key] = sid
+        return sid
+
+    @staticmethod
+    def buffers(array):
+        """[(device ordinal, address, bytes)] of the array's buffers on the GPU."""
+        if array.is_deleted():
+            return []
+        shards = None
+        try:
+            devices = array.devices()
+            if len(devices) == 1:
+                device = next(iter(devices))
+                if not _on_gpu(device):
+                    return []
+                return [(_cuda_ordinal(device), array.unsafe_buffer_pointer(), array.nbytes)]
+            shards = array.addressable_shards
+        except Exception:
+            return []
+        out = []
+        for shard in shards or ():
+            try:
+                data = shard.data
+                if _on_gpu(shard.device):
+                    out.append((_cuda_ordinal(shard.device), data.unsafe_buffer_pointer(), data.nbytes))
+            except Exception:
+                continue
+        return out
+
+    def sample(self):
+        """Reports the arrays new since the last sample and those gone; the GIL keeps the list."""
+        with self.lock:
+            self._sample()
+
+    def _sample(self):
+        try:
+            live = self.jax.live_arrays()
+        except Exception:
+            return
+        self.samples += 1
+        seen, now = self.seen, {}
+        report = self.shim.object
+        gone = []
+        for array in live:
+            key = id(array)
+            entry = seen.pop(key, None)
+            if entry is not None:
+                ref = entry[0]
+                if ref is None or ref() is array:
+                    now[key] = entry
+                    continue
+                gone.append(entry)  # its id was reused: the array seen before is gone
+            try:
+                bufs = self.buffers(array)
+            except Exception:
+                continue
+            if not bufs:
+                continue
+            try:
+                ref = weakref.ref(array)
+            except TypeError:
+                ref = None
+            sid = self.site(array)
+            placed = []
+            for device, address, size in bufs:
+                if report(1, device, address, size, JAX, sid):
+                    placed.append((device, address))
+            now[key] = (ref, placed)
+        gone.extend(seen.values())
+        for _, placed in gone:
+            for device, address in placed:
+                report(2, device, address, 0, JAX, 0)
+        self.seen = now
+
+    def on_boundary(self, event):
+        # Once per iteration: at its end, or at a begin that closes the last one implicitly (the C
+        # API's rule). Sampling at both would double the cost and see only what the loop's own
+        # fetch of the next item made in between.
+        if event == "end" or self.open:
+            self.sample()
+        self.open = event == "begin"
+
+    # --- out of memory ---------------------------------------------------------------------------
+
+    def on_oom(self, text):
+        self.sample()
+        requested = request_size(text)
+        device = oom_device(text)
+        in_use = largest = limit = 0
+        try:
+            devices = [d for d in self.jax.local_devices() if _on_gpu(d)]
+            pick = next((d for d in devices if _cuda_ordinal(d) == device), devices[0] if devices else None)
+            if pick is not None:
+                if device < 0:
+                    device = _cuda_ordinal(pick)
+                stats = pick.memory_stats() or {}
+                in_use = int(stats.get("bytes_in_use", 0))
+                largest = int(stats.get("largest_free_block_bytes", 0))
+                limit = int(stats.get("bytes_limit", 0))
+        except Exception:
+            pass
+        self.shim.oom(JAX, device, requested, in_use, largest, limit)
+
+
+_UNITS = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30,
+          "TIB": 1 << 40}
+
+
+def request_size(text):
+    """The bytes XLA failed to get, from its error text; 0 when the text does not say."""
+    for pattern in (r"\((\d+)B\)", r"allocate (\d+) bytes", r"rounded to (\d+)", r"requested (\d+) bytes"):
+        m = re.search(pattern, text)
+        if m:
+            return int(m.group(1))
+    m = re.search(r"allocate ([0-9.]+)\s*([KMGT]?i?B)\b", text, re.IGNORECASE)
+    if m:
+        unit = _UNITS.get(m.group(2).upper())
+        if unit:
+            return int(float(m.group(1)) * unit)
+    return 0
+
+
+def oom_device(text):
+    for pattern in (r"device ordinal (\d+)", r"GPU_(\d+)_bfc", r"cuda:(\d+)"):
+        m = re.search(pattern, text)
+        if m:
+            return int(m.group(1))
+    return -1
+
+
+def _error_class(jax):
+    errors = getattr(jax, "errors", None)
+    for name in ("JaxRuntimeError", "XlaRuntimeError"):
+        cls = getattr(errors, name, None)
+        if isinstance(cls, type) and issubclass(cls, BaseException):
+            return cls
+    return None
+
+
+def watch_oom(jax, sampler):
+    """Wraps the runtime error's __init__: XLA's RESOURCE_EXHAUSTED is seen where it is raised."""
+    cls = _error_class(jax)
+    if cls is None:
+        return False
+    original = cls.__init__
+    busy = threading.local()
+
+    def __init__(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        if getattr(busy, "on", False):
+            return
+        try:
+            text = str(args[0]) if args else ""
+            if "RESOURCE_EXHAUSTED" in text or "Out of memory" in text:
+                busy.on = True
+                try:
+                    sampler.on_oom(text)
+                finally:
+                    busy.on = False
+        except Exception:  # inside the program's own error: never a second one
+            pass
+
+    cls.__init__ = __init__
+    return True
+
+
+def attach(jax):
+    """Samples JAX's live arrays at the boundaries, at exit and at an OOM; False when it cannot."""
+    shim = _shim()
+    if shim is None:
+        return False
+    if not hasattr(jax, "live_arrays"):
+        _warn("JAX arrays not seen (this jax has no live_arrays); the report shows the arena")
+        return False
+    import gpuleak
+
+    sampler = Sampler(jax, shim)
+    gpuleak._boundary_observers.append(sampler.on_boundary)
+    atexit.register(sampler.sample)  # after the program's own atexit handlers, before JAX's clean-up
+    oom = watch_oom(jax, sampler)
+    what = SAMPLED if oom else SAMPLED.replace(", at exit and at an out-of-memory", " and at exit")
+    version = getattr(jax, "__version__", "?")
+    shim.attached(JAX, _text("jax %s %s" % (version, what))[:4000])
+    return True
+
+
+# --- gpuleak run --jax per-buffer ------------------------------------------------------------------
+
+def accepted_allocators():
+    """The XLA_PYTHON_CLIENT_ALLOCATOR names the installed JAX accepts (read from its source, so
+    that nothing is imported before the program runs); None when it cannot be read."""
+    import importlib.util
+    try:
+        spec = importlib.util.find_spec("jax")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for folder in spec.submodule_search_locations:
+        path = os.path.join(folder, "_src", "xla_bridge.py")
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError:
+            continue
+        return {name for name in ("address", "platform", "bfc", "cuda_async", "default")
+                if re.search(r"['\"]%s['\"]" % name, text)}
+    return None
+
+
+def per_buffer_allocator():
+    """("address"|"platform", None), or (None, why) when the installed JAX offers neither."""
+    names = accepted_allocators()
+    if names is None:
+        return "platform", None  # unknown layout: JAX's documented per-buffer allocator
+    if "address" in names:
+        return "address", None
+    if "platform" in names:
+        return "platform", None
+    return None, "this JAX accepts neither XLA_PYTHON_CLIENT_ALLOCATOR=address nor platform"
+
+
+def install_per_buffer():
+    """GPULEAK_JAX=per-buffer: sets XLA_PYTHON_CLIENT_ALLOCATOR before JAX starts its backend."""
+    name, why = per_buffer_allocator()
+    if name is None:
+        _warn("--jax per-buffer: %s; JAX keeps its arena (its live arrays are sampled)" % why)
+        return None
+    os.environ["XLA_PYTHON_CLIENT_ALLOCATOR"] = name
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    return name
