@@ -4,6 +4,7 @@
 // src/gate (evaluate.h); this file wires options, the config file and the outputs.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -82,7 +83,10 @@ int check_command(const CheckOptions &o) {
     config = build_config(o);
     // Read everything before judging anything: bad input is exit 2 with no partial verdict.
     std::vector<gate::Report> reports, baselines;
-    for (const std::string &path : o.reports) reports.push_back(gate::load_report(path));
+    // In the order of their paths: the output and the JUnit names do not depend on the glob's.
+    std::vector<std::string> paths = o.reports;
+    std::sort(paths.begin(), paths.end());
+    for (const std::string &path : paths) reports.push_back(gate::load_report(path));
     for (const std::string &path : config.baselines) baselines.push_back(gate::load_report(path));
     for (gate::Report &r : reports) {
       const gate::Report *base = baseline_for(r, baselines);

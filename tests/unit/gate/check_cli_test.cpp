@@ -77,6 +77,26 @@ TEST(GateCheckCli, ExitCodes) {
   EXPECT_EQ(gpuleak(dir, {"check", "--max-peak", "0=2GB", clean}).code, 0);
 }
 
+// Issue #28: "leak: 18.0 MiB per iteration at train.py:52" made of three library sites fails a
+// 10 MiB budget with one failure naming the line (it printed three "within budget" lines, exit 0).
+TEST(GateCheckCli, TheUsersLineIsTheUnitOfJudgement) {
+  ScratchDir dir;
+  const std::string fixture = GPULEAK_SOURCE_DIR "/tests/fixtures/issue28/torch_three_sites.report.json";
+  Result r = gpuleak(dir, {"check", "--max-leak-per-iteration", "10MiB", fixture});
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("  FAIL leak: train.py:52 in train_step leaks 18 MiB/iteration on device 0 (budget 10 "
+                       "MiB/iteration"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\n      8 MiB/iteration via GELU.forward (torch/nn/modules/activation.py:734)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("within budget"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(1 failure, 0 warnings, 0 suppressed)"), std::string::npos) << r.out;
+  r = gpuleak(dir, {"check", fixture});
+  EXPECT_NE(r.out.find("(1 failure, 0 warnings, 0 suppressed)"), std::string::npos) << r.out;
+}
+
 TEST(GateCheckCli, OneLineErrorsAndExitTwo) {
   ScratchDir dir;
   std::string missing = dir.file("missing.report.json");
