@@ -13,7 +13,8 @@
 
 namespace CLI {
 class App;
-}
+class Validator;
+}  // namespace CLI
 
 namespace gpuleak::cli {
 
@@ -31,6 +32,10 @@ inline std::string input_limits_help() {
          " after gunzip; " + std::to_string(text::kMaxDevices) +
          " devices per capture. Past one: one line, exit 2 (docs/limits.md).\n";
 }
+
+// A whole number, 0 or more: "--warmup: -3 is not a whole number of 0 or more" (CLI11's
+// NonNegativeNumber prints the 309 digits of DBL_MAX).
+CLI::Validator non_negative_integer();
 
 // What main() runs once the command line parsed: set by the chosen subcommand's callback.
 using Action = std::function<int()>;

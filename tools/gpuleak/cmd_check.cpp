@@ -74,6 +74,24 @@ void append_file(const std::string &path, const std::string &text) {
   if (std::fclose(f) != 0) throw UsageError{"cannot write " + path + ": " + std::strerror(errno)};
 }
 
+// A per-device peak budget for a device no report has is a typo or a stale config: a gate that
+// ignored it would pass a budget nobody checks.
+void check_peak_devices(const gate::Budgets &b, const std::vector<gate::ReportOutcome> &outcomes) {
+  for (const auto &[index, bytes] : b.max_peak_by_device) {
+    std::string have;
+    bool found = false;
+    for (const gate::ReportOutcome &o : outcomes)
+      for (const gate::Device &d : o.report.devices) {
+        found = found || d.index == index;
+        const std::string i = std::to_string(d.index);
+        if ((" " + have + ",").find(" " + i + ",") == std::string::npos) have += (have.empty() ? "" : ", ") + i;
+      }
+    if (!found)
+      throw gate::GateError("max peak for device " + std::to_string(index) + ": no report has device " +
+                            std::to_string(index) + " (devices: " + (have.empty() ? "none" : have) + ")");
+  }
+}
+
 int check_command(const CheckOptions &o) {
   if (o.format != "auto" && o.format != "plain" && o.format != "github" && o.format != "markdown")
     throw UsageError{"check: --format must be auto, plain, github or markdown"};
@@ -101,6 +119,7 @@ int check_command(const CheckOptions &o) {
       }
     }
     gate::judge_empty_captures(&outcomes);
+    check_peak_devices(config.budgets, outcomes);
   } catch (const gate::GateError &e) {
     throw UsageError{e.what()};
   }
@@ -140,9 +159,9 @@ void register_check(CLI::App &app, Action *action) {
                   "Peak live memory per device: SIZE, or DEVICE=SIZE (repeat the flag for several)");
   cmd->add_option("--min-oom-horizon", o->min_oom_horizon,
                   "Fail when a device is forecast to run out sooner (iterations)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_integer());
   cmd->add_option("--warmup", o->warmup, "Ignore leaks first seen before iteration N that stopped growing")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_integer());
   cmd->add_flag("--fail-on-inconclusive", o->fail_on_inconclusive, "An inconclusive run fails instead of warning");
   cmd->add_option("--baseline", o->baselines,
                   "Baseline report: fail on regressions and new leaking sites (repeat the flag for several)");

@@ -33,6 +33,18 @@ double env_number(const char *name, double lo, double hi, double fallback) {
 
 }  // namespace
 
+CLI::Validator non_negative_integer() {
+  return CLI::Validator(
+      [](std::string &value) -> std::string {
+        char *end = nullptr;
+        errno = 0;
+        const long long v = std::strtoll(value.c_str(), &end, 10);
+        if (value.empty() || errno != 0 || *end != '\0' || v < 0) return value + " is not a whole number of 0 or more";
+        return "";
+      },
+      "INT>=0");
+}
+
 void add_read_flags(CLI::App *cmd, ReadFlags *o) {
   cmd->add_option("--iteration-range", o->iteration_range,
                   "NVTX ranges whose whole name matches this regex are iterations (GPULEAK_ITERATION_RANGE)");

@@ -97,6 +97,30 @@ TEST(GateCheckCli, TheUsersLineIsTheUnitOfJudgement) {
   EXPECT_NE(r.out.find("(1 failure, 0 warnings, 0 suppressed)"), std::string::npos) << r.out;
 }
 
+// Issue #28: CLI misuse is one clear line and exit 2.
+TEST(GateCheckCli, MisuseIsOneClearLineAndExitTwo) {
+  ScratchDir dir;
+  Result r = gpuleak(dir, {"runn"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "gpuleak: unknown subcommand 'runn'; did you mean run? (see gpuleak --help)\n");
+  r = gpuleak(dir, {"chek", "x.report.json"});
+  EXPECT_EQ(r.err, "gpuleak: unknown subcommand 'chek'; did you mean check? (see gpuleak --help)\n");
+  r = gpuleak(dir, {"help"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("Usage: gpuleak"), std::string::npos) << r.out;
+  r = gpuleak(dir, {"help", "check"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("--max-leak-per-iteration"), std::string::npos) << r.out;
+  std::string clean = dir.write("clean.report.json", report("clean").dump());
+  r = gpuleak(dir, {"check", "--min-oom-horizon", "-3", clean});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "gpuleak: --min-oom-horizon: -3 is not a whole number of 0 or more (see gpuleak check --help)\n");
+  r = gpuleak(dir, {"check", "--max-peak", "5=1GiB", clean});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "gpuleak: max peak for device 5: no report has device 5 (devices: 0)\n");
+  EXPECT_EQ(r.out, "");
+}
+
 TEST(GateCheckCli, OneLineErrorsAndExitTwo) {
   ScratchDir dir;
   std::string missing = dir.file("missing.report.json");
@@ -253,7 +277,7 @@ TEST(GateCheckCli, RepeatedFlagsBetweenReports) {
     baselines.push_back(dir.write("b" + std::to_string(i) + ".report.json", doc.dump()));
   }
   Result r = gpuleak(dir, {"check", "--baseline", baselines[0], reports[0], "--baseline", baselines[1], reports[1],
-                           "--max-peak", "0=1GiB", "--max-peak", "1=1GiB"});
+                           "--max-peak", "0=1GiB", "--max-peak", "0=2GiB"});
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("gpuleak check: 0 of 2 reports failed"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("baseline " + baselines[1]), std::string::npos) << r.out;
