@@ -121,6 +121,22 @@ TEST(GateCheckCli, MisuseIsOneClearLineAndExitTwo) {
   EXPECT_EQ(r.out, "");
 }
 
+// Issue #28: a CI artifact (.report.json) is printed as text or Markdown.
+TEST(GateCheckCli, ReportPrintsAReportFile) {
+  ScratchDir dir;
+  const std::string fixture = GPULEAK_SOURCE_DIR "/tests/fixtures/issue28/torch_three_sites.report.json";
+  Result r = gpuleak(dir, {"report", fixture});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("train.py:52 in train_step"), std::string::npos) << r.out;
+  r = gpuleak(dir, {"report", "--format", "markdown", fixture});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("train.py:52"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("#"), std::string::npos) << r.out;
+  EXPECT_EQ(gpuleak(dir, {"report", "--fail-on-leak", fixture}).code, 1);
+  r = gpuleak(dir, {"report", dir.write("bad.report.json", "{\"schema\": \"other/1\"}")});
+  EXPECT_EQ(r.code, 2);
+}
+
 TEST(GateCheckCli, OneLineErrorsAndExitTwo) {
   ScratchDir dir;
   std::string missing = dir.file("missing.report.json");
