@@ -137,6 +137,22 @@ TEST(GateCheckCli, ReportPrintsAReportFile) {
   EXPECT_EQ(r.code, 2);
 }
 
+// Issue #28: run takes --warmup, --iteration-range and --user-code, meaning what they mean on
+// report (they were "unknown option").
+TEST(GateCheckCli, RunTakesTheSharedReadFlags) {
+  ScratchDir dir;
+  Result r = gpuleak(dir,
+                     {"run", "--out", dir.path(), "--quiet", "--warmup", "3", "--user-code", dir.path(),
+                      "--iteration-range", "step", GPULEAK_LEAKY_STATIC, "12"},
+                     "LD_LIBRARY_PATH=" GPULEAK_FAKE_CUDA_DIR);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string cmd = "ls " + quote(dir.path()) + "/*.report.json > " + quote(dir.file("list"));
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::string list = slurp(dir.file("list"));
+  json doc = json::parse(slurp(list.substr(0, list.find('\n'))));
+  EXPECT_EQ(doc["analysis"]["warmup_iterations"], 3);
+}
+
 TEST(GateCheckCli, OneLineErrorsAndExitTwo) {
   ScratchDir dir;
   std::string missing = dir.file("missing.report.json");
