@@ -39,39 +39,111 @@ bool warmup_only(const Leak &leak, int64_t warmup) {
   return lbi.back() <= lbi[static_cast<size_t>(warmup - 1)];
 }
 
+bool new_since(const Report *baseline, const std::vector<const Leak *> &sites, const LeakGroup &g) {
+  if (!baseline) return false;
+  for (const Leak *l : sites)
+    for (const Leak &b : baseline->leaks)
+      if (b.site_id == l->site_id) return false;
+  // The same user line in the baseline (its library sites may differ) is the same finding.
+  for (const LeakGroup &b : baseline->leak_groups)
+    if (b.device == g.device && b.headline && g.headline && b.headline->file == g.headline->file &&
+        b.headline->line == g.headline->line && b.headline->function == g.headline->function)
+      return false;
+  return true;
+}
+
+// A finding about one site on its own (suppressed or warm-up), named by its own headline.
+Finding site_finding(const Leak &leak) {
+  Finding f;
+  f.kind = Kind::kLeak;
+  f.site_id = leak.site_id;
+  f.site_ids = {leak.site_id};
+  f.device = leak.device;
+  locate(&f, leak.stack);
+  f.message = leak.stack.describe() + " leaks " + rate(leak.bytes_per_iteration) + " on device " +
+              std::to_string(leak.device) + " [site " + leak.site_id + "]";
+  return f;
+}
+
+// One user line (a leak_groups entry) is one finding: its sites are judged together against the
+// budget, and listed under it. A site a suppression names is taken out of the line and listed
+// on its own as suppressed; so is a site that is only warm-up; sites a per-site budget rule names
+// are judged together against that rule.
 void evaluate_leaks(ReportOutcome *out, const Budgets &budgets, Suppressions &supp, const Report *baseline) {
-  for (const Leak &leak : out->report.leaks) {
-    Finding f;
-    f.kind = Kind::kLeak;
-    f.site_id = leak.site_id;
-    f.device = leak.device;
-    locate(&f, leak.stack);
-    const SiteBudget *rule = nullptr;
-    uint64_t budget = budgets.leak_budget_for(leak.stack, leak.site_id, &rule);
-    bool is_new = baseline && std::none_of(baseline->leaks.begin(), baseline->leaks.end(),
-                                           [&](const Leak &b) { return b.site_id == leak.site_id; });
-    f.message = leak.stack.describe() + " leaks " + rate(leak.bytes_per_iteration) + " on device " +
-                std::to_string(leak.device) + " (budget " + rate(static_cast<double>(budget)) +
-                (rule ? " from " + rule->match.text() : "") + "; " + format_size(static_cast<double>(leak.live_bytes)) +
-                " live in " + format::count_of(leak.live_count, "allocation") +
-                " at the last iteration, since iteration " + std::to_string(leak.first_iteration) +
-                (is_new ? "; new since the baseline" : "") + ") [site " + leak.site_id + "]";
-    if (const Suppression *s = supp.match(leak.stack, leak.site_id)) {
-      f.status = Status::kSuppressed;
-      f.note = s->text() + " (" + s->origin + "): " + s->reason;
-    } else if (warmup_only(leak, budgets.warmup)) {
-      f.status = Status::kIgnored;
-      f.note = "first seen at iteration " + std::to_string(leak.first_iteration) + ", before --warmup " +
-               std::to_string(budgets.warmup) + ", and not growing since";
-    } else if (leak.bytes_per_iteration > static_cast<double>(budget)) {
-      f.status = Status::kFail;
-    } else if (is_new) {
-      f.status = Status::kFail;
-      f.note = "within its budget, but the baseline has no leak at this site";
-    } else {
-      f.status = Status::kPass;
+  const Report &r = out->report;
+  for (const LeakGroup &g : r.leak_groups) {
+    std::vector<std::pair<const SiteBudget *, std::vector<const Leak *>>> by_rule;
+    for (size_t k : g.sites) {
+      const Leak &leak = r.leaks[k];
+      if (const Suppression *s = supp.match(leak.stack, leak.site_id)) {
+        Finding f = site_finding(leak);
+        f.status = Status::kSuppressed;
+        f.note = s->text() + " (" + s->origin + "): " + s->reason;
+        out->findings.push_back(std::move(f));
+        continue;
+      }
+      if (warmup_only(leak, budgets.warmup)) {
+        Finding f = site_finding(leak);
+        f.status = Status::kIgnored;
+        f.note = "first seen at iteration " + std::to_string(leak.first_iteration) + ", before --warmup " +
+                 std::to_string(budgets.warmup) + ", and not growing since";
+        out->findings.push_back(std::move(f));
+        continue;
+      }
+      const SiteBudget *rule = nullptr;
+      budgets.leak_budget_for(leak.stack, leak.site_id, &rule);
+      auto part = std::find_if(by_rule.begin(), by_rule.end(), [&](const auto &p) { return p.first == rule; });
+      if (part == by_rule.end()) part = by_rule.insert(by_rule.end(), {rule, {}});
+      part->second.push_back(&leak);
     }
-    out->findings.push_back(std::move(f));
+    for (const auto &[rule, sites] : by_rule) {
+      const bool whole = sites.size() == g.sites.size();
+      // The analysis's numbers: the group's own when every site is judged, else its sites' sum.
+      double bytes = 0;
+      uint64_t live = 0, count = 0;
+      int64_t since = sites[0]->first_iteration;
+      for (const Leak *l : sites)
+        bytes += l->bytes_per_iteration, live += l->live_bytes, count += l->live_count,
+            since = std::min(since, l->first_iteration);
+      if (whole) bytes = g.bytes_per_iteration, live = g.live_bytes, count = g.live_count, since = g.first_iteration;
+      const uint64_t budget = rule ? rule->max_leak_per_iteration : budgets.max_leak_per_iteration;
+      const bool is_new = new_since(baseline, sites, g);
+      Finding f;
+      f.kind = Kind::kLeak;
+      f.device = g.device;
+      f.site_id = sites[0]->site_id;
+      for (const Leak *l : sites) f.site_ids.push_back(l->site_id);
+      if (g.headline && (g.headline->file || g.headline->function)) {
+        Stack head;
+        head.headline = g.headline;
+        locate(&f, head);
+      } else {
+        locate(&f, sites[0]->stack);
+      }
+      const std::string what = sites.size() == 1 && g.sites.size() > 1 ? sites[0]->stack.describe() : g.describe();
+      const std::string which =
+          sites.size() == 1 ? "site " + sites[0]->site_id
+          : whole           ? std::to_string(sites.size()) + " sites"
+                            : std::to_string(sites.size()) + " of its " + std::to_string(g.sites.size()) + " sites";
+      f.message = what + " leaks " + rate(bytes) + " on device " + std::to_string(g.device) + " (budget " +
+                  rate(static_cast<double>(budget)) + (rule ? " from " + rule->match.text() : "") + "; " +
+                  format_size(static_cast<double>(live)) + " live in " + format::count_of(count, "allocation") +
+                  " at the last iteration, since iteration " + std::to_string(since) +
+                  (is_new ? "; new since the baseline" : "") + ") [" + which + "]";
+      if (sites.size() > 1)
+        for (const Leak *l : sites)
+          f.details.push_back(rate(l->bytes_per_iteration) + " via " + l->stack.via_text() + " [site " + l->site_id +
+                              "]");
+      if (bytes > static_cast<double>(budget)) {
+        f.status = Status::kFail;
+      } else if (is_new) {
+        f.status = Status::kFail;
+        f.note = "within its budget, but the baseline has no leak at this line";
+      } else {
+        f.status = Status::kPass;
+      }
+      out->findings.push_back(std::move(f));
+    }
   }
 }
 
@@ -130,6 +202,7 @@ void evaluate_devices(ReportOutcome *out, const Budgets &budgets) {
 }
 
 void evaluate_ooms(ReportOutcome *out, Suppressions &supp) {
+  std::vector<std::pair<size_t, size_t>> first;  // (finding, how many events) per distinct failure
   for (const OomEvent &e : out->report.ooms) {
     Finding f;
     f.kind = Kind::kOom;
@@ -155,8 +228,25 @@ void evaluate_ooms(ReportOutcome *out, Suppressions &supp) {
     } else {
       f.status = e.recovered ? Status::kWarn : Status::kFail;
     }
+    // The same failure again (PyTorch retries a failed cudaMalloc after emptying its cache) is
+    // one finding, counted.
+    auto same = std::find_if(first.begin(), first.end(), [&](const std::pair<size_t, size_t> &p) {
+      const Finding &o = out->findings[p.first];
+      return o.status == f.status && o.message == f.message && o.note == f.note;
+    });
+    if (same != first.end()) {
+      ++same->second;
+      continue;
+    }
+    first.emplace_back(out->findings.size(), 1);
     out->findings.push_back(std::move(f));
   }
+  for (const auto &[at, times] : first)
+    if (times > 1) {
+      std::string &m = out->findings[at].message;
+      const size_t failed = m.find(" failed at ");
+      m.insert(failed == std::string::npos ? m.size() : failed + 7, " " + std::to_string(times) + " times");
+    }
 }
 
 void evaluate_baseline(ReportOutcome *out, const Budgets &budgets, const Report &base) {

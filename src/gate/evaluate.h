@@ -29,9 +29,11 @@ const char *kind_name(Kind k);  // "leak", "growth", "peak", "oom", "oom forecas
 struct Finding {
   Kind kind = Kind::kLeak;
   Status status = Status::kFail;
-  std::string message;  // one line: what, the rate or size, the budget, where
-  std::string site_id;  // "" when not about a site
-  int device = -1;      // -1 when not about a device
+  std::string message;                // one line: what, the rate or size, the budget, where
+  std::string site_id;                // "" when not about a site; a user line's largest site
+  std::vector<std::string> site_ids;  // a leak: every site judged in it, largest first
+  std::vector<std::string> details;   // a user line of several sites: one line per site, under it
+  int device = -1;                    // -1 when not about a device
   // Where to send a person (the site's user frame), when known.
   std::optional<std::string> file, function;
   std::optional<int64_t> line;

@@ -100,6 +100,12 @@ class Reader {
       if (!h->is_object()) fail(where + ".headline", "an object");
       s.headline = frame(*h, where + ".headline");
       s.headline_text = opt_string(*h, "text", where + ".headline");
+      if (const json *via = field(*h, "via")) {
+        if (!via->is_object()) fail(where + ".headline.via", "an object");
+        s.via_function = opt_string(*via, "function", where + ".headline.via");
+        s.via_file = opt_string(*via, "file", where + ".headline.via");
+        s.via_line = opt_int(*via, "line", where + ".headline.via");
+      }
     }
     return s;
   }
@@ -107,6 +113,57 @@ class Reader {
  private:
   std::string path_;
 };
+
+// leak_groups[]: every group names leaks of its device, every leak is in one group. A report
+// written before leak_groups (or a leak no group names) gets one group per leak.
+void parse_leak_groups(const Reader &r, const json &doc, const std::string &path, Report *rep) {
+  std::vector<bool> grouped(rep->leaks.size(), false);
+  auto groups = r.objects(doc, "leak_groups", "");
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const json &g = *groups[i];
+    const std::string w = "leak_groups[" + std::to_string(i) + "]";
+    LeakGroup group;
+    group.device = static_cast<int>(r.opt_int(g, "device", w).value_or(0));
+    group.bytes_per_iteration = r.number_or_zero(g, "bytes_per_iteration", w);
+    group.live_bytes = r.size_or_zero(g, "live_bytes", w);
+    group.live_count = r.size_or_zero(g, "live_count", w);
+    group.first_iteration = r.opt_int(g, "first_iteration", w).value_or(0);
+    Stack head = r.stack(g, w);
+    group.headline = head.headline;
+    const json *ids = r.field(g, "site_ids");
+    if (!ids || !ids->is_array() || ids->empty()) r.fail(w + ".site_ids", "a non-empty array of site ids");
+    for (const json &id : *ids) {
+      if (!id.is_string()) r.fail(w + ".site_ids", "an array of strings");
+      size_t k = 0;
+      while (k < rep->leaks.size() &&
+             (grouped[k] || rep->leaks[k].site_id != id.get<std::string>() || rep->leaks[k].device != group.device))
+        ++k;
+      if (k == rep->leaks.size())
+        throw GateError(path + ": malformed report: " + w + ".site_ids names " + id.get<std::string>() +
+                        ", which is no other group's leak of device " + std::to_string(group.device) + " in leaks[]");
+      grouped[k] = true;
+      group.sites.push_back(k);
+    }
+    const Leak &first = rep->leaks[group.sites[0]];
+    group.text = head.headline_text && !head.headline_text->empty()
+                     ? *head.headline_text
+                     : (group.sites.size() == 1 ? first.stack.describe() : head.describe());
+    rep->leak_groups.push_back(std::move(group));
+  }
+  for (size_t k = 0; k < rep->leaks.size(); ++k) {
+    if (grouped[k]) continue;
+    const Leak &l = rep->leaks[k];
+    LeakGroup group;
+    group.device = l.device;
+    group.bytes_per_iteration = l.bytes_per_iteration;
+    group.live_bytes = l.live_bytes;
+    group.live_count = l.live_count;
+    group.first_iteration = l.first_iteration;
+    group.text = l.stack.describe();
+    group.sites = {k};
+    rep->leak_groups.push_back(std::move(group));
+  }
+}
 
 void check_schema(const json &doc, const std::string &path) {
   const std::string problem = output::report_schema_problem(doc);
@@ -168,6 +225,13 @@ std::string Stack::describe() const {
   for (const Frame &f : frames)
     if (f.function) return *f.function + (f.module ? " in " + *f.module : "");
   return "unknown site";
+}
+
+std::string Stack::via_text() const {
+  if (!via_function && !via_file) return describe();
+  std::string where = via_file ? *via_file + (via_line ? ":" + std::to_string(*via_line) : "") : "";
+  if (!via_function) return where;
+  return *via_function + (where.empty() ? "" : " (" + where + ")");
 }
 
 const Device *Report::device(int index) const {
@@ -314,6 +378,8 @@ Report parse_report(const nlohmann::json &doc, const std::string &path) {
   if (rep.verdict == "leak" && rep.leaks.empty())
     throw GateError(path + ": malformed report: verdict \"leak\" but leaks[] names no leak");
   check_verdicts_agree(rep, path);
+
+  parse_leak_groups(r, doc, path, &rep);
 
   if (const json *oom = r.field(doc, "oom")) {
     if (!oom->is_object()) r.fail("oom", "an object");

@@ -37,6 +37,9 @@ struct Stack {
   // user's own code) and its text. Absent in reports written before headlines.
   std::optional<Frame> headline;
   std::optional<std::string> headline_text;
+  // The headline's via: the library code the user's line called (absent: none or older report).
+  std::optional<std::string> via_function, via_file;
+  std::optional<int64_t> via_line;
 
   // The frame a person should be sent to: the headline; in a report without one, the innermost
   // Python frame with a file and line, else the innermost native frame with a file and line.
@@ -45,6 +48,8 @@ struct Stack {
   // The headline's text ("train.py:41 in train_step (via ...)"); in a report without one,
   // "function (file:line)" of user_frame(), else the innermost function, else "unknown site".
   std::string describe() const;
+  // "Linear.forward (torch/nn/modules/linear.py:125)": the via, else describe().
+  std::string via_text() const;
 };
 
 struct Forecast {
@@ -92,6 +97,20 @@ struct Leak {
   Stack stack;
 };
 
+// One finding per device and user line (leak_groups[]): the unit the gate judges and counts.
+// Reports written before leak_groups get one group per leak.
+struct LeakGroup {
+  int device = 0;
+  double bytes_per_iteration = 0;  // the analysis's sum over its sites
+  uint64_t live_bytes = 0, live_count = 0;
+  int64_t first_iteration = 0;
+  std::optional<Frame> headline;  // the user's line; absent in a group made from one leak
+  std::string text;               // "train.py:52 in train_step"; from one leak: its describe()
+  std::vector<size_t> sites;      // indexes into Report::leaks, largest first
+
+  const std::string &describe() const { return text; }
+};
+
 // What held the memory when an allocation failed, one call site (oom.events[].live_by_site[]).
 struct OomSite {
   uint64_t bytes = 0, count = 0;
@@ -124,7 +143,8 @@ struct Report {
   std::vector<Device> devices;
   std::vector<Iteration> iterations;
   std::vector<Leak> leaks;
-  std::vector<OomEvent> ooms;  // newest first
+  std::vector<LeakGroup> leak_groups;  // every leak is in exactly one
+  std::vector<OomEvent> ooms;          // newest first
 
   const Device *device(int index) const;
   // A short name for messages and JUnit: "program (pid N[, rank R])".

@@ -38,6 +38,13 @@ const char *icon(Status s) {
   return "";
 }
 
+// A user line's sites, on the annotation's following lines.
+std::string sites_text(const Finding &f) {
+  std::string out;
+  for (const std::string &d : f.details) out += "\n  " + d;
+  return out;
+}
+
 }  // namespace
 
 std::string write_github_annotations(const std::vector<ReportOutcome> &outcomes, const WriteOptions &options) {
@@ -54,7 +61,7 @@ std::string write_github_annotations(const std::vector<ReportOutcome> &outcomes,
       props += "title=" +
                github_escape_property(std::string("gpuleak ") + kind_name(f.kind) + " in " + o.report.display_name());
       out += std::string(f.status == Status::kFail ? "::error " : "::warning ") + props +
-             "::" + github_escape_data(f.message + (f.note.empty() ? "" : " -- " + f.note)) + "\n";
+             "::" + github_escape_data(f.message + (f.note.empty() ? "" : " -- " + f.note) + sites_text(f)) + "\n";
     }
   }
   return out;
@@ -90,6 +97,7 @@ std::string write_markdown(const std::vector<ReportOutcome> &outcomes) {
             listed_status(f) + "): " + markdown_escape(f.message);
       if (!f.note.empty()) md += " &mdash; " + markdown_escape(f.note);
       md += "\n";
+      for (const std::string &d : f.details) md += "  - " + markdown_escape(d) + "\n";
     }
   }
   return md;

@@ -1,5 +1,6 @@
 // JUnit XML (writers.h): one testcase per report, for CI systems that collect test results
 // (GitLab's junit report, Jenkins, the GitHub test-reporter actions).
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -44,10 +45,16 @@ std::vector<std::string> junit_test_names(const std::vector<ReportOutcome> &outc
   }
   // A shared name takes the file's name when that tells the reports apart, else its position
   // among the reports of that name (two runs of one program: "#1", "#2").
-  std::vector<std::string> names;
-  for (size_t i = 0; i < outcomes.size(); ++i) {
+  // The position is taken in the order of the report paths, so that the names do not depend on
+  // the order the shell's glob or the CI script gave the files in.
+  std::vector<size_t> order(outcomes.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return outcomes[a].report.path < outcomes[b].report.path; });
+  std::vector<std::string> names(outcomes.size());
+  for (size_t i : order) {
     const size_t k = ++nth[base[i]];
-    names.push_back(count_named[named[i]] == 1 ? named[i] : base[i] + " #" + std::to_string(k));
+    names[i] = count_named[named[i]] == 1 ? named[i] : base[i] + " #" + std::to_string(k);
   }
   return names;
 }
@@ -70,6 +77,7 @@ std::string write_junit(const std::vector<ReportOutcome> &outcomes) {
     const Finding *first = nullptr;
     for (const Finding &f : o.findings) {
       std::string line = std::string(listed_status(f)) + " " + finding_line(f) + "\n";
+      for (const std::string &d : f.details) line += "    " + d + "\n";
       if (f.status == Status::kFail) {
         if (!first) first = &f;
         fail_text += line;

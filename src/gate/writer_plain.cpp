@@ -44,6 +44,7 @@ std::string write_plain(const std::vector<ReportOutcome> &outcomes, const Suppre
       }
       ++shown;
       out += "  " + std::string(listed_status(f)) + " " + printable(finding_line(f)) + "\n";
+      for (const std::string &d : f.details) out += "      " + printable(d) + "\n";
     }
     if (hidden) out += "  ... and " + std::to_string(hidden) + " more (write them all with --junit FILE)\n";
   }

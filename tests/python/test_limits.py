@@ -6,11 +6,21 @@ from gpuleak import limits, report
 MiB = 1 << 20
 
 
-def make(live_series, leaks=(), live_at_exit=(), peak=100 * MiB, warmup=1):
+def theil_sen(values):
+    """The analysis's slope, written here only to build the reports' fits (docs/report-format.md)."""
+    s = sorted((values[j] - values[i]) / float(j - i) for i in range(len(values)) for j in range(i + 1, len(values)))
+    return s[len(s) // 2] if len(s) % 2 else (s[len(s) // 2 - 1] + s[len(s) // 2]) / 2.0
+
+
+def make(live_series, leaks=(), live_at_exit=(), peak=100 * MiB, warmup=1, fits=None):
+    if fits is None:
+        fits = [theil_sen(live_series[k:]) for k in range(len(live_series) - 1)]
     doc = {
         "schema": "gpuleak.report/1", "verdict": "clean", "iteration_source": "api",
         "analysis": {"warmup_iterations": warmup},
-        "devices": [{"index": 0, "peak_live_bytes": peak, "live_at_exit_bytes": 0, "verdict": "clean"}],
+        "devices": [{"index": 0, "peak_live_bytes": peak, "live_at_exit_bytes": 0, "verdict": "clean",
+                     "growth_after_warmup": fits,
+                     "growth_bytes_per_iteration": fits[warmup] if warmup < len(fits) else 0}],
         "iterations": [{"index": i, "loop": "train", "primary": True,
                         "devices": [{"index": 0, "live_end_bytes": v, "peak_bytes": v}]}
                        for i, v in enumerate(live_series)],
@@ -42,12 +52,10 @@ def test_bits_are_refused_with_the_bytes_spelling():
         limits.parse_size("1Mb", "gpu_limit_peak")
 
 
-def test_format_and_slope():
+def test_format():
     assert limits.format_size(MiB) == "1 MiB"
     assert limits.format_size(1536) == "1.5 KiB"
     assert limits.format_size(12) == "12 B"
-    assert limits.slope([0, 2, 4, 6]) == 2
-    assert limits.slope([5]) == 0
 
 
 def test_leaks_by_site_live_at_the_end():
@@ -66,6 +74,28 @@ def test_growth_after_warmup():
     assert "(limit 1 KiB/iteration)" in failure
     # The analysis's warm-up (1) when the marker gives none.
     assert limits.check_growth([r], 1024) != []
+
+
+def test_growth_is_the_analysis_fit_not_a_slope_of_its_own():
+    # One spike at the last iteration: a least-squares slope says it grows, the analysis's robust
+    # fit says it does not; the marker reads the analysis (issue #28).
+    r = make([50 * MiB] * 5 + [90 * MiB])
+    assert r.devices[0].growth_after_warmup[1] == 0
+    assert limits.check_growth([r], 1024) == []
+    assert limits.check_growth([r], 1024, warmup=0) == []
+    # The report's numbers decide, whatever the series looks like.
+    r = make([50 * MiB] * 4, fits=[2048, 2048, 2048])
+    (failure,) = limits.check_growth([r], 1024, warmup=1)
+    assert "grows 2 KiB/iteration over 3 iterations after 1 of warm-up" in failure
+
+
+def test_growth_in_an_older_report_without_fits_per_warmup():
+    r = make([50 * MiB, 51 * MiB, 52 * MiB], fits=[])
+    r.devices[0].growth_bytes_per_iteration = MiB
+    (failure,) = limits.check_growth([r], 1024)
+    assert "grows 1 MiB/iteration" in failure
+    (failure,) = limits.check_growth([r], 1024, warmup=0)
+    assert "has no fits per warm-up" in failure
 
 
 def test_growth_needs_iterations():

@@ -472,6 +472,24 @@ TEST(DoctorEnvironment, PrintsPreloadAndGpuleakVariablesEscaped) {
   EXPECT_TRUE(find_check(checks, "info  environment: GPULEAK_DOCTOR_TEST=a\\x1b[2Jb\\\\c\\xff"));
 }
 
+// Issue #28: a GPULEAK_* value that turns tracking off was one more "info" line.
+TEST(DoctorEnvironment, AValueThatTurnsTrackingOffIsAWarning) {
+  {
+    ScopedEnv depth("GPULEAK_STACK_DEPTH", "lots");
+    auto checks = check_environment();
+    EXPECT_TRUE(find_check(checks,
+                           "warn  environment: bad value GPULEAK_STACK_DEPTH=\"lots\": the shim turns "
+                           "tracking off (nothing is captured); fix or unset it"))
+        << all_lines(checks);
+  }
+  ScopedEnv off("GPULEAK_DISABLE", "1");
+  auto checks = check_environment();
+  EXPECT_TRUE(find_check(checks,
+                         "warn  environment: GPULEAK_DISABLE is set: the shim turns tracking off (nothing is "
+                         "captured)"))
+      << all_lines(checks);
+}
+
 TEST(DoctorEnvironment, CleanEnvironmentIsOk) {
   std::vector<std::pair<std::string, std::string> > saved;
   for (char **e = environ; *e != nullptr; ++e) {

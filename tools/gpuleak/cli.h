@@ -13,7 +13,8 @@
 
 namespace CLI {
 class App;
-}
+class Validator;
+}  // namespace CLI
 
 namespace gpuleak::cli {
 
@@ -32,6 +33,10 @@ inline std::string input_limits_help() {
          " after gunzip; " + std::to_string(text::kMaxDevices) +
          " devices per capture. Past one: one line, exit 2 (docs/limits.md).\n";
 }
+
+// A whole number, 0 or more: "--warmup: -3 is not a whole number of 0 or more" (CLI11's
+// NonNegativeNumber prints the 309 digits of DBL_MAX).
+CLI::Validator non_negative_integer();
 
 // What main() runs once the command line parsed: set by the chosen subcommand's callback.
 using Action = std::function<int()>;
@@ -55,21 +60,6 @@ void register_export(CLI::App &app, Action *action);
 // libgpuleak.so next to this executable ($GPULEAK_LIB first, then ../lib, then the same folder).
 std::string find_shim();
 
-struct RunOptions {
-  std::string out_dir = "gpuleak-out";
-  int stack_depth = -1;  // -1: the shim's default
-  bool cupti = false;
-  bool quiet = false;
-  bool no_report = false;
-  int error_exitcode = -1;        // --error-exitcode: status on a leak when the program exited 0 (-1: GPULEAK_EXITCODE)
-  std::string torch = "default";  // PyTorch allocator mode for the program (--torch)
-  std::string jax = "default";    // JAX allocator mode (--jax)
-  std::string cupy = "default";   // CuPy allocator mode (--cupy)
-  std::string loop;               // --loop FILE:LINE or a function name: marked with no code change
-  std::vector<std::string> command;
-};
-int run_command(const RunOptions &options);
-
 // What a command that reads a capture was told on its command line (read_flags.cpp).
 struct ReadFlags {
   std::string iteration_range;         // NVTX iteration pattern ("" = GPULEAK_ITERATION_RANGE, else the default)
@@ -86,8 +76,27 @@ struct ReadFlags {
   double advice_reserve_min_share = -1;
 };
 
+struct RunOptions {
+  std::string out_dir = "gpuleak-out";
+  int stack_depth = -1;  // -1: the shim's default
+  bool cupti = false;
+  bool quiet = false;
+  bool no_report = false;
+  int error_exitcode = -1;        // --error-exitcode: status on a leak when the program exited 0 (-1: GPULEAK_EXITCODE)
+  std::string torch = "default";  // PyTorch allocator mode for the program (--torch)
+  std::string jax = "default";    // JAX allocator mode (--jax)
+  std::string cupy = "default";   // CuPy allocator mode (--cupy)
+  std::string loop;               // --loop FILE:LINE or a function name: marked with no code change
+  ReadFlags read;                 // --iteration-range, --warmup, --user-code: for the report it writes
+  std::vector<std::string> command;
+};
+int run_command(const RunOptions &options);
+
 // --iteration-range, --warmup, --user-code and the --advice* thresholds.
 void add_read_flags(CLI::App *cmd, ReadFlags *flags);
+// --iteration-range, --warmup and --user-code only: what `gpuleak run` takes for its report, with
+// the same meaning as on report, view, trace and export.
+void add_shared_read_flags(CLI::App *cmd, ReadFlags *flags);
 // The options every reader of a capture gets: the flags, else their variables, else the defaults
 // (a bad variable: one warning line, the default).
 output::ReadOptions read_options(const ReadFlags &flags);

@@ -4,6 +4,7 @@
 // src/gate (evaluate.h); this file wires options, the config file and the outputs.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -73,6 +74,24 @@ void append_file(const std::string &path, const std::string &text) {
   if (std::fclose(f) != 0) throw UsageError{"cannot write " + path + ": " + std::strerror(errno)};
 }
 
+// A per-device peak budget for a device no report has is a typo or a stale config: a gate that
+// ignored it would pass a budget nobody checks.
+void check_peak_devices(const gate::Budgets &b, const std::vector<gate::ReportOutcome> &outcomes) {
+  for (const auto &[index, bytes] : b.max_peak_by_device) {
+    std::string have;
+    bool found = false;
+    for (const gate::ReportOutcome &o : outcomes)
+      for (const gate::Device &d : o.report.devices) {
+        found = found || d.index == index;
+        const std::string i = std::to_string(d.index);
+        if ((" " + have + ",").find(" " + i + ",") == std::string::npos) have += (have.empty() ? "" : ", ") + i;
+      }
+    if (!found)
+      throw gate::GateError("max peak for device " + std::to_string(index) + ": no report has device " +
+                            std::to_string(index) + " (devices: " + (have.empty() ? "none" : have) + ")");
+  }
+}
+
 int check_command(const CheckOptions &o) {
   if (o.format != "auto" && o.format != "plain" && o.format != "github" && o.format != "markdown")
     throw UsageError{"check: --format must be auto, plain, github or markdown"};
@@ -82,7 +101,10 @@ int check_command(const CheckOptions &o) {
     config = build_config(o);
     // Read everything before judging anything: bad input is exit 2 with no partial verdict.
     std::vector<gate::Report> reports, baselines;
-    for (const std::string &path : o.reports) reports.push_back(gate::load_report(path));
+    // In the order of their paths: the output and the JUnit names do not depend on the glob's.
+    std::vector<std::string> paths = o.reports;
+    std::sort(paths.begin(), paths.end());
+    for (const std::string &path : paths) reports.push_back(gate::load_report(path));
     for (const std::string &path : config.baselines) baselines.push_back(gate::load_report(path));
     for (gate::Report &r : reports) {
       const gate::Report *base = baseline_for(r, baselines);
@@ -97,6 +119,7 @@ int check_command(const CheckOptions &o) {
       }
     }
     gate::judge_empty_captures(&outcomes);
+    check_peak_devices(config.budgets, outcomes);
   } catch (const gate::GateError &e) {
     throw UsageError{e.what()};
   }
@@ -136,9 +159,9 @@ void register_check(CLI::App &app, Action *action) {
                   "Peak live memory per device: SIZE, or DEVICE=SIZE (repeat the flag for several)");
   cmd->add_option("--min-oom-horizon", o->min_oom_horizon,
                   "Fail when a device is forecast to run out sooner (iterations)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_integer());
   cmd->add_option("--warmup", o->warmup, "Ignore leaks first seen before iteration N that stopped growing")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_integer());
   cmd->add_flag("--fail-on-inconclusive", o->fail_on_inconclusive, "An inconclusive run fails instead of warning");
   cmd->add_option("--baseline", o->baselines,
                   "Baseline report: fail on regressions and new leaking sites (repeat the flag for several)");

@@ -43,6 +43,26 @@ bool is_report_file(const std::string &path) {
   return path.size() > ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0;
 }
 
+// One existing report (a CI artifact): printed as text (default), Markdown or JSON, to -o or
+// stdout; nothing re-analyzed, nothing else written.
+int print_report_file(const std::string &input, const std::string &format, const ReportOptions &o) {
+  nlohmann::json report;
+  try {
+    report = gate::parse_json_text(gate::read_text_file(input), input);
+    gate::parse_report(report, input);  // the gate's checks: a gpuleak report of a known schema
+  } catch (const gate::GateError &e) {
+    throw UsageError{e.what()};
+  }
+  const std::string rendered = format == "json"       ? report.dump(2) + "\n"
+                               : format == "markdown" ? output::report_markdown(report)
+                                                      : output::text_summary(report, "");
+  if (!o.output.empty())
+    write_file_atomically(o.output, rendered);
+  else
+    std::fwrite(rendered.data(), 1, rendered.size(), stdout);
+  return o.fail_on_leak && report.value("verdict", "") == "leak" ? 1 : 0;
+}
+
 }  // namespace
 
 int report_command(const ReportOptions &o) {
@@ -56,8 +76,7 @@ int report_command(const ReportOptions &o) {
   std::vector<gate::Report> compared;  // several processes (ranks): compared at the end
   for (const std::string &input : o.inputs) {
     if (is_report_file(input)) {  // an existing report: compared, not re-analyzed
-      if (o.inputs.size() < 2)
-        throw UsageError{"report: " + input + " is a report; give captures, or several reports to compare"};
+      if (o.inputs.size() < 2) return print_report_file(input, format, o);
       try {
         compared.push_back(gate::load_report(input));
       } catch (const gate::GateError &e) {
@@ -123,7 +142,8 @@ void register_report(CLI::App &app, Action *action) {
   cmd->footer(input_limits_help());
   cmd->add_option("captures", o->inputs,
                   "Capture files (.gpuleak); with several (or existing .report.json files), the processes are "
-                  "compared and a rank that grows while the others stay flat is flagged")
+                  "compared and a rank that grows while the others stay flat is flagged; one .report.json is "
+                  "printed (--format text, markdown or json)")
       ->required();
   cmd->add_option("--ranks-json", o->ranks_json, "Write the comparison of several processes here (gpuleak.ranks/1)");
   cmd->add_option("-o,--output", o->output, "Report path (default: next to the capture)");

@@ -335,6 +335,7 @@ int run_command(const RunOptions &o) {
     if (!before.count(path) && run_token_of(path) == token) report.inputs.push_back(path);
   GPULEAK_LOG_DEBUG("run: %s exited with status %d; %zu new captures in %s", o.command[0].c_str(), code,
                     report.inputs.size(), out.c_str());
+  report.read = o.read;
   report.quiet = o.quiet;
   report.fail_on_leak = leak_exit > 0;
   bool leak = false;
@@ -394,6 +395,7 @@ void register_run(CLI::App &app, Action *action) {
   cmd->add_option("--loop", o->loop,
                   "Python: mark each pass of FILE:LINE (a loop head or any line), or each call of a function "
                   "NAME, as one iteration, with no code change");
+  add_shared_read_flags(cmd, &o->read);
   cmd->add_flag("--no-report", o->no_report, "Only capture; analyze later with gpuleak report");
   cmd->add_option("--error-exitcode", o->error_exitcode,
                   "Exit with N when the report finds a leak and the program itself exited 0 (default: "

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <set>
 
+#include "core/config.h"
 #include "text/paths.h"
 
 extern char **environ;
@@ -744,6 +745,13 @@ std::vector<DoctorCheck> check_environment() {
     else if (starts_with(variable, "GPULEAK_"))
       add(&out, "environment", Level::kInfo, escape_untrusted(variable));
   }
+  // What the shim will make of them: a value that turns tracking off is a warning, not a note.
+  const core::Config config = core::read_config();
+  if (!config.error.empty())
+    add(&out, "environment", Level::kWarn,
+        escape_untrusted(config.error) + ": the shim turns tracking off (nothing is captured); fix or unset it");
+  else if (!config.enabled)
+    add(&out, "environment", Level::kWarn, "GPULEAK_DISABLE is set: the shim turns tracking off (nothing is captured)");
   if (out.empty()) add(&out, "environment", Level::kOk, "LD_PRELOAD not set, no GPULEAK_* variables");
   return out;
 }

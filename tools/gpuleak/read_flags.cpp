@@ -33,7 +33,19 @@ double env_number(const char *name, double lo, double hi, double fallback) {
 
 }  // namespace
 
-void add_read_flags(CLI::App *cmd, ReadFlags *o) {
+CLI::Validator non_negative_integer() {
+  return CLI::Validator(
+      [](std::string &value) -> std::string {
+        char *end = nullptr;
+        errno = 0;
+        const long long v = std::strtoll(value.c_str(), &end, 10);
+        if (value.empty() || errno != 0 || *end != '\0' || v < 0) return value + " is not a whole number of 0 or more";
+        return "";
+      },
+      "INT>=0");
+}
+
+void add_shared_read_flags(CLI::App *cmd, ReadFlags *o) {
   cmd->add_option("--iteration-range", o->iteration_range,
                   "NVTX ranges whose whole name matches this regex are iterations (GPULEAK_ITERATION_RANGE)");
   cmd->add_option("--warmup", o->warmup, "Iterations ignored at the start (default: 10%, 1 to 5)")
@@ -43,7 +55,10 @@ void add_read_flags(CLI::App *cmd, ReadFlags *o) {
                   "colon-separated): findings are headed by the innermost frame in the user's code")
       ->allow_extra_args(false)  // one folder per --user-code: `--user-code DIR CAPTURE` leaves the capture alone
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
 
+void add_read_flags(CLI::App *cmd, ReadFlags *o) {
+  add_shared_read_flags(cmd, o);
   cmd->add_option("--advice", o->advice, "1: loop advice findings (default), 0: none (GPULEAK_ADVICE)")
       ->check(CLI::Range(0, 1));
   cmd->add_option("--advice-min-iteration-share", o->advice_min_iteration_share,

@@ -57,7 +57,7 @@ TEST(GateBaseline, NewLeakingSiteFailsEvenWithinBudget) {
   ASSERT_EQ(o.count(Status::kFail), 1u);
   EXPECT_EQ(o.findings[0].site_id, "bb");
   EXPECT_NE(o.findings[0].message.find("new since the baseline"), std::string::npos);
-  EXPECT_EQ(o.findings[0].note, "within its budget, but the baseline has no leak at this site");
+  EXPECT_EQ(o.findings[0].note, "within its budget, but the baseline has no leak at this line");
 }
 
 TEST(GateBaseline, ImprovementsPass) {

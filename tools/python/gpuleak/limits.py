@@ -60,18 +60,6 @@ def format_size(n):
     return "%s%s %s" % (sign, text, units[i])
 
 
-def slope(values):
-    """Least-squares slope of values against 0..n-1 (0 with fewer than 2)."""
-    n = len(values)
-    if n < 2:
-        return 0.0
-    mx = (n - 1) / 2.0
-    my = sum(values) / float(n)
-    num = sum((i - mx) * (y - my) for i, y in enumerate(values))
-    den = sum((i - mx) ** 2 for i in range(n))
-    return num / den if den else 0.0
-
-
 def check_leaks(reports, limit):
     """Sites with more than `limit` bytes still live at the end of the test's process."""
     failures = []
@@ -88,25 +76,36 @@ def check_leaks(reports, limit):
 def check_growth(reports, per_iteration, warmup=None):
     """Devices whose live bytes at iteration ends grow faster than `per_iteration` after warm-up.
 
-    warmup=None uses the analysis's own warm-up (report.analysis.warmup_iterations). Fewer than
-    two iterations after the warm-up cannot show a rate: that is a failure too, so that a test
-    that lost its gpuleak.iterate() loop does not pass silently. A process that never used CUDA
-    writes no report: nothing grew."""
+    The rate is the analysis's own fit (devices[].growth_after_warmup[warmup], the slope `gpuleak
+    check --warmup` reads; growth_bytes_per_iteration with the analysis's warm-up): this module
+    fits nothing itself. warmup=None uses the analysis's own warm-up
+    (report.analysis.warmup_iterations). Fewer than two iterations after the warm-up cannot show
+    a rate: that is a failure too, so that a test that lost its gpuleak.iterate() loop does not
+    pass silently. A process that never used CUDA writes no report: nothing grew."""
     failures = []
     for r in reports:
-        skip = r.analysis.warmup_iterations if warmup is None else warmup
+        own = r.analysis.warmup_iterations
+        skip = own if warmup is None else warmup
         for d in r.devices:
-            series = r.live_series(d.index, skip)
-            if len(series) < 2:
+            n = len(r.live_series(d.index, skip))
+            fits = d.growth_after_warmup
+            if n < 2 or (fits and skip >= len(fits)):
                 failures.append("gpu_limit_growth: %d iterations after %d of warm-up on device %d, at least 2 are "
-                                "needed (mark the loop with gpuleak.iterate())" % (len(series), skip, d.index))
+                                "needed (mark the loop with gpuleak.iterate())" % (n, skip, d.index))
                 continue
-            rate = slope(series)
+            if fits:
+                rate = fits[skip]
+            elif skip == own:
+                rate = d.growth_bytes_per_iteration
+            else:
+                failures.append("gpu_limit_growth: this report has no fits per warm-up (devices[].growth_after_warmup):"
+                                " warmup=%d needs a report from this gpuleak, or leave warmup unset" % skip)
+                continue
             if rate > per_iteration:
                 sites = ", ".join("%s %s/iteration" % (l.where, format_size(l.bytes_per_iteration))
                                   for l in r.leaks if l.device == d.index)
                 failures.append("gpu_limit_growth: device %d grows %s/iteration over %d iterations after %d of "
-                                "warm-up (limit %s/iteration)%s" % (d.index, format_size(rate), len(series), skip,
+                                "warm-up (limit %s/iteration)%s" % (d.index, format_size(rate), n, skip,
                                                                     format_size(per_iteration),
                                                                     "; leaking: " + sites if sites else ""))
     return failures

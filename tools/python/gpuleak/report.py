@@ -90,6 +90,9 @@ class Device:
     growth_bytes_per_iteration: float = 0
     growth_r2: float = 0
     growth_fit_quality: Optional[float] = None
+    # Entry k: the analysis's Theil-Sen slope with the first k primary iterations left out (empty
+    # in older reports, and when the device was not fitted).
+    growth_after_warmup: List[float] = field(default_factory=list)
     nvml_device_used_bytes: Optional[int] = None
     forecast: Optional[Forecast] = None
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
