@@ -233,7 +233,7 @@ struct OomEvent {
   std::vector<OomSiteLive> live_by_site;  // top sites by bytes
   std::vector<HistoryEvent> history;      // oldest first
   bool recovered = false;                 // a later allocation on the same device succeeded
-  // (format 1.4) A framework pool's own failure (JAX's arena), no CUDA call failing: its framework
+  // (format 1.6) A framework pool's own failure (JAX's arena), no CUDA call failing: its framework
   // (format::PoolFramework, 0 for a CUDA call) and figures (0 when not known).
   int pool_framework = 0;
   uint64_t pool_in_use_bytes = 0, pool_largest_free_bytes = 0, pool_limit_bytes = 0;

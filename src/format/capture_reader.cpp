@@ -203,7 +203,7 @@ bool decode_record(uint16_t type, const uint8_t *p, size_t n, uint64_t offset, C
     case RecordType::kMarker:
       return fixed(p, n, &out->markers.emplace_back());
     case RecordType::kOom: {
-      // 1.3 records end before the pool_* fields (format 1.4): those stay zero.
+      // 1.3 records end before the pool_* fields (format 1.6): those stay zero.
       if (n < kOomRecordSize13) return false;
       OomRecord &o = out->ooms.emplace_back();
       std::memcpy(&o, p, std::min(n, sizeof o));

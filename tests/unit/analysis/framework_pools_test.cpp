@@ -1,4 +1,4 @@
-// CuPy's pool and JAX's arena seen per object (issue #27; format 1.4), against recorded event
+// CuPy's pool and JAX's arena seen per object (issue #27; format 1.6), against recorded event
 // sequences as gpuleak._cupy and gpuleak._jax write them: the arrays joined to the chunk or the
 // arena that holds them by address, frees paired by address whatever the thread, JAX's arrays
 // sampled at the boundaries (allocation = first seen live, free = first seen gone), and an OOM of
