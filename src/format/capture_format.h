@@ -23,8 +23,9 @@ namespace gpuleak::format {
 
 inline constexpr char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\0'};
 inline constexpr uint16_t kMajorVersion = 1;
-// 1.1 added kGpuActivity and kDeviceUsage; 1.2 kFlagUntimed; 1.3 Kind::kPoolBlock and kPoolTracker
-inline constexpr uint16_t kMinorVersion = 3;
+// 1.1 added kGpuActivity and kDeviceUsage; 1.2 kFlagUntimed; 1.3 Kind::kPoolBlock and kPoolTracker;
+// 1.6 kRetention (1.4 and 1.5 are other additions' numbers)
+inline constexpr uint16_t kMinorVersion = 6;
 // A record larger than this is corruption, not data (the largest real one is a module record).
 inline constexpr uint32_t kMaxRecordSize = 1u << 20;
 
@@ -56,6 +57,7 @@ enum class RecordType : uint16_t {
   kGpuActivity = 12,
   kDeviceUsage = 13,  // DeviceUsageRecord (since 1.1)
   kPoolTracker = 14,  // PoolTrackerRecord + description (since 1.3): a framework allocator's tracker attached
+  kRetention = 20,    // RetentionRecord + path text (since 1.6): who keeps a GPU-memory-owning object alive
 };
 
 struct RecordHeader {
@@ -321,6 +323,23 @@ struct PoolTrackerRecord {
   uint32_t length;    // followed by the description (untrusted text, at most 4096 bytes)
 };
 static_assert(sizeof(PoolTrackerRecord) == 16);
+
+// (1.6) The Python reference path that keeps an object owning GPU memory alive, found by the start-up
+// hook's walk (gpuleak._retention) at exit or at an out-of-memory, through gpuleak_api_retention.
+// address 0 is the walk's summary: size is how long it took (ns), the text
+// "objects=N paths=M stopped=none|budget|nodes|depth".
+enum class RetentionEvent : uint8_t { kExit = 1, kOom = 2 };
+inline constexpr uint32_t kMaxRetentionText = 4096;
+struct RetentionRecord {
+  uint64_t ts_ns;    // when the walk sent it (the live allocations of that moment hold `address`)
+  uint64_t address;  // the object's data pointer (a tensor's storage, an array's buffer); 0: summary
+  uint64_t size;     // the object's bytes; summary: the walk's duration in ns
+  uint32_t tid;
+  uint32_t length;  // followed by the path text (untrusted, at most kMaxRetentionText bytes)
+  uint8_t event;    // RetentionEvent
+  uint8_t reserved[7];
+};
+static_assert(sizeof(RetentionRecord) == 40);
 
 struct RunInfoRecord {
   uint32_t pid;

@@ -50,6 +50,16 @@ struct PoolTracker {
   std::string description;  // untrusted text: "torch 2.11.0+cu130 CUDACachingAllocator trace tracker"
 };
 
+// A retention path (format 1.6, RetentionRecord): address 0 is a walk's summary.
+struct Retention {
+  uint64_t ts_ns = 0;
+  uint64_t address = 0;
+  uint64_t size = 0;  // the object's bytes; a summary's: the walk's duration in ns
+  uint32_t tid = 0;
+  uint8_t event = 0;  // RetentionEvent
+  std::string text;   // untrusted: the path, or a summary's "objects=N paths=M stopped=..."
+};
+
 // One DeviceUsageRecord as read (capture_format.h).
 using DeviceUsage = DeviceUsageRecord;
 
@@ -67,6 +77,7 @@ struct Capture {
   std::vector<GpuActivityRecord> gpu_activity;  // file order (not time order: CUPTI delivers late)
   std::vector<DeviceUsage> device_usage;        // NVML's view (format 1.1), in file order
   std::vector<PoolTracker> pool_trackers;       // (format 1.3) framework allocators whose blocks are seen
+  std::vector<Retention> retentions;            // (format 1.6) reference paths, file order
   std::optional<StatsRecord> stats;             // the last one in the file
   std::vector<std::string> disabled;            // reasons tracking was turned off, in order
   bool truncated = false;                       // the file ends inside a record (killed mid-write)

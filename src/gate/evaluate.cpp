@@ -55,7 +55,8 @@ void evaluate_leaks(ReportOutcome *out, const Budgets &budgets, Suppressions &su
                 (rule ? " from " + rule->match.text() : "") + "; " + format_size(static_cast<double>(leak.live_bytes)) +
                 " live in " + format::count_of(leak.live_count, "allocation") +
                 " at the last iteration, since iteration " + std::to_string(leak.first_iteration) +
-                (is_new ? "; new since the baseline" : "") + ") [site " + leak.site_id + "]";
+                (is_new ? "; new since the baseline" : "") + ") [site " + leak.site_id + "]" +
+                (leak.retained_by.empty() ? "" : "; kept by " + leak.retained_by);
     if (const Suppression *s = supp.match(leak.stack, leak.site_id)) {
       f.status = Status::kSuppressed;
       f.note = s->text() + " (" + s->origin + "): " + s->reason;

@@ -90,6 +90,8 @@ struct Leak {
   double confidence = 0;
   std::vector<uint64_t> live_by_iteration;  // per primary iteration; may be empty
   Stack stack;
+  // Who keeps it (issue #30): its leak group's retained_by text, "" when none (older reports too).
+  std::string retained_by;
 };
 
 // What held the memory when an allocation failed, one call site (oom.events[].live_by_site[]).

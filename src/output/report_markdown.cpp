@@ -159,6 +159,14 @@ void leaks(std::string &out, const json &r) {
            (has_number(l, "confidence") ? fixed(number(l, "confidence"), "%.2f") : "?") + " |\n";
   }
   out += "\n";
+  // Who keeps it (issue #30), per user line: the Python reference path that holds most of its memory.
+  for (const json &g : array(r, "leak_groups")) {
+    const json &kept = member(g, "retained_by");
+    if (!kept.is_object() || text(kept, "text").empty()) continue;
+    out += "- " + location(g) + " kept by " + md(text(kept, "text")) +
+           (text(kept, "event") == "oom" ? " (at the out-of-memory)" : "") + "\n";
+  }
+  if (!array(r, "leak_groups").empty()) out += "\n";
 }
 
 void devices(std::string &out, const json &r) {

@@ -180,6 +180,10 @@ std::string text_summary(const nlohmann::json &r, const std::string &report_path
     out += "  leak: " + human_bytes(number(leak, "bytes_per_iteration")) + " per iteration at " + where(leak) + ", " +
            live + ", first seen at iteration " + std::to_string(integer(leak, "first_iteration")) + ", confidence " +
            confidence + "\n";
+    // Who keeps it (issue #30): the Python reference path that holds most of this line's memory.
+    const auto &kept = field(leak, "retained_by", empty);
+    if (kept.is_object() && !text(kept, "text").empty())
+      out += "    kept by " + text(kept, "text") + (text(kept, "event") == "oom" ? " (at the out-of-memory)" : "") + "\n";
     const auto &ids = field(leak, "site_ids", none);
     if (ids.size() < 2) continue;
     for (const auto &site : leaks) {

@@ -12,8 +12,12 @@ Each --expect is checked against `gpuleak report --json` of the one capture:
   headline: the first leak group's headline text starts with VALUE;
   no_rate: no leak of VALUE bytes per iteration;
   env.NAME: run.allocator_env[NAME] == VALUE;
-  native_frames: the first leak's stack has VALUE native frames ("some": at least one).
+  native_frames: the first leak's stack has VALUE native frames ("some": at least one);
+  kept_by: the first leak group's retained_by text contains VALUE ("none": no group has one), and
+      the text summary's "kept by" line says the same ("none": the summary has no "kept by");
+  walks: the run.retention walks, their events joined by "," ("exit", "oom,exit"; "none": none).
 --env NAME=VALUE sets a variable for the program (gpuleak's own are cleared first).
+--allow-warning TEXT: gpuleak must say exactly one stderr line, holding TEXT (a bad setting).
 Relative paths in the gpuleak run options and PROGRAM are taken from this folder, where the
 program runs; "@name" in an option or an expectation is the line of the `# @name` comment of the
 program.
@@ -57,6 +61,7 @@ def main():
     ap.add_argument("--stdout-has", action="append", default=[])
     ap.add_argument("--usage-error", default=None)
     ap.add_argument("--env", action="append", default=[])
+    ap.add_argument("--allow-warning", default=None)
     ap.add_argument("rest", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     rest = a.rest[1:] if a.rest[:1] == ["--"] else a.rest
@@ -90,7 +95,11 @@ def main():
         for text in a.stdout_has:
             if text not in run.stdout:
                 fail(f"the program's output lacks {text!r}:\n{run.stdout}")
-        if [l for l in run.stderr.splitlines() if l.startswith("gpuleak:")]:
+        complaints = [l for l in run.stderr.splitlines() if l.startswith("gpuleak:")]
+        if a.allow_warning is not None:  # exactly one line, holding that text
+            if len(complaints) != 1 or a.allow_warning not in complaints[0]:
+                fail(f"expected one gpuleak line with {a.allow_warning!r} on stderr, got {complaints}")
+        elif complaints:
             fail("gpuleak complained on stderr")
         captures = glob.glob(os.path.join(out, "*.gpuleak"))
         if len(captures) != 1:
@@ -99,6 +108,8 @@ def main():
         if rep.returncode != 0:
             fail(f"gpuleak report exited with {rep.returncode}: {rep.stderr}")
         r = json.loads(rep.stdout)
+        summary = subprocess.run([a.cli, "report", "--format", "text", captures[0]], capture_output=True,
+                                 text=True, timeout=120).stdout
 
     analysis = r.get("analysis") or {}
     run_info = r.get("run") or {}
@@ -107,7 +118,9 @@ def main():
             "allocator_mode": run_info.get("allocator_mode"), "note": run_info.get("allocator_note"),
             "leaks": [(l["bytes_per_iteration"], l["live_count"]) for l in r.get("leaks", [])],
             "headline": [((g.get("headline") or {}).get("text")) for g in r.get("leak_groups", [])],
-            "native_frames": [sum(f.get("kind") == "native" for f in l.get("stack", [])) for l in r.get("leaks", [])]}
+            "native_frames": [sum(f.get("kind") == "native" for f in l.get("stack", [])) for l in r.get("leaks", [])],
+            "kept_by": [((g.get("retained_by") or {}).get("text")) for g in r.get("leak_groups", [])],
+            "walks": ",".join(w["event"] for w in ((run_info.get("retention") or {}).get("walks") or [])) or "none"}
     for e in a.expect:
         key, _, value = e.partition("=")
         if key == "iterations":
@@ -123,6 +136,12 @@ def main():
         elif key == "native_frames":
             n = seen["native_frames"][0] if seen["native_frames"] else None
             ok = n is not None and (n > 0 if value == "some" else n == int(value))
+        elif key == "kept_by":
+            kept = [line.strip() for line in summary.splitlines() if line.strip().startswith("kept by ")]
+            if value == "none":
+                ok = not any(seen["kept_by"]) and not kept
+            else:
+                ok = bool(seen["kept_by"]) and value in (seen["kept_by"][0] or "") and any(value in k for k in kept)
         elif key.startswith("env."):
             ok = (run_info.get("allocator_env") or {}).get(key[4:]) == value
         elif key in seen:
