@@ -328,7 +328,9 @@ static_assert(sizeof(PoolTrackerRecord) == 16);
 // hook's walk (gpuleak._retention) at exit or at an out-of-memory, through gpuleak_api_retention.
 // address 0 is the walk's summary: size is how long it took (ns), the text
 // "objects=N paths=M stopped=none|budget|nodes|depth".
-enum class RetentionEvent : uint8_t { kExit = 1, kOom = 2 };
+// kReturn: when a function the main script's body called (main()) returned after running most of the
+// program, its locals still live (Python 3.12+).
+enum class RetentionEvent : uint8_t { kExit = 1, kOom = 2, kReturn = 3 };
 inline constexpr uint32_t kMaxRetentionText = 4096;
 struct RetentionRecord {
   uint64_t ts_ns;    // when the walk sent it (the live allocations of that moment hold `address`)

@@ -110,7 +110,9 @@ void describe(Sites &sites, const analysis::Site &site, json &j, bool brief = fa
 // Leaks whose sites differ only below the user's frame, one group per device and user line,
 // largest summed rate first.
 const char *retention_event_name(uint8_t event) {
-  return event == static_cast<uint8_t>(format::RetentionEvent::kOom) ? "oom" : "exit";
+  if (event == static_cast<uint8_t>(format::RetentionEvent::kOom)) return "oom";
+  if (event == static_cast<uint8_t>(format::RetentionEvent::kReturn)) return "return";
+  return "exit";
 }
 
 // The retention path that holds the most of a group's bytes (analysis::retained_by), or null.

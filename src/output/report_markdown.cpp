@@ -17,6 +17,13 @@ namespace gpuleak::output {
 
 namespace {
 
+// When a "kept by" path was taken, said after it: at exit is the default and says nothing.
+std::string retention_when(const std::string &event) {
+  if (event == "oom") return " (at the out-of-memory)";
+  if (event == "return") return " (when the main function returned)";
+  return "";
+}
+
 using gpuleak::text::basename_of;
 using nlohmann::json;
 
@@ -164,7 +171,7 @@ void leaks(std::string &out, const json &r) {
     const json &kept = member(g, "retained_by");
     if (!kept.is_object() || text(kept, "text").empty()) continue;
     out += "- " + location(g) + " kept by " + md(text(kept, "text")) +
-           (text(kept, "event") == "oom" ? " (at the out-of-memory)" : "") + "\n";
+           retention_when(text(kept, "event")) + "\n";
   }
   if (!array(r, "leak_groups").empty()) out += "\n";
 }

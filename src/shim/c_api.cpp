@@ -63,11 +63,12 @@ GPULEAK_API void gpuleak_api_pool_attached(int framework, const char *descriptio
 
 // Who keeps it alive (issue #30): the Python start-up hook's walk (gpuleak._retention) found the
 // reference path `text` to an object whose memory starts at `address` (`size` bytes), at exit
-// (event 1) or at an out-of-memory (event 2); address 0 ends a walk (size: its duration in ns).
+// (event 1), at an out-of-memory (event 2) or when main() returned (event 3); address 0 ends a
+// walk (size: its duration in ns).
 // Called with the GIL, from the program's thread, outside any allocation: it only buffers a record.
 GPULEAK_API int gpuleak_api_retention(int event, unsigned long long address, unsigned long long size,
                                       const char *text) {
-  if (event != 1 && event != 2) return 0;
+  if (event < 1 || event > 3) return 0;
   gpuleak::core::record_retention(static_cast<uint8_t>(event), address, size, text);
   return gpuleak::core::recorder_running() ? 1 : 0;
 }

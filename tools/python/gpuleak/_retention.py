@@ -19,7 +19,7 @@ never raises into the program, disables the garbage collector while it runs (no 
 the middle), and drops every reference it took when it returns.
 
 Each path goes to the shim as gpuleak_api_retention(event, address, bytes, text) (event 1 at exit,
-2 at an out-of-memory), then one summary call with address 0 (bytes: the walk's duration in ns;
+2 at an out-of-memory, 3 when the main script's main() returned), then one summary call with address 0 (bytes: the walk's duration in ns;
 text: "objects=N paths=M stopped=REASON"). The analysis joins the paths to the leaks by address.
 """
 
@@ -31,7 +31,7 @@ import sys
 import time
 import types
 
-EXIT, OOM = 1, 2
+EXIT, OOM, RETURN = 1, 2, 3
 DEFAULT_BUDGET = 2.0
 MAX_DEPTH = 64  # hops from a root
 MAX_NODES = 5_000_000  # objects visited
@@ -71,6 +71,8 @@ def install_retention(environ=None):
     # Registered at start-up, so it runs after every atexit handler the program registers later
     # (atexit runs them last-in first-out): what the program's own exit work frees has gone.
     atexit.register(r.at_exit)
+    if hasattr(sys, "monitoring"):
+        r.watch_main_return()
     from gpuleak import _hooks
     for package, find in _OOM_CLASSES:
         _hooks.after_import(package, lambda module, find=find: r.watch(find(module)))
@@ -178,6 +180,53 @@ class Retention:
             cls._gpuleak_retention = True
         except (TypeError, AttributeError) as e:
             _warn("cannot watch %s for out-of-memory paths (%s)" % (cls.__name__, e))
+
+    def watch_main_return(self):
+        """3.12+: one more walk when a function the main script's body called (`main()`) returns
+        after running most of the program, while its frame and locals are still live: a leak kept
+        in a local of main is freed before exit. sys.monitoring: PY_START once per code object
+        (DISABLE unless the caller is the main script's body), PY_START and PY_RETURN stay on for
+        those functions only (main, or a step() called from a module-level loop: a callback each)."""
+        mon = sys.monitoring
+        tool = next((t for t in (3, 4) if mon.get_tool(t) is None), None)  # --loop takes 4 first
+        if tool is None:
+            return
+        mon.use_tool_id(tool, "gpuleak retention")
+        E = mon.events
+        started = time.monotonic()
+        calls = {}  # id(frame) -> start time, for calls from the main script's body
+        owner = self
+
+        def from_main_body(frame):
+            caller = frame.f_back if frame is not None else None
+            return caller is not None and caller.f_code.co_name == "<module>" and \
+                caller.f_globals.get("__name__") == "__main__"
+
+        def on_start(code, offset):
+            frame = sys._getframe(1)
+            if not from_main_body(frame):
+                return mon.DISABLE if code not in watched else None
+            if code not in watched:
+                watched.add(code)
+                mon.set_local_events(tool, code, E.PY_RETURN)
+            calls[id(frame)] = time.monotonic()
+            return None
+
+        def on_return(code, offset, value):
+            frame = sys._getframe(1)
+            began = calls.pop(id(frame), None)
+            if began is None or owner.returned:
+                return
+            now = time.monotonic()
+            if now - began >= 1.0 and now - began >= 0.5 * (now - started):
+                owner.returned = True
+                owner.run(RETURN)
+
+        watched = set()
+        self.returned = False
+        mon.register_callback(tool, E.PY_START, on_start)
+        mon.register_callback(tool, E.PY_RETURN, on_return)
+        mon.set_events(tool, E.PY_START)
 
     def at_oom(self):
         if self.oom_walks < MAX_OOM_WALKS:
@@ -327,35 +376,53 @@ class _Walk:
 
     def run(self):
         self.add_roots()
+        for n in range(len(self.objs)):  # the roots themselves
+            k = self.kind(self.objs[n])
+            if k >= 0:
+                self.target(n, self.objs[n], k)
         modules = set(id(m) for m in sys.modules.values())
         start, depth = 0, 0
         get_referents = gc.get_referents
-        index, objs, parent, atomic = self.index, self.objs, self.parent, _ATOMIC
+        index, objs, parent, atomic, kind_of, labels = self.index, self.objs, self.parent, _ATOMIC, self.kind_of, self.labels
+        module_type = types.ModuleType
         while start < len(objs):
             end = len(objs)
             if depth > MAX_DEPTH:
                 self.stopped = "depth"
                 break
             for n in range(start, end):
-                if (n & 4095) == 0 and time.monotonic() > self.deadline:
-                    self.stopped = "budget"
-                    return
-                if n >= MAX_NODES:
-                    self.stopped = "nodes"
-                    return
+                if (n & 4095) == 0:
+                    if time.monotonic() > self.deadline:
+                        self.stopped = "budget"
+                        return
+                    if n >= MAX_NODES:
+                        self.stopped = "nodes"
+                        return
                 o = objs[n]
-                k = self.kind(o)
-                if k >= 0:
-                    self.target(n, o, k)
-                if id(o) in modules:  # a module's globals are roots already
+                if n in labels:  # reached through the autograd graph: a saved tensor, a .grad
+                    k = self.kind(o)
+                    if k >= 0:
+                        self.target(n, o, k)
+                if type(o) is module_type and id(o) in modules:  # a module's globals are roots already
                     continue
                 for r in get_referents(o):
                     i = id(r)
-                    if i in index or type(r) in atomic:
+                    if i in index:
                         continue
-                    index[i] = len(objs)
+                    t = type(r)
+                    if t in atomic:
+                        continue
+                    m = len(objs)
+                    index[i] = m
                     objs.append(r)
                     parent.append(n)
+                    # Targets are looked at when first reached, not when their turn comes: a walk
+                    # that runs out of time has still seen every object one level further.
+                    k = kind_of.get(t)
+                    if k is None:
+                        k = self.kind(r)
+                    if k >= 0:
+                        self.target(m, r, k)
             start, depth = end, depth + 1
 
     def target(self, n, o, k):
