@@ -331,9 +331,11 @@ struct Analysis {
 };
 
 // Who keeps a group of leaks (a leak group: the leaks of one user line): the retention path that
-// holds the most of their bytes, summed over the leaks (the earliest path on a tie), as an index
-// into Capture::retentions with those bytes in *bytes; -1 when no path holds any.
-int64_t retained_by(const std::vector<const Leak *> &leaks, uint64_t *bytes);
+// holds the most of their bytes, summed over the leaks and over the records of one text (one
+// record per object: the tensors of one list share their path), the earliest on a tie; returned as
+// the index of its earliest record in capture.retentions, with those bytes in *bytes; -1 when no
+// path holds any.
+int64_t retained_by(const format::Capture &capture, const std::vector<const Leak *> &leaks, uint64_t *bytes);
 
 // Runs the whole analysis. Never throws for any capture content; the capture is only read.
 Analysis analyze(const format::Capture &capture, const AnalysisOptions &options = {});

@@ -18,14 +18,20 @@
 
 namespace gpuleak::analysis {
 
-int64_t retained_by(const std::vector<const Leak *> &leaks, uint64_t *bytes) {
-  std::map<uint32_t, uint64_t> held;  // path -> bytes, ordered: the earliest path wins a tie
+int64_t retained_by(const format::Capture &capture, const std::vector<const Leak *> &leaks, uint64_t *bytes) {
+  // One path per object: the 53 tensors of `history` are 53 records of the same text, held together.
+  std::map<std::string, std::pair<uint32_t, uint64_t>> held;  // text -> (its earliest record, bytes)
   for (const Leak *l : leaks)
-    for (const auto &[path, b] : l->retained) held[path] += b;
+    for (const auto &[path, b] : l->retained) {
+      if (path >= capture.retentions.size()) continue;
+      auto [it, fresh] = held.try_emplace(capture.retentions[path].text, path, 0);
+      if (!fresh) it->second.first = std::min(it->second.first, path);
+      it->second.second += b;
+    }
   int64_t best = -1;
   uint64_t most = 0;
-  for (const auto &[path, b] : held)
-    if (b > most) best = path, most = b;
+  for (const auto &[text, v] : held)
+    if (v.second > most || (v.second == most && most > 0 && v.first < best)) best = v.first, most = v.second;
   if (bytes) *bytes = most;
   return best;
 }

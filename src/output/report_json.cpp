@@ -118,7 +118,7 @@ const char *retention_event_name(uint8_t event) {
 // The retention path that holds the most of a group's bytes (analysis::retained_by), or null.
 json retained_by_json(const format::Capture &c, const std::vector<const analysis::Leak *> &leaks) {
   uint64_t bytes = 0;
-  const int64_t path = analysis::retained_by(leaks, &bytes);
+  const int64_t path = analysis::retained_by(c, leaks, &bytes);
   if (path < 0 || static_cast<size_t>(path) >= c.retentions.size()) return nullptr;
   const format::Retention &p = c.retentions[static_cast<size_t>(path)];
   return {{"text", p.text}, {"event", retention_event_name(p.event)}, {"bytes", bytes}};
