@@ -113,6 +113,9 @@ class UntypedStorage:
 class Tensor:
     is_cuda = True
 
+    _address = None  # until allocated (an allocation that raised leaves none)
+    _grad_fn = 0
+
     def __init__(self, nbytes, _address=None, _grad_fn=None):
         self._nbytes = nbytes
         self._address = _memory.allocate(nbytes) if _address is None else _address
@@ -133,7 +136,8 @@ class Tensor:
 
     def __del__(self):
         _drop(self._grad_fn)
-        _memory.release(self._address, self._nbytes)
+        if self._address is not None:
+            _memory.release(self._address, self._nbytes)
 
 
 class Parameter(Tensor):
@@ -190,3 +194,7 @@ cuda = types.ModuleType("torch.cuda")
 cuda.OutOfMemoryError = OutOfMemoryError
 cuda.set_limit = _set_limit
 cuda.live_bytes = lambda: _memory.live
+# What gpuleak's PyTorch adapter hook looks at (gpuleak._torch.attach): CUDA not initialized yet,
+# and a lazy init it waits for, which this stand-in never runs (its blocks are reported above).
+cuda.is_initialized = lambda: False
+cuda._lazy_init = lambda: None
