@@ -6,6 +6,7 @@
 #include "analysis/advice_internal.h"
 #include "analysis/internal.h"
 #include "analysis/pool_blocks.h"
+#include "analysis/retention.h"
 #include "text/paths.h"
 
 namespace gpuleak::analysis {
@@ -380,6 +381,8 @@ Analysis analyze(const format::Capture &capture, const format::MemorySource &mem
   for (Observer *o : advisor.observers()) observers.push_back(o);
   std::optional<LifeRecorder> lives;
   if (options.record_lives) observers.push_back(&lives.emplace(sites, segments));
+  std::optional<RetentionJoin> retention;  // only with the start-up hook's paths (format 1.6)
+  if (!capture.retentions.empty()) observers.push_back(&retention.emplace(capture));
   Ledger ledger;
   replay(capture, timeline, sites, spans, primary.end_pos, observers, &ledger);
   if (lives) out.lives = lives->take(ledger);
@@ -406,6 +409,7 @@ Analysis analyze(const format::Capture &capture, const format::MemorySource &mem
   fill_iterations(capture, spans, ledger, out.primary_loop, &out);
 
   decide(ledger, sites, primary, &survivors, options, &out);
+  if (retention) retention->apply(ledger.devices, sites, &out);
   forecast(spans, primary, ledger, &out);
   out.ooms = ooms.events();
   fill_live_at_exit(std::move(live_at_exit.live), options, &out);

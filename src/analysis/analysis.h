@@ -192,6 +192,20 @@ struct Leak {
   double r2 = 0;                            // least-squares R^2 over the same iterations (informational)
   uint32_t iterations_observed = 0;         // post-warm-up iterations fitted
   std::vector<uint64_t> live_by_iteration;  // site live bytes at the end of each primary iteration
+  // (capture format 1.6) Who keeps it: per retention path (an index into Capture::retentions),
+  // the bytes of this site's allocations that held the path's address when it was sent, most
+  // bytes first. Empty when no walk ran or no path reached this site's memory.
+  std::vector<std::pair<uint32_t, uint64_t>> retained;
+};
+
+// One walk of the start-up hook (a Retention record of address 0): when, why, how long.
+struct RetentionWalk {
+  uint8_t event = 0;  // format::RetentionEvent: 1 exit, 2 out-of-memory
+  uint64_t t_ns = 0;  // since the run's start
+  uint64_t duration_ns = 0;
+  uint64_t objects = 0;  // Python objects visited
+  uint64_t paths = 0;    // paths sent
+  std::string stopped;   // "none", "budget", "nodes", "depth" (or what the hook said)
 };
 
 // Live at the end of the capture, by site (device memory only), largest first.
@@ -320,6 +334,8 @@ struct Analysis {
   // the segments, which hold them, are no leak candidates (they still make the device bytes).
   std::vector<SegmentSite> segments;
   std::string pool_tracker;
+  // (capture format 1.6) The start-up hook's walks, in time order (Leak::retained has their paths).
+  std::vector<RetentionWalk> retention_walks;
   // With AnalysisOptions::record_lives: every owned allocation's life from this analysis's replay.
   std::shared_ptr<const Lives> lives;
 
@@ -336,6 +352,13 @@ struct Analysis {
   // active_devices(), or its idle_row(). O(log) in the active devices and the device's steps.
   IterationDevice iteration_device(size_t iteration, size_t device) const;
 };
+
+// Who keeps a group of leaks (a leak group: the leaks of one user line): the retention path that
+// holds the most of their bytes, summed over the leaks and over the records of one text (one
+// record per object: the tensors of one list share their path), the earliest on a tie; returned as
+// the index of its earliest record in capture.retentions, with those bytes in *bytes; -1 when no
+// path holds any.
+int64_t retained_by(const format::Capture &capture, const std::vector<const Leak *> &leaks, uint64_t *bytes);
 
 // Runs the whole analysis. Never throws for any capture content; the capture is only read.
 Analysis analyze(const format::Capture &capture, const AnalysisOptions &options = {});

@@ -372,6 +372,21 @@ bool record_framework_oom(format::OomRecord o) {
   return true;
 }
 
+void record_retention(uint8_t event, uint64_t address, uint64_t size, const char *text) {
+  State *s = g_state;
+  if (!s || !buffering(s) || detail::t_in_hook) return;
+  detail::t_in_hook = true;
+  format::RetentionRecord r{};
+  r.ts_ns = in_thread_order(capture_now_ns());
+  r.address = address;
+  r.size = size;
+  r.tid = hot::thread_id();
+  r.length = text ? static_cast<uint32_t>(strnlen(text, format::kMaxRetentionText)) : 0;
+  r.event = event;
+  append_record(s, format::RecordType::kRetention, &r, sizeof r, text, r.length);
+  detail::t_in_hook = false;
+}
+
 namespace {
 // A bad setting's line, said at the first CUDA use (recorder_note_cuda_use). Never freed.
 std::atomic<std::string *> g_pending_line{nullptr};

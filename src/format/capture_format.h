@@ -26,8 +26,9 @@ inline constexpr uint16_t kMajorVersion = 1;
 // 1.1 added kGpuActivity and kDeviceUsage; 1.2 kFlagUntimed; 1.3 Kind::kPoolBlock and kPoolTracker;
 // 1.4 kAggregateSite and kAggregateWindow (the aggregated form past the capture budget);
 // 1.5 kLoop, kLoopPass and kObserver (the observed Python loops); 1.6 the OomRecord's pool fields
-// and the CuPy and JAX pool objects (Api cupyMemoryPool, jaxLiveArrays, jaxRuntimeError)
-inline constexpr uint16_t kMinorVersion = 6;
+// and the CuPy and JAX pool objects (Api cupyMemoryPool, jaxLiveArrays, jaxRuntimeError);
+// 1.7 kRetention (who keeps a leak alive)
+inline constexpr uint16_t kMinorVersion = 7;
 // A record larger than this is corruption, not data (the largest real one is a module record).
 inline constexpr uint32_t kMaxRecordSize = 1u << 20;
 
@@ -64,6 +65,7 @@ enum class RecordType : uint16_t {
   kLoop = 17,         // LoopRecord (since 1.5): a loop or callback of the user's Python code, defined once
   kLoopPass = 18,     // LoopPassRecord (since 1.5): one back edge of a loop, one call or return of a callback
   kObserver = 19,     // ObserverRecord + note (since 1.5): how the Python loops were observed, or why not
+  kRetention = 20,        // RetentionRecord + path text (since 1.7): who keeps a GPU-memory-owning object alive
 };
 
 struct RecordHeader {
@@ -392,6 +394,25 @@ struct ObserverRecord {
   uint32_t length;  // followed by the note: the interpreter's version and anything said (at most 4096 bytes)
 };
 static_assert(sizeof(ObserverRecord) == 16);
+
+// (1.7) The Python reference path that keeps an object owning GPU memory alive, found by the start-up
+// hook's walk (gpuleak._retention) at exit or at an out-of-memory, through gpuleak_api_retention.
+// address 0 is the walk's summary: size is how long it took (ns), the text
+// "objects=N paths=M stopped=none|budget|nodes|depth".
+// kReturn: when a function the main script's body called (main()) returned after running most of the
+// program, its locals still live (Python 3.12+).
+enum class RetentionEvent : uint8_t { kExit = 1, kOom = 2, kReturn = 3 };
+inline constexpr uint32_t kMaxRetentionText = 4096;
+struct RetentionRecord {
+  uint64_t ts_ns;    // when the walk sent it (the live allocations of that moment hold `address`)
+  uint64_t address;  // the object's data pointer (a tensor's storage, an array's buffer); 0: summary
+  uint64_t size;     // the object's bytes; summary: the walk's duration in ns
+  uint32_t tid;
+  uint32_t length;  // followed by the path text (untrusted, at most kMaxRetentionText bytes)
+  uint8_t event;    // RetentionEvent
+  uint8_t reserved[7];
+};
+static_assert(sizeof(RetentionRecord) == 40);
 
 struct RunInfoRecord {
   uint32_t pid;

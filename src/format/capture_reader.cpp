@@ -270,6 +270,18 @@ bool decode_record(uint16_t type, const uint8_t *p, size_t n, uint64_t offset, C
       out->observers.push_back(std::move(o));
       return true;
     }
+    case RecordType::kRetention: {
+      RetentionRecord r;
+      Retention t;
+      if (!c.read(&r) || r.length > kMaxRetentionText || !c.bytes(r.length, &t.text)) return false;
+      t.ts_ns = r.ts_ns;
+      t.address = r.address;
+      t.size = r.size;
+      t.tid = r.tid;
+      t.event = r.event;
+      out->retentions.push_back(std::move(t));
+      return true;
+    }
     case RecordType::kDisabled: {
       std::string why(reinterpret_cast<const char *>(p), n);
       out->disabled.push_back(std::move(why));

@@ -67,11 +67,23 @@ struct Aggregated {
   uint64_t synthetic = 0;   // memory records the reader made from them (aggregate_fold.h)
   uint32_t loop_id = 0;     // the loop whose iterations made the windows
   bool incomplete = false;  // rows after the last window (the file was cut): not used
+};
+
 // How the Python loops were observed (format 1.5, ObserverRecord).
 struct Observer {
   uint64_t ts_ns = 0;
   uint32_t method = 0;  // ObserverMethod
   std::string note;     // untrusted text
+};
+
+// A retention path (format 1.7, RetentionRecord): address 0 is a walk's summary.
+struct Retention {
+  uint64_t ts_ns = 0;
+  uint64_t address = 0;
+  uint64_t size = 0;  // the object's bytes; a summary's: the walk's duration in ns
+  uint32_t tid = 0;
+  uint8_t event = 0;  // RetentionEvent
+  std::string text;   // untrusted: the path, or a summary's "objects=N paths=M stopped=..."
 };
 
 // One DeviceUsageRecord as read (capture_format.h).
@@ -94,6 +106,7 @@ struct Capture {
   std::vector<LoopRecord> loops;                // (format 1.5) observed loops and callbacks (strings by id)
   std::vector<LoopPassRecord> loop_passes;      // (format 1.5) their passes, in file order
   std::vector<Observer> observers;              // (format 1.5) how the loops were observed
+  std::vector<Retention> retentions;            // (format 1.7) reference paths, file order
   std::optional<StatsRecord> stats;             // the last one in the file
   std::vector<std::string> disabled;            // reasons tracking was turned off, in order
   // (format 1.4) The aggregated form: its windows and rows as decoded (the rows are released once

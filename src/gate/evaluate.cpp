@@ -129,7 +129,8 @@ void evaluate_leaks(ReportOutcome *out, const Budgets &budgets, Suppressions &su
                   rate(static_cast<double>(budget)) + (rule ? " from " + rule->match.text() : "") + "; " +
                   format_size(static_cast<double>(live)) + " live in " + format::count_of(count, "allocation") +
                   " at the last iteration, since iteration " + std::to_string(since) +
-                  (is_new ? "; new since the baseline" : "") + ") [" + which + "]";
+                  (is_new ? "; new since the baseline" : "") + ") [" + which + "]" +
+                  (sites[0]->retained_by.empty() ? "" : "; kept by " + sites[0]->retained_by);
       if (sites.size() > 1)
         for (const Leak *l : sites)
           f.details.push_back(rate(l->bytes_per_iteration) + " via " + l->stack.via_text() + " [site " + l->site_id +

@@ -8,6 +8,7 @@
 #include "format/capture_format.h"
 #include "output/report_schema.h"
 #include "text/bounded_read.h"
+#include "text/escape.h"
 #include "text/json_input.h"
 #include "text/limits.h"
 #include "text/paths.h"
@@ -371,6 +372,23 @@ Report parse_report(const nlohmann::json &doc, const std::string &path) {
     }
     leak.stack = r.stack(l, w);
     rep.leaks.push_back(std::move(leak));
+  }
+
+  // Who keeps each leak: its group's path (leak_groups[].retained_by, optional; malformed is ignored,
+  // it decides nothing).
+  if (const json *groups = r.field(doc, "leak_groups"); groups && groups->is_array()) {
+    for (const json &g : *groups) {
+      if (!g.is_object()) continue;
+      auto kept = g.find("retained_by");
+      auto ids = g.find("site_ids");
+      if (kept == g.end() || !kept->is_object() || ids == g.end() || !ids->is_array()) continue;
+      auto t = kept->find("text");
+      if (t == kept->end() || !t->is_string()) continue;
+      for (const json &id : *ids)
+        for (Leak &leak : rep.leaks)
+          if (id.is_string() && leak.site_id == id.get<std::string>() && leak.retained_by.empty())
+            leak.retained_by = text::printable(t->get<std::string>());
+    }
   }
 
   // A "leak" verdict is made of its leaks: one that names none is a damaged or hand-made report,

@@ -95,6 +95,8 @@ struct Leak {
   double confidence = 0;
   std::vector<uint64_t> live_by_iteration;  // per primary iteration; may be empty
   Stack stack;
+  // Who keeps it (issue #30): its leak group's retained_by text, "" when none (older reports too).
+  std::string retained_by;
 };
 
 // One finding per device and user line (leak_groups[]): the unit the gate judges and counts.

@@ -109,7 +109,35 @@ void describe(Sites &sites, const analysis::Site &site, json &j, bool brief = fa
 
 // Leaks whose sites differ only below the user's frame, one group per device and user line,
 // largest summed rate first.
-json leak_groups_json(const analysis::Analysis &a, Sites &sites) {
+const char *retention_event_name(uint8_t event) {
+  if (event == static_cast<uint8_t>(format::RetentionEvent::kOom)) return "oom";
+  if (event == static_cast<uint8_t>(format::RetentionEvent::kReturn)) return "return";
+  return "exit";
+}
+
+// The retention path that holds the most of a group's bytes (analysis::retained_by), or null.
+json retained_by_json(const format::Capture &c, const std::vector<const analysis::Leak *> &leaks) {
+  uint64_t bytes = 0;
+  const int64_t path = analysis::retained_by(c, leaks, &bytes);
+  if (path < 0 || static_cast<size_t>(path) >= c.retentions.size()) return nullptr;
+  const format::Retention &p = c.retentions[static_cast<size_t>(path)];
+  return {{"text", p.text}, {"event", retention_event_name(p.event)}, {"bytes", bytes}};
+}
+
+json retention_json(const analysis::Analysis &a) {
+  if (a.retention_walks.empty()) return nullptr;
+  json walks = json::array();
+  for (const auto &w : a.retention_walks)
+    walks.push_back({{"event", retention_event_name(w.event)},
+                     {"t_ns", w.t_ns},
+                     {"duration_ns", w.duration_ns},
+                     {"objects", w.objects},
+                     {"paths", w.paths},
+                     {"stopped", text_or_null(w.stopped)}});
+  return {{"walks", std::move(walks)}};
+}
+
+json leak_groups_json(const format::Capture &capture, const analysis::Analysis &a, Sites &sites) {
   struct Group {
     const ResolvedSite *first;
     int device;
@@ -118,6 +146,7 @@ json leak_groups_json(const analysis::Analysis &a, Sites &sites) {
     uint64_t first_iteration;
     double confidence = 0;
     std::vector<std::string> ids;
+    std::vector<const analysis::Leak *> leaks;
   };
   std::vector<Group> groups;
   for (const auto &l : a.leaks) {
@@ -126,7 +155,7 @@ json leak_groups_json(const analysis::Analysis &a, Sites &sites) {
       return x.device == l.device && !r.frames.empty() && x.first->headline.key == r.headline.key;
     });
     if (g == groups.end())
-      g = groups.insert(groups.end(), Group{&r, l.device, 0, 0, 0, 0, 0, l.first_iteration, 0, {}});
+      g = groups.insert(groups.end(), Group{&r, l.device, 0, 0, 0, 0, 0, l.first_iteration, 0, {}, {}});
     g->rate += l.bytes_per_iteration;
     g->live_bytes += l.live_bytes;
     g->live_count += l.live_count;
@@ -135,6 +164,7 @@ json leak_groups_json(const analysis::Analysis &a, Sites &sites) {
     g->first_iteration = std::min<uint64_t>(g->first_iteration, l.first_iteration);
     g->confidence = std::max(g->confidence, l.confidence);
     g->ids.push_back(r.id);
+    g->leaks.push_back(&l);
   }
   std::stable_sort(groups.begin(), groups.end(), [](const Group &a, const Group &b) { return a.rate > b.rate; });
   json out = json::array();
@@ -151,6 +181,7 @@ json leak_groups_json(const analysis::Analysis &a, Sites &sites) {
                    {"live_at_exit_count", g.exit_count},
                    {"first_iteration", g.first_iteration},
                    {"confidence", number(g.confidence)},
+                   {"retained_by", retained_by_json(capture, g.leaks)},
                    {"site_ids", g.ids}});
   }
   return out;
@@ -214,6 +245,7 @@ json run_json(const format::Capture &c, const analysis::Analysis &a, const Repor
   run["allocator_mode"] = a.allocator_mode;
   run["allocator_note"] = text_or_null(a.allocator_note);
   run["pool_tracker"] = text_or_null(a.pool_tracker);
+  run["retention"] = retention_json(a);
   run["unwinder"] = info ? text_or_null(info->unwinder) : json(nullptr);
   run["stack_depth"] = info ? json(info->fixed.stack_depth) : json(nullptr);
   json cap;
@@ -499,7 +531,7 @@ json report_without_iterations(const format::Capture &capture, const analysis::A
     leaks.push_back(std::move(j));
   }
   r["leaks"] = std::move(leaks);
-  r["leak_groups"] = leak_groups_json(a, sites);
+  r["leak_groups"] = leak_groups_json(capture, a, sites);
   json live = json::array();
   for (const auto &s : a.live_at_exit) {
     json j;

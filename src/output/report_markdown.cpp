@@ -17,6 +17,13 @@ namespace gpuleak::output {
 
 namespace {
 
+// When a "kept by" path was taken, said after it: at exit is the default and says nothing.
+std::string retention_when(const std::string &event) {
+  if (event == "oom") return " (at the out-of-memory)";
+  if (event == "return") return " (when the main function returned)";
+  return "";
+}
+
 using gpuleak::text::basename_of;
 using nlohmann::json;
 
@@ -159,6 +166,14 @@ void leaks(std::string &out, const json &r) {
            (has_number(l, "confidence") ? fixed(number(l, "confidence"), "%.2f") : "?") + " |\n";
   }
   out += "\n";
+  // Who keeps it (issue #30), per user line: the Python reference path that holds most of its memory.
+  for (const json &g : array(r, "leak_groups")) {
+    const json &kept = member(g, "retained_by");
+    if (!kept.is_object() || text(kept, "text").empty()) continue;
+    out += "- " + location(g) + " kept by " + md(text(kept, "text")) +
+           retention_when(text(kept, "event")) + "\n";
+  }
+  if (!array(r, "leak_groups").empty()) out += "\n";
 }
 
 void devices(std::string &out, const json &r) {

@@ -13,6 +13,13 @@ namespace gpuleak::output {
 
 namespace {
 
+// When a "kept by" path was taken, said after it: at exit is the default and says nothing.
+std::string retention_when(const std::string &event) {
+  if (event == "oom") return " (at the out-of-memory)";
+  if (event == "return") return " (when the main function returned)";
+  return "";
+}
+
 // Report fields may be null (a frame without symbols): read them without throwing. Every string
 // of a report is the program's bytes (its name, symbols, paths, loop names): printable() makes
 // escape sequences in them inert before they reach a terminal (text/escape.h).
@@ -206,6 +213,10 @@ std::string text_summary(const nlohmann::json &r, const std::string &report_path
     out += "  leak: " + human_bytes(number(leak, "bytes_per_iteration")) + " per iteration at " + where(leak) + ", " +
            live + ", first seen at iteration " + std::to_string(integer(leak, "first_iteration")) + ", confidence " +
            confidence + "\n";
+    // Who keeps it (issue #30): the Python reference path that holds most of this line's memory.
+    const auto &kept = field(leak, "retained_by", empty);
+    if (kept.is_object() && !text(kept, "text").empty())
+      out += "    kept by " + text(kept, "text") + retention_when(text(kept, "event")) + "\n";
     const auto &ids = field(leak, "site_ids", none);
     if (ids.size() < 2) continue;
     for (const auto &site : leaks) {

@@ -155,3 +155,15 @@ GPULEAK_API int gpuleak_api_framework_oom(int framework, int device, unsigned lo
   o.pool_framework = framework;
   return gpuleak::core::record_framework_oom(o) ? 1 : 0;
 }
+
+// Who keeps it alive (issue #30): the Python start-up hook's walk (gpuleak._retention) found the
+// reference path `text` to an object whose memory starts at `address` (`size` bytes), at exit
+// (event 1), at an out-of-memory (event 2) or when main() returned (event 3); address 0 ends a
+// walk (size: its duration in ns).
+// Called with the GIL, from the program's thread, outside any allocation: it only buffers a record.
+GPULEAK_API int gpuleak_api_retention(int event, unsigned long long address, unsigned long long size,
+                                      const char *text) {
+  if (event < 1 || event > 3) return 0;
+  gpuleak::core::record_retention(static_cast<uint8_t>(event), address, size, text);
+  return gpuleak::core::recorder_running() ? 1 : 0;
+}

@@ -21,10 +21,14 @@ Each --expect is checked against `gpuleak report --json` of the one capture:
   segment_block: a segment (a pool's chunk, an arena) holds blocks whose stack has FILE:LINE VALUE;
   oom_api, oom_requested: the newest OOM event's api / requested_bytes;
   oom_live: the newest OOM event's live_by_site has a site whose stack has FILE:LINE VALUE;
-  no_advice: no advice of kind VALUE.
+  no_advice: no advice of kind VALUE;
+  kept_by: the first leak group's retained_by text contains VALUE ("none": no group has one), and
+      the text summary's "kept by" line says the same ("none": the summary has no "kept by");
+  walks: the run.retention walks, their events joined by "," ("exit", "oom,exit"; "none": none).
 --env NAME=VALUE sets a variable for the program (gpuleak's own are cleared first).
 --preload: run the program under plain LD_PRELOAD (GPULEAK_OUT set, no `gpuleak run`, no PYTHONPATH
 entry of gpuleak's) instead of `gpuleak run`; no gpuleak run options are allowed then.
+--allow-warning TEXT: gpuleak must say exactly one stderr line, holding TEXT (a bad setting).
 Relative paths in the gpuleak run options and PROGRAM are taken from this folder, where the
 program runs; "@name" in an option or an expectation is the line of the `# @name` comment of the
 program.
@@ -75,6 +79,7 @@ def main():
     ap.add_argument("--usage-error", default=None)
     ap.add_argument("--env", action="append", default=[])
     ap.add_argument("--preload", action="store_true")
+    ap.add_argument("--allow-warning", default=None)
     ap.add_argument("rest", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     rest = a.rest[1:] if a.rest[:1] == ["--"] else a.rest
@@ -115,10 +120,13 @@ def main():
             if text not in run.stdout:
                 fail(f"the program's output lacks {text!r}:\n{run.stdout}")
         # Under plain LD_PRELOAD the shim's at-exit line (where the capture is) is expected.
-        said = [l for l in run.stderr.splitlines() if l.startswith("gpuleak:")]
+        complaints = [l for l in run.stderr.splitlines() if l.startswith("gpuleak:")]
         if a.preload:
-            said = [l for l in said if "capture: " not in l]
-        if said:
+            complaints = [l for l in complaints if "capture: " not in l]
+        if a.allow_warning is not None:  # exactly one line, holding that text
+            if len(complaints) != 1 or a.allow_warning not in complaints[0]:
+                fail(f"expected one gpuleak line with {a.allow_warning!r} on stderr, got {complaints}")
+        elif complaints:
             fail("gpuleak complained on stderr")
         captures = glob.glob(os.path.join(out, "*.gpuleak"))
         if len(captures) != 1:
@@ -127,6 +135,8 @@ def main():
         if rep.returncode != 0:
             fail(f"gpuleak report exited with {rep.returncode}: {rep.stderr}")
         r = json.loads(rep.stdout)
+        summary = subprocess.run([a.cli, "report", "--format", "text", captures[0]], capture_output=True,
+                                 text=True, timeout=120).stdout
 
     analysis = r.get("analysis") or {}
     run_info = r.get("run") or {}
@@ -140,7 +150,9 @@ def main():
             "pool_tracker": run_info.get("pool_tracker"),
             "segment_blocks": sorted({line for seg in r.get("segments") or [] for b in seg.get("blocks", [])
                                       for line in stack_lines(b)}),
-            "advice": [a.get("kind") for a in r.get("advice") or []]}
+            "advice": [a.get("kind") for a in r.get("advice") or []],
+            "kept_by": [((g.get("retained_by") or {}).get("text")) for g in r.get("leak_groups", [])],
+            "walks": ",".join(w["event"] for w in ((run_info.get("retention") or {}).get("walks") or [])) or "none"}
     events = (r.get("oom") or {}).get("events") or []
     if events:
         seen.update(oom_api=events[0].get("api"), oom_requested=events[0].get("requested_bytes"),
@@ -185,6 +197,12 @@ def main():
             ok = value in seen.get("oom_live", [])
         elif key == "no_advice":
             ok = value not in seen["advice"]
+        elif key == "kept_by":
+            kept = [line.strip() for line in summary.splitlines() if line.strip().startswith("kept by ")]
+            if value == "none":
+                ok = not any(seen["kept_by"]) and not kept
+            else:
+                ok = bool(seen["kept_by"]) and value in (seen["kept_by"][0] or "") and any(value in k for k in kept)
         elif key.startswith("env."):
             ok = (run_info.get("allocator_env") or {}).get(key[4:]) == value
         elif key in seen:

@@ -369,6 +369,35 @@ TEST(CaptureReader, OomRecordsOfFormat13And16) {
   EXPECT_FALSE(parse(header() + record(RecordType::kOom, whole.substr(0, 40)), &c, &error));
 }
 
+// (1.6) Retention paths: who keeps an object alive, with its address and bytes; a summary has
+// address 0. A 1.3 reader skips type 20 (an unknown type).
+TEST(CaptureReader, RetentionPathsOfFormat16) {
+  EXPECT_GE(kMinorVersion, 6u);
+  RetentionRecord r{};
+  r.ts_ns = 300;
+  r.address = 0x7f0000100000;
+  r.size = 1 << 20;
+  r.tid = 7;
+  r.event = static_cast<uint8_t>(RetentionEvent::kOom);
+  const std::string path = "`history` (list, local of main at train.py:44) -> [53 items] -> Tensor";
+  r.length = static_cast<uint32_t>(path.size());
+  Capture c;
+  std::string error;
+  ASSERT_TRUE(parse(sample() + record(RecordType::kRetention, bytes(r) + path), &c, &error)) << error;
+  ASSERT_EQ(c.retentions.size(), 1u);
+  EXPECT_EQ(c.retentions[0].ts_ns, 300u);
+  EXPECT_EQ(c.retentions[0].address, 0x7f0000100000u);
+  EXPECT_EQ(c.retentions[0].size, 1u << 20);
+  EXPECT_EQ(c.retentions[0].tid, 7u);
+  EXPECT_EQ(c.retentions[0].event, 2);
+  EXPECT_EQ(c.retentions[0].text, path);
+  // Text longer than the record, or than 4096 bytes, is corruption.
+  r.length = 5000;
+  EXPECT_FALSE(parse(header() + record(RecordType::kRetention, bytes(r) + std::string(5000, 'x')), &c, &error));
+  r.length = 100;
+  EXPECT_FALSE(parse(header() + record(RecordType::kRetention, bytes(r) + "short"), &c, &error));
+}
+
 // The file is read through a 4 MiB buffer: records straddling its edges, and a cut at the end,
 // must read exactly as the whole bytes do.
 TEST(CaptureReader, FileReadInChunksMatchesTheWholeBytes) {

@@ -86,6 +86,7 @@ struct RunOptions {
   std::string torch = "default";  // PyTorch allocator mode for the program (--torch)
   std::string jax = "default";    // JAX allocator mode (--jax)
   std::string cupy = "default";   // CuPy allocator mode (--cupy)
+  std::string retention = "on";   // --retention on|off: who keeps each leak, at exit and at an OOM
   std::string loop;               // --loop FILE:LINE or a function name: marked with no code change
   ReadFlags read;                 // --iteration-range, --warmup, --user-code: for the report it writes
   std::vector<std::string> command;

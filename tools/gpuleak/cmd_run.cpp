@@ -238,6 +238,8 @@ int run_command(const RunOptions &o) {
   // CuPy's arrays and JAX's live arrays in their default modes come through it too (issue #27).
   const bool asked = !o.loop.empty() || (o.cupy != "default" && o.cupy != "segments") || o.jax == "per-buffer";
   const bool torch_tracker = o.torch == "default";
+  // Who keeps each leak (issue #30): the same hook walks the references at exit and at an OOM.
+  const bool retention = o.retention != "off";
   std::string python;
   if (asked) {
     python = absolute(python_dir());
@@ -293,6 +295,7 @@ int run_command(const RunOptions &o) {
   if (o.cupy != "default") setenv("GPULEAK_CUPY", o.cupy.c_str(), 1);
   if (torch_tracker && hooks) setenv("GPULEAK_TORCH_TRACKER", "1", 0);
   if (!o.loop.empty()) setenv("GPULEAK_PY_LOOP", o.loop.c_str(), 1);
+  if (!retention) setenv("GPULEAK_RETENTION", "0", 1);
 
   GPULEAK_LOG_DEBUG("run: LD_PRELOAD=%s GPULEAK_OUT=%s; running %s (%zu arguments)", preload.c_str(), out.c_str(),
                     o.command[0].c_str(), o.command.size() - 1);
@@ -392,6 +395,10 @@ void register_run(CLI::App &app, Action *action) {
                   "allocator), segments (the pool's chunks only), per-array (no pool: "
                   "cupy.cuda.set_allocator(None)) or async (stream-ordered pool, cudaMallocAsync)")
       ->check(CLI::IsMember({"default", "segments", "per-array", "async"}));
+  cmd->add_option("--retention", o->retention,
+                  "Python: the reference path that keeps each leak alive (who keeps it), found at exit and at "
+                  "an out-of-memory within GPULEAK_RETENTION_BUDGET seconds (default 2): on (default) or off")
+      ->check(CLI::IsMember({"on", "off"}));
   cmd->add_option("--loop", o->loop,
                   "Python: mark each pass of FILE:LINE (a loop head or any line), or each call of a function "
                   "NAME, as one iteration, with no code change");

@@ -41,6 +41,7 @@ function verdictCard(report) {
       h('h2', { id: 'verdict-title' }, v.title)),
     v.oom ? h('p', { class: 'verdict-text oom-lead' }, v.oom) : null,
     h('p', { class: 'verdict-text' }, v.sentence),
+    v.keptBy ? h('p', { class: 'verdict-text kept-by mono' }, v.keptBy) : null,
     forecasts.map((f) => h('p', { class: 'forecast' }, f)),
     warnings.length ? h('ul', { class: 'warnings' }, warnings.map((w) => h('li', {}, w))) : null);
 }

@@ -76,7 +76,11 @@ export function verdictSummary(report) {
       ? `Over ${plural(iters, 'iteration')}, live memory does not keep growing after warm-up.`
       : 'Nothing keeps growing.';
   }
-  return { verdict, title: oom ? `${TITLES.oom}; verdict: ${verdict}` : TITLES[verdict] ?? verdict, sentence, oom };
+  // Who keeps the largest leak (issue #30): its group's retained_by, as the analysis chose it.
+  const kept = verdict === 'leak' ? (report.leak_groups ?? [])[0]?.retained_by : null;
+  const when = { oom: ' (at the out-of-memory)', return: ' (when the main function returned)' }[kept?.event] ?? '';
+  const keptBy = typeof kept?.text === 'string' && kept.text ? `Kept by ${kept.text}${when}.` : null;
+  return { verdict, title: oom ? `${TITLES.oom}; verdict: ${verdict}` : TITLES[verdict] ?? verdict, sentence, oom, keptBy };
 }
 
 // One sentence per device with a forecast, in the shared words (format.js forecastPhrase); a

@@ -36,6 +36,17 @@ describe('verdictSummary', () => {
     expect(s.sentence).toContain('The largest, train.py:41 in train_step, grows by +12.0 MiB per "step" iteration');
     expect(s.sentence).not.toContain('Linear.forward');
   });
+  it('says who keeps the largest leak, as text, and nothing without a path', () => {
+    const path = '`history` (list, local of main at train.py:44) -> [53 items] -> Tensor <img src=x onerror=alert(1)>';
+    const report = { ...structuredClone(leakReport),
+      leak_groups: [{ bytes_per_iteration: 1, live_bytes: 1, live_count: 1, headline: { text: 'train.py:52 in main' },
+        retained_by: { text: path, event: 'oom', bytes: 1 } }] };
+    const s = verdictSummary(report);
+    expect(s.keptBy).toBe(`Kept by ${path} (at the out-of-memory).`);
+    report.leak_groups[0].retained_by = null;
+    expect(verdictSummary(report).keptBy).toBeNull();
+    expect(verdictSummary(leakReport).keptBy).toBeNull();
+  });
   it('explains an inconclusive run without iterations', () => {
     const s = verdictSummary({ verdict: 'inconclusive', iteration_source: 'none', devices: [] });
     expect(s.sentence).toMatch(/No iterations were found/);

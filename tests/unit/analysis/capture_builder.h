@@ -155,6 +155,16 @@ class CaptureBuilder {
     return u;
   }
 
+  // A retention path (format 1.6) sent now: `address` 0 is a walk's summary.
+  void retention(uint64_t address, uint64_t size, const std::string &text, uint8_t event = 1) {
+    format::Retention &p = capture.retentions.emplace_back();
+    p.ts_ns = tick();
+    p.address = address;
+    p.size = size;
+    p.event = event;
+    p.text = text;
+  }
+
   void device(int index, const std::string &name, uint64_t total) {
     format::Device d;
     d.index = index;

@@ -61,6 +61,8 @@ def install_from_environment():
         after_import("jax", _framework_hook("_jax"))  # the arena kept, live arrays sampled
     if os.environ.get("GPULEAK_TORCH_TRACKER", "") == "1":
         install_torch()
+    from gpuleak import _retention  # who keeps the leaks alive, at exit and at an OOM (issue #30)
+    _retention.install_retention()
 
 
 # --- the loop ------------------------------------------------------------------------------------
@@ -291,7 +293,7 @@ class _AfterImport:
 
     def __init__(self, name, then):
         self.name = name
-        self.then = then
+        self.thens = [then]
 
     def find_spec(self, name, path=None, target=None):
         if name != self.name:
@@ -303,14 +305,15 @@ class _AfterImport:
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
         run = spec.loader.exec_module
-        then = self.then
+        thens = self.thens
 
         def exec_module(module):
             run(module)
-            try:
-                then(module)
-            except Exception as e:  # a hook never fails the program's import
-                _warn("start-up hook for %s failed (%s: %s); running without it" % (name, type(e).__name__, e))
+            for then in thens:
+                try:
+                    then(module)
+                except Exception as e:  # a hook never fails the program's import
+                    _warn("start-up hook for %s failed (%s: %s); running without it" % (name, type(e).__name__, e))
 
         spec.loader.exec_module = exec_module
         return spec
@@ -320,8 +323,12 @@ def after_import(name, then):
     """then(module) once `name` is imported: now when it is already (a .pth file imported it)."""
     if name in sys.modules:
         then(sys.modules[name])
-    else:
-        sys.meta_path.insert(0, _AfterImport(name, then))
+        return
+    for finder in sys.meta_path:  # several hooks for one package: one finder calls them in order
+        if isinstance(finder, _AfterImport) and finder.name == name:
+            finder.thens.append(then)
+            return
+    sys.meta_path.insert(0, _AfterImport(name, then))
 
 
 def install_cupy(mode):

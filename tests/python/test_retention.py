@@ -1,0 +1,240 @@
+"""Who keeps it (issue #30): gpuleak._retention's walk, on a fake `torch` (tests/python_frames/
+fake_frameworks/torch, copied into a temporary site-packages) whose tensors have a data pointer and
+an autograd graph the garbage collector cannot see. Each program runs in its own interpreter and
+prints the paths the walk would send to the shim, one JSON line each."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FAKE_TORCH = ROOT / "tests" / "python_frames" / "fake_frameworks" / "torch"
+
+HEADER = '''
+import json, sys
+from gpuleak import _retention
+def walk(event=_retention.EXIT, budget=2.0):
+    r = _retention.Retention(budget)
+    sent = []
+    r.run(event, send=lambda e, a, s, t: sent.append((e, a, s, t.decode())))
+    return r, sent
+def show(sent):
+    for e, a, s, t in sent:
+        print(json.dumps({"event": e, "address": a, "bytes": s, "text": t}))
+'''
+
+
+def run(tmp_path, body, env=None, files=None):
+    site = tmp_path / "site-packages"
+    if not (site / "torch").exists():
+        shutil.copytree(FAKE_TORCH, site / "torch")
+    for name, text in (files or {}).items():
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    program = tmp_path / "prog.py"
+    program.write_text(HEADER + textwrap.dedent(body))
+    e = {k: v for k, v in os.environ.items() if not k.startswith("GPULEAK_") and k != "PYFRAMES_CUDART"}
+    e["PYTHONPATH"] = os.pathsep.join([str(ROOT / "tools" / "python"), str(site), str(tmp_path)])
+    e.update(env or {})
+    p = subprocess.run([sys.executable, str(program)], cwd=tmp_path, env=e, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    lines = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+    return lines, p
+
+
+def texts(lines):
+    return [l["text"] for l in lines if l["address"] != 0]
+
+
+def test_lists_dicts_globals_and_class_attributes(tmp_path):
+    lines, _ = run(tmp_path, '''
+        import torch
+        history = [torch.empty(100) for _ in range(3)]
+        table = {"k": torch.empty(200)}
+        class Cache:
+            store = [torch.empty(300)]
+        show(walk()[1])
+    ''')
+    t = texts(lines)
+    assert t.count("`__main__.history` (list, module global) -> [3 items] -> Tensor") == 3
+    assert "`__main__.table` (dict, module global) -> ['k'] -> Tensor" in t
+    assert "`__main__.Cache.store` (list, class attribute) -> [1 items] -> Tensor" in t
+    assert sorted(l["bytes"] for l in lines if l["address"]) == [100, 100, 100, 200, 300]
+    summary = [l for l in lines if l["address"] == 0]
+    assert len(summary) == 1 and "paths=5 stopped=none" in summary[0]["text"]
+
+
+def test_frames_locals_closures_and_a_helper_modules_global(tmp_path):
+    lines, _ = run(tmp_path, '''
+        import torch, helpers
+        def make():
+            kept = torch.empty(64)
+            def inner():
+                return kept
+            return inner
+        fn = make()
+        def main():
+            sessions = {7: torch.empty(128)}
+            helpers.remember(torch.empty(256))
+            show(walk()[1])
+        main()
+    ''', files={"helpers.py": '''
+        _bank = []
+        def remember(t):
+            _bank.append(t)
+    '''})
+    t = texts(lines)
+    assert "`__main__.fn` (function, module global) -> closure variable `kept` (Tensor)" in t
+    assert "`helpers._bank` (list, module global) -> [1 items] -> Tensor" in t
+    assert any(x.startswith("`sessions` (dict, local of main at prog.py:") and x.endswith("-> [7] -> Tensor")
+               for x in t), t
+
+
+def test_objects_attributes_and_cycles(tmp_path):
+    lines, _ = run(tmp_path, '''
+        import torch
+        class Module:
+            def __init__(self):
+                self.outputs = []
+                self.me = self  # a cycle
+        model = Module()
+        model.outputs.append(torch.empty(10))
+        ring = []
+        ring.append(ring)
+        ring.append(torch.empty(20))
+        show(walk()[1])
+    ''')
+    t = texts(lines)
+    assert "`__main__.model` (Module, module global) -> .outputs (list) -> [1 items] -> Tensor" in t
+    assert "`__main__.ring` (list, module global) -> [2 items] -> Tensor" in t
+
+
+def test_memory_held_only_through_the_autograd_graph(tmp_path):
+    lines, _ = run(tmp_path, '''
+        import gc, torch
+        keep = []
+        act = torch.empty(8192)
+        out = torch.op("AddmmBackward0", 64, [], {"mat1": act})
+        keep.append(torch.op("MseLossBackward0", 4, [out]))
+        address = act.untyped_storage().data_ptr()
+        del act, out
+        assert not any(address == getattr(o, "_address", None) for o in gc.get_referents(*keep))
+        r, sent = walk()
+        show(sent)
+        print("ADDRESS", address)
+    ''')
+    graph = [l for l in lines if l["bytes"] == 8192]
+    assert len(graph) == 1
+    assert graph[0]["text"] == ("`__main__.keep` (list, module global) -> [1 items] -> Tensor -> its autograd graph "
+                                "(MseLossBackward0 -> AddmmBackward0 saved mat1)")
+
+
+def test_no_framework_imported_means_no_walk_and_no_import(tmp_path):
+    lines, p = run(tmp_path, '''
+        r, sent = walk()
+        show(sent)
+        print("TORCH" if "torch" in sys.modules else "NO TORCH")
+    ''')
+    assert lines == [] and "NO TORCH" in p.stdout
+
+
+def test_the_walk_keeps_nothing_alive_and_never_raises(tmp_path):
+    lines, p = run(tmp_path, '''
+        import gc, weakref, torch
+        class Broken(torch.Tensor):
+            def untyped_storage(self):
+                raise RuntimeError("sparse")
+        held = [torch.empty(10), Broken(20)]
+        probe = weakref.ref(held[0])
+        def f():
+            scratch = torch.empty(30)
+            show(walk()[1])
+            return weakref.ref(scratch)
+        r = f()
+        del held[0]
+        gc.collect()
+        print("ALIVE" if probe() is not None or r() is not None else "GONE")
+    ''')
+    assert "GONE" in p.stdout, p.stdout
+    assert len(texts(lines)) == 2  # the plain tensor and the scratch; the broken one is skipped
+
+
+def test_a_budget_stops_the_walk_and_says_so(tmp_path):
+    lines, _ = run(tmp_path, '''
+        import torch
+        data = [[i] for i in range(300000)]
+        later = torch.empty(10)
+        r, sent = walk(budget=1e-6)
+        show(sent)
+    ''')
+    summary = [l for l in lines if l["address"] == 0]
+    assert len(summary) == 1 and "stopped=budget" in summary[0]["text"]
+
+
+@pytest.mark.parametrize("value,ok", [("", True), ("0.5", True), ("3", True), ("0", False), ("-1", False),
+                                      ("soon", False), ("nan", False), ("inf", False)])
+def test_the_budget_setting(value, ok):
+    sys.path.insert(0, str(ROOT / "tools" / "python"))
+    from gpuleak import _retention
+    if ok:
+        assert _retention.parse_budget(value) > 0
+    else:
+        with pytest.raises(ValueError):
+            _retention.parse_budget(value)
+
+
+def test_install_respects_off_and_a_bad_budget(tmp_path):
+    lines, p = run(tmp_path, '''
+        print(_retention.install_retention({"GPULEAK_RETENTION": "0"}))
+        print(_retention.install_retention({"GPULEAK_RETENTION_BUDGET": "soon"}))
+    ''')
+    assert p.stdout.split() == ["None", "None"]
+    err = p.stderr.splitlines()
+    assert len(err) == 1 and "GPULEAK_RETENTION_BUDGET=soon" in err[0] and "off" in err[0], err
+
+
+def test_an_out_of_memory_the_program_catches_walks_with_its_frames_live(tmp_path):
+    lines, p = run(tmp_path, '''
+        import torch
+        sent = []
+        r = _retention.Retention(2.0)
+        r.run = lambda event, send=None: _retention.Retention.run(r, event, lambda *x: sent.append(x))
+        r.watch(_retention._torch_oom(torch))
+        def main():
+            history = []
+            torch.cuda.set_limit(5000)
+            try:
+                while True:
+                    history.append(torch.empty(1000))
+            except torch.cuda.OutOfMemoryError as e:
+                print("CAUGHT", e.args[0][:20])
+        main()
+        for e, a, s, t in sent:
+            print(json.dumps({"event": e, "address": a, "bytes": s, "text": t.decode()}))
+    ''')
+    assert "CAUGHT CUDA out of memory" in p.stdout
+    t = texts(lines)
+    assert all(l["event"] == 2 for l in lines)
+    assert len(t) == 5 and all(x.startswith("`history` (list, local of main at prog.py:") for x in t), t
+
+
+def test_the_exit_walk_runs_after_the_programs_own_atexit_work(tmp_path):
+    lines, p = run(tmp_path, '''
+        import atexit, ctypes, torch
+        _retention.install_retention()
+        kept = [torch.empty(10)]
+        freed = [torch.empty(20)]
+        atexit.register(freed.clear)  # the program's own exit work frees this one
+        import gpuleak._retention as m
+        orig = m.Retention.run
+        def run(self, event, send=None):
+            return orig(self, event, lambda *x: print(json.dumps({"event": x[0], "address": x[1], "bytes": x[2],
+                                                                  "text": x[3].decode()}), flush=True))
+        m.Retention.run = run
+    ''')
+    assert sorted(l["bytes"] for l in lines if l["address"]) == [10]
