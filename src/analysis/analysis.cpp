@@ -381,7 +381,7 @@ Analysis analyze(const format::Capture &capture, const format::MemorySource &mem
   for (Observer *o : advisor.observers()) observers.push_back(o);
   std::optional<LifeRecorder> lives;
   if (options.record_lives) observers.push_back(&lives.emplace(sites, segments));
-  std::optional<RetentionJoin> retention;  // only with the start-up hook's paths (format 1.6)
+  std::optional<RetentionJoin> retention;  // only with the start-up hook's paths (format 1.7)
   if (!capture.retentions.empty()) observers.push_back(&retention.emplace(capture));
   Ledger ledger;
   replay(capture, timeline, sites, spans, primary.end_pos, observers, &ledger);

@@ -192,7 +192,7 @@ struct Leak {
   double r2 = 0;                            // least-squares R^2 over the same iterations (informational)
   uint32_t iterations_observed = 0;         // post-warm-up iterations fitted
   std::vector<uint64_t> live_by_iteration;  // site live bytes at the end of each primary iteration
-  // (capture format 1.6) Who keeps it: per retention path (an index into Capture::retentions),
+  // (capture format 1.7) Who keeps it: per retention path (an index into Capture::retentions),
   // the bytes of this site's allocations that held the path's address when it was sent, most
   // bytes first. Empty when no walk ran or no path reached this site's memory.
   std::vector<std::pair<uint32_t, uint64_t>> retained;
@@ -247,7 +247,7 @@ struct OomEvent {
   std::vector<OomSiteLive> live_by_site;  // top sites by bytes
   std::vector<HistoryEvent> history;      // oldest first
   bool recovered = false;                 // a later allocation on the same device succeeded
-  // (format 1.6) A framework pool's own failure (JAX's arena), no CUDA call failing: its framework
+  // (format 1.7) A framework pool's own failure (JAX's arena), no CUDA call failing: its framework
   // (format::PoolFramework, 0 for a CUDA call) and figures (0 when not known).
   int pool_framework = 0;
   uint64_t pool_in_use_bytes = 0, pool_largest_free_bytes = 0, pool_limit_bytes = 0;
@@ -334,7 +334,7 @@ struct Analysis {
   // the segments, which hold them, are no leak candidates (they still make the device bytes).
   std::vector<SegmentSite> segments;
   std::string pool_tracker;
-  // (capture format 1.6) The start-up hook's walks, in time order (Leak::retained has their paths).
+  // (capture format 1.7) The start-up hook's walks, in time order (Leak::retained has their paths).
   std::vector<RetentionWalk> retention_walks;
   // With AnalysisOptions::record_lives: every owned allocation's life from this analysis's replay.
   std::shared_ptr<const Lives> lives;

@@ -1,4 +1,4 @@
-// Who keeps it (issue #30): the start-up hook's retention paths (capture format 1.6) joined to the
+// Who keeps it (issue #30): the start-up hook's retention paths (capture format 1.7) joined to the
 // allocations that held each path's address at the moment the path was sent.
 //
 // A path names the data pointer of one object that owns GPU memory (a tensor's storage, a CuPy

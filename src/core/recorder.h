@@ -124,7 +124,7 @@ bool recorder_running();
 // A framework allocator's tracker attached (gpuleak_api_pool_attached): a PoolTrackerRecord,
 // buffered like a mark. `description` is untrusted text, cut at 4096 bytes.
 void record_pool_tracker(int32_t framework, const char *description);
-// A retention path (gpuleak_api_retention, format 1.6): buffered like a mark; `text` is untrusted,
+// A retention path (gpuleak_api_retention, format 1.7): buffered like a mark; `text` is untrusted,
 // cut at format::kMaxRetentionText bytes.
 void record_retention(uint8_t event, uint64_t address, uint64_t size, const char *text);
 

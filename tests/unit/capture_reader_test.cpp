@@ -369,7 +369,7 @@ TEST(CaptureReader, OomRecordsOfFormat13And16) {
   EXPECT_FALSE(parse(header() + record(RecordType::kOom, whole.substr(0, 40)), &c, &error));
 }
 
-// (1.6) Retention paths: who keeps an object alive, with its address and bytes; a summary has
+// (1.7) Retention paths: who keeps an object alive, with its address and bytes; a summary has
 // address 0. A 1.3 reader skips type 20 (an unknown type).
 TEST(CaptureReader, RetentionPathsOfFormat16) {
   EXPECT_GE(kMinorVersion, 6u);

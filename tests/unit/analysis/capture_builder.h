@@ -155,7 +155,7 @@ class CaptureBuilder {
     return u;
   }
 
-  // A retention path (format 1.6) sent now: `address` 0 is a walk's summary.
+  // A retention path (format 1.7) sent now: `address` 0 is a walk's summary.
   void retention(uint64_t address, uint64_t size, const std::string &text, uint8_t event = 1) {
     format::Retention &p = capture.retentions.emplace_back();
     p.ts_ns = tick();

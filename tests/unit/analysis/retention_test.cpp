@@ -1,4 +1,4 @@
-// Who keeps it (issue #30, retention.cpp): retention paths (capture format 1.6) joined by address to
+// Who keeps it (issue #30, retention.cpp): retention paths (capture format 1.7) joined by address to
 // the allocations live when each was sent, per leak, and the path that holds most of a group.
 #include <gtest/gtest.h>
 
