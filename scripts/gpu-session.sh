@@ -13,7 +13,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/gpu-session}
 build=${BUILD:-build}
-stages=${STAGES:-matrix overhead leak_shapes advice trace}
+stages=${STAGES:-matrix overhead leak_shapes advice trace frameworks observed pools retention}
 mkdir -p "$out"
 summary=$out/summary.txt
 : >"$summary"
@@ -61,9 +61,16 @@ bg matrix 150 env MATRIX_CASES="${MATRIX_CASES:-^(leaky|driver|async|vmm|memory|
 [[ -x tests/gpu/run_advice.sh ]] && bg advice 120 tests/gpu/run_advice.sh "$build" "$out/advice"
 [[ -x tests/gpu/run_trace_cases.sh ]] && bg trace 120 tests/gpu/run_trace_cases.sh "$build" "$out/trace"
 wait
+# The Python frameworks' stages run one after the other, never beside each other: JAX's default
+# arena takes 75 % of the device, so two of them at once would fail for want of memory.
+[[ -x tests/gpu/run_frameworks.sh ]] && stage frameworks 300 tests/gpu/run_frameworks.sh "$build" "$out/frameworks"
+[[ -x tests/gpu/run_observed_loops.sh ]] && stage observed 240 tests/gpu/run_observed_loops.sh "$build" "$out/observed"
+[[ -x tests/gpu/run_pools.sh ]] && stage pools 180 tests/gpu/run_pools.sh "$build" "$out/pools"
+[[ -x tests/gpu/run_retention.sh ]] && stage retention 240 tests/gpu/run_retention.sh "$build" "$out/retention"
 
 cat "$out/machine.txt" "$summary"
 [[ -f $out/overhead.log ]] && cat "$out/overhead.log"
 tail -n 40 "$out/matrix/matrix.md" 2>/dev/null
-for f in leak_shapes/summary.md advice/advice.md trace/summary.txt; do [[ -f $out/$f ]] && cat "$out/$f"; done
+for f in leak_shapes/summary.md advice/advice.md trace/summary.txt frameworks/frameworks.log observed/observed.log \
+  pools/pools.log retention/retention.log; do [[ -f $out/$f ]] && cat "$out/$f"; done
 exit 0
