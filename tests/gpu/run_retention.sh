@@ -15,6 +15,10 @@ build=$(cd "$1" && pwd) || exit 2
 out=${2:-${OUT:-/tmp}/retention}
 mkdir -p "$out" || exit 2
 py=${PYTHON:-python3}
+# gpuleak's Python package from this checkout (the carried build folder has none next to its CLI).
+GPULEAK_PYTHONDIR=$(cd "$here/../../tools/python" && pwd) || exit 2
+export GPULEAK_PYTHONDIR
+use_hostlibs "$build/bin/gpuleak" "$build/gpu-tests/hostlibs"
 $py -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' || { echo "SKIP: no torch with CUDA"; exit 77; }
 fail=0
 # mode | the text retained_by must contain ("-": no retained_by and no "kept by" line)

@@ -57,7 +57,10 @@ def install_from_environment():
         after_import("cupy", _framework_hook("_cupy"))
     jax = os.environ.get("GPULEAK_JAX", "")
     from gpuleak import _jax  # the standard library only
-    if not (jax == "segments" or (jax == "per-buffer" and _jax.install_per_buffer())):
+    # A per-buffer allocator the user chose (XLA_PYTHON_CLIENT_ALLOCATOR=platform or address) makes
+    # every buffer its own CUDA allocation, seen by the shim: nothing to sample then.
+    own = os.environ.get("XLA_PYTHON_CLIENT_ALLOCATOR", "").lower() in ("platform", "address")
+    if not (own or jax == "segments" or (jax == "per-buffer" and _jax.install_per_buffer())):
         after_import("jax", _framework_hook("_jax"))  # the arena kept, live arrays sampled
     if os.environ.get("GPULEAK_TORCH_TRACKER", "") == "1":
         install_torch()

@@ -38,6 +38,8 @@ import sys
 import threading
 import time
 
+import gpuleak as _package  # its iteration-boundary samplers (at_boundary)
+
 QUIET = 8  # passes (or calls) in a row with nothing allocated before a location is let go ...
 FAST_NS = 20_000  # ... when they came faster than this each: a slow quiet loop costs little, and its
                   # passes still mark iterations (a caching allocator that allocates only now and then)
@@ -403,6 +405,8 @@ class Observer:
             return self.mon.DISABLE
         if not loop.id:
             self._define(loop, frame)
+        if _package._boundary_observers:  # JAX's live arrays sampled at each pass (gpuleak._jax)
+            _package.at_boundary("end")
         if _quiet(loop, self.shim.passed(loop.id, 1, _task_id())):
             loop.off = True
             return self.mon.DISABLE
