@@ -55,8 +55,9 @@ void CaptureAggregator::observe_raw(const uint8_t *data, size_t n) {
   });
 }
 
-void CaptureAggregator::start(uint64_t now_ns) {
+void CaptureAggregator::start(uint64_t now_ns, bool low_disk) {
   active_ = true;
+  low_disk_ = low_disk;
   switched_at_ = start_ns_ = last_ns_ = now_ns;
   uint64_t most = 0;
   for (const auto &[label, count] : begins_)
@@ -155,12 +156,13 @@ void CaptureAggregator::fold(const uint8_t *data, size_t n, std::string *out) {
     const bool timed =
         (h.type == static_cast<uint16_t>(RecordType::kMemory) && h.size >= sizeof(format::MemoryRecord)) ||
         (h.type == static_cast<uint16_t>(RecordType::kMarker) && h.size >= sizeof(format::MarkerRecord)) ||
-        (h.type == static_cast<uint16_t>(RecordType::kNvtx) && h.size >= sizeof(format::NvtxRecord));
+        (h.type == static_cast<uint16_t>(RecordType::kNvtx) && h.size >= sizeof(format::NvtxRecord)) ||
+        (h.type == static_cast<uint16_t>(RecordType::kOom) && h.size >= sizeof(format::OomRecord));
     if (!timed) {  // strings, stacks, modules, statistics...: as they are, ahead of what refers to them
       out->append(reinterpret_cast<const char *>(data + at), sizeof h + h.size);
       return;
     }
-    uint64_t ts;  // the first field of all three
+    uint64_t ts;  // the first field of all four
     std::memcpy(&ts, body, sizeof ts);
     order_.push_back(Timed{ts, at});
   });
@@ -187,6 +189,12 @@ void CaptureAggregator::fold(const uint8_t *data, size_t n, std::string *out) {
         out->append(reinterpret_cast<const char *>(data + t.at), sizeof h + h.size);
       else
         marker(m, false);
+    } else if (h.type == static_cast<uint16_t>(RecordType::kOom)) {
+      // An out-of-memory failure closes the window there: what a reader unfolds is then exactly
+      // the live set, by site, at the failure (the OOM record's own evidence).
+      if (!rows_.empty() || iterations_ || events_) close_window(t.ts, 0, out);
+      touch(t.ts);
+      out->append(reinterpret_cast<const char *>(data + t.at), sizeof h + h.size);
     } else {
       touch(t.ts);
       ++dropped_;  // NVTX ranges: the timeline's, lost in the aggregated stretch
@@ -222,7 +230,8 @@ void CaptureAggregator::close_window(uint64_t end_ns, uint32_t extra_flags, std:
   w.iterations = iterations_;
   w.loop_id = loop_chosen_ ? loop_ : 0;
   w.tid = loop_tid_;
-  w.flags = extra_flags | (open_at_start_ ? format::kWindowOpenAtStart : 0u) | (open_ ? format::kWindowOpenAtEnd : 0u);
+  w.flags = extra_flags | (number_ == 1 && low_disk_ ? format::kWindowLowDisk : 0u) |
+            (open_at_start_ ? format::kWindowOpenAtStart : 0u) | (open_ ? format::kWindowOpenAtEnd : 0u);
   append_record(out, RecordType::kAggregateWindow, &w, sizeof w);
   if (iterations_ > 0 && ++at_width_ >= kWindowsPerWidth) width_ *= 2, at_width_ = 0;
   rows_.clear();

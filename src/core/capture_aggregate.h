@@ -33,7 +33,7 @@ class CaptureAggregator {
   void observe_raw(const uint8_t *data, size_t n);
   bool active() const { return active_; }
   // From now on every batch goes through fold(). `now_ns`: the capture clock at the switch.
-  void start(uint64_t now_ns);
+  void start(uint64_t now_ns, bool low_disk);
   // One drained batch (whole records, each thread's in time order): what must stay raw, and the
   // records of the windows that closed, are appended to *out.
   void fold(const uint8_t *data, size_t n, std::string *out);
@@ -86,7 +86,9 @@ class CaptureAggregator {
 
   bool active_ = false;
   uint64_t switched_at_ = 0;
-  bool first_fold_ = true;  // the switch's batch: its records may be older than the switch itself
+  bool first_fold_ = true;
+  bool low_disk_ = false;  // the switch's reason, flagged on the first window  // the switch's batch: its records may
+                           // be older than the switch itself
   uint64_t folded_ = 0;
 
   // The loop whose iterations make the windows: the one begun most often (by the raw markers

@@ -104,13 +104,13 @@ bool budget_admit(State *s, std::string *batch) {
   CaptureAggregator &agg = s->aggregator;
   if (!agg.active() && b.watch && !batch->empty() && free_after(s, batch->size()) < b.low) {
     b.aggregated_because = "disk";
-    agg.start(capture_now_ns());
+    agg.start(capture_now_ns(), true);
     say("the file system holding " + s->path + " has " + mib(b.free_seen) +
         " free: the capture continues in its aggregated form");
   }
   if (!agg.active() && b.limit && s->bytes_written + batch->size() > b.switch_at) {
     b.aggregated_because = "budget";
-    agg.start(capture_now_ns());
+    agg.start(capture_now_ns(), false);
     GPULEAK_LOG_DEBUG("capture %s reached %llu bytes: aggregated from here", s->path.c_str(),
                       static_cast<unsigned long long>(s->bytes_written));
   }

@@ -215,6 +215,7 @@ bool fold_aggregates(Capture *capture, std::vector<MemoryRecord> *memory, std::s
   const AggregateWindowRecord &first = capture->aggregate_windows.front().record;
   info.from_ns = first.start_ns;
   info.loop_id = first.loop_id;
+  info.low_disk = first.flags & kWindowLowDisk;
   for (const AggregateWindow &w : capture->aggregate_windows) {
     ++info.windows;
     info.iterations += w.record.iterations;

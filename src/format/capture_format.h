@@ -491,6 +491,7 @@ enum AggregateWindowFlags : uint32_t {
   kWindowOpenAtStart = 1u << 0,  // its first iteration began before the window (its begin marker is raw)
   kWindowOpenAtEnd = 1u << 1,    // it ends inside an iteration begun at last_begin_ns (the capture ended)
   kWindowFinal = 1u << 2,        // written at the end of the capture
+  kWindowLowDisk = 1u << 3,  // (on the first window) the switch came from the file system running low, not the budget
 };
 
 // A window's times: [start_ns, end_ns] is all of it; its whole iterations lie between

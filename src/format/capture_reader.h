@@ -67,6 +67,7 @@ struct Aggregated {
   uint64_t synthetic = 0;   // memory records the reader made from them (aggregate_fold.h)
   uint32_t loop_id = 0;     // the loop whose iterations made the windows
   bool incomplete = false;  // rows after the last window (the file was cut): not used
+  bool low_disk = false;    // the switch came from the file system running low (else the budget)
 };
 
 // How the Python loops were observed (format 1.5, ObserverRecord).
@@ -115,10 +116,10 @@ struct Capture {
   std::vector<AggregateWindow> aggregate_windows;
   std::vector<AggregateSiteRecord> aggregate_rows;
   std::optional<Aggregated> aggregated;
-  bool truncated = false;                       // the file ends inside a record (killed mid-write)
-  uint64_t bytes_read = 0;                      // bytes of whole records decoded, header included
-  uint64_t unknown_records = 0;                 // records of types this reader does not know (skipped)
-  uint64_t memory_records = 0;                  // memory records decoded (kept in `memory` or not)
+  bool truncated = false;        // the file ends inside a record (killed mid-write)
+  uint64_t bytes_read = 0;       // bytes of whole records decoded, header included
+  uint64_t unknown_records = 0;  // records of types this reader does not know (skipped)
+  uint64_t memory_records = 0;   // memory records decoded (kept in `memory` or not)
 
   // The string behind an id, or "" when the id is 0 or unknown.
   const std::string &string(uint32_t id) const;

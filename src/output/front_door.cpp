@@ -34,11 +34,14 @@ std::unique_ptr<AnalyzedCapture> open_and_analyze(const std::string &path, const
 
 std::string aggregated_note(const format::Capture &c) {
   if (!c.aggregated) return "";
-  const uint64_t from = c.aggregated->from_ns > c.header.monotonic_ns ? c.aggregated->from_ns - c.header.monotonic_ns : 0;
+  const uint64_t from =
+      c.aggregated->from_ns > c.header.monotonic_ns ? c.aggregated->from_ns - c.header.monotonic_ns : 0;
   char when[32];
   std::snprintf(when, sizeof when, "%.3f s", static_cast<double>(from) / 1e9);
-  return std::string("the capture reached its budget and was aggregated from ") + when + " (" +
-         std::to_string(c.aggregated->iterations) + " iterations in " + std::to_string(c.aggregated->windows) +
+  return std::string(c.aggregated->low_disk ? "the capture's file system ran low and it was aggregated from "
+                                            : "the capture reached its budget and was aggregated from ") +
+         when + " (" + std::to_string(c.aggregated->iterations) + " iterations in " +
+         std::to_string(c.aggregated->windows) +
          " windows): after that, allocations are spaced evenly over each window's iterations, one pair per site and "
          "iteration stands for the short-lived ones, and NVTX ranges are not kept";
 }

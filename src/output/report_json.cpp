@@ -215,7 +215,8 @@ json aggregated_json(const format::Capture &c, const analysis::Analysis &a) {
   });
   if (g.dropped)
     lost.push_back(std::to_string(g.dropped) + " NVTX ranges and iteration marks of other loops after the switch");
-  return json{{"t_ns", t},
+  return json{{"reason", g.low_disk ? "disk" : "budget"},
+              {"t_ns", t},
               {"iteration", iteration},
               {"windows", g.windows},
               {"iterations", g.iterations},

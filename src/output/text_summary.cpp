@@ -131,7 +131,11 @@ std::string capture_notes(const nlohmann::json &capture) {
     std::string at = it != aggregated->end() && it->is_number_unsigned()
                          ? " (iteration " + std::to_string(it->get<uint64_t>()) + ")"
                          : std::string();
-    out += std::string("  note: the capture reached its budget and was aggregated from ") + when + at +
+    const bool disk = text(*aggregated, "reason") == "disk";
+    out += std::string("  note: ") +
+           (disk ? "the capture's file system ran low and it was aggregated from "
+                 : "the capture reached its budget and was aggregated from ") +
+           when + at +
            ": verdicts, rates and the live set are kept; the timeline and per-allocation detail after that are "
            "not (report: run.capture.aggregated_from)\n";
   }

@@ -7,6 +7,8 @@
 //   MODE storm: four threads allocate and free in a tight loop while the main thread runs STEPS
 //               steps, each keeping 4096 bytes at leak_site: a leak of 4096 bytes per step in a
 //               storm of unmarked pairs.
+//   MODE hoard: STEPS steps each keeping 64 bytes at leak_site, then one step that frees them all
+//               (every free as large a record as its allocation).
 // With OUT_FILE, the program then writes 256 KiB of its own to OUT_FILE and exits 5 when any
 // write, flush or close fails (a full disk), else 0.
 #include <cuda_runtime_api.h>
@@ -71,10 +73,13 @@ int main(int argc, char** argv) {
     if (mode == "storm")
         for (int t = 0; t < 4; ++t) storm.emplace_back(churn);
     void* kept = nullptr;
+    std::vector<void*> hoard;
     for (long i = 0; i < steps; ++i) {
         gpuleak_iteration_begin("train");
         if (mode == "storm") {
             leak_site(4096);
+        } else if (mode == "hoard") {
+            hoard.push_back(leak_site(64));
         } else {
             void* a = temporary(1u << 20);
             void* b = temporary(3u << 19);
@@ -85,6 +90,11 @@ int main(int argc, char** argv) {
             kept = next;
             if (mode == "leak") leak_site(64);
         }
+        gpuleak_iteration_end();
+    }
+    if (!hoard.empty()) {
+        gpuleak_iteration_begin("train");
+        for (void* p : hoard) CHECK_CUDA(cudaFree(p));
         gpuleak_iteration_end();
     }
     g_stop = true;

@@ -100,10 +100,29 @@ TEST(Budget, AStormOfPairsStaysWithinASmallBudgetWithTheRightVerdict) {
   const json r = long_job("budget-storm", "storm", 20000, "8MiB", &dir);
   EXPECT_LE(file_size(only(dir, ".gpuleak")), 8 * kMiB + kSlack);
   EXPECT_TRUE(r["run"]["capture"]["aggregated_from"].is_object());
+  EXPECT_EQ(r["run"]["capture"]["aggregated_from"].value("reason", ""), "budget");
   EXPECT_EQ(r.value("verdict", ""), "leak");
   ASSERT_FALSE(r["leaks"].empty());
   EXPECT_EQ(r["leaks"][0]["bytes_per_iteration"].get<double>(), 4096.0);
   EXPECT_TRUE(has_frame(r["leaks"][0], "leak_site")) << r["leaks"][0]["stack"].dump();
+}
+
+// A budget too small even for the aggregated form (the raw allocations made before the switch are
+// all freed after it, and their frees stay raw): writing stops there, one line says so, and the
+// capture stays readable.
+TEST(Budget, ABudgetReachedEvenAggregatedStopsWritingAndStaysReadable) {
+  std::string dir = make_temp_dir("budget-stop");
+  auto env = shim_env(dir);
+  env["GPULEAK_UNDER_RUN"] = "1";
+  env["GPULEAK_MAX_CAPTURE"] = "1MiB";
+  Result r = run({program("prog_long_job"), "hoard", "40000"}, env);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("reached its budget of 1 MiB"), std::string::npos) << r.err;
+  EXPECT_LE(file_size(only(dir, ".gpuleak")), 1 * kMiB + kSlack);
+  const json rep = report_of(dir);
+  EXPECT_TRUE(rep["run"]["capture"]["aggregated_from"].is_object());
+  EXPECT_FALSE(rep["run"]["capture"]["truncated"].get<bool>());
+  EXPECT_GT(rep["analysis"]["primary_iterations"].get<uint64_t>(), 0u);
 }
 
 // trace, view and export show what an aggregated capture has, and say what it lacks.
@@ -137,8 +156,12 @@ TEST(Budget, AFullDiskLeavesTheProgramsOutputAndExitStatusAlone) {
   EXPECT_NE(r.out.find("exit 0"), std::string::npos) << r.out;
   EXPECT_EQ(file_size(own), 256u << 10);
   EXPECT_NE(r.err.find("free"), std::string::npos) << r.err;
+  EXPECT_LT(file_size(own) + file_size(only(out, ".gpuleak")), 16 * kMiB);
   format::Capture c = read_only_capture(out);
   EXPECT_FALSE(c.memory.empty());
+  EXPECT_FALSE(c.truncated);
+  ASSERT_TRUE(c.aggregated.has_value());
+  EXPECT_TRUE(c.aggregated->low_disk);
   ::umount2(mnt.c_str(), MNT_DETACH);
 }
 
