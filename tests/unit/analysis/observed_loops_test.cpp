@@ -145,6 +145,31 @@ TEST(ObservedLoops, ACallbackFromALibraryLoopIsOneIterationPerCall) {
   EXPECT_NEAR(a.leaks[0].bytes_per_iteration, 512.0 * 1024, 0.1 * 512 * 1024);
 }
 
+TEST(ObservedLoops, APeriodicLeakIsTheStepLoopsNotItsInnerLoops) {
+  // Every 10th step keeps 1 MiB; each step runs 4 micro-batches (an inner loop) of temporaries.
+  CaptureBuilder b;
+  b.loop(1, 0, "/home/u/train.py", "main", 20, 30);
+  b.loop(2, 1, "/home/u/train.py", "main", 22, 25, 1);
+  const uint32_t micro = b.py_stack({{"/home/u/train.py", "main", 23}});
+  const uint32_t keep = b.py_stack({{"/home/u/train.py", "main", 28}});
+  for (int step = 0; step < 60; ++step) {
+    for (int m = 0; m < 4; ++m) {
+      b.free(b.alloc(256 * 1024, 5, CaptureBuilder::Kind::kDevice, 0, 0, micro));
+      b.loop_pass(2);
+    }
+    if (step % 10 == 9) b.alloc(kMiB, 6, CaptureBuilder::Kind::kDevice, 0, 0, keep);
+    b.loop_pass(1);
+  }
+  Analysis a = analyze(b.capture);
+  EXPECT_EQ(a.iteration_source, IterationSource::kObserved);
+  EXPECT_EQ(a.primary_iterations, 60u);
+  EXPECT_EQ(a.iteration_choice.first_line, 20u);
+  EXPECT_EQ(a.verdict, Verdict::kLeak);
+  ASSERT_EQ(a.leaks.size(), 1u);
+  EXPECT_EQ(a.leaks[0].site.stack_id, 6u);
+  EXPECT_NEAR(a.leaks[0].bytes_per_iteration, 0.1 * kMiB, 0.02 * kMiB);
+}
+
 TEST(ObservedLoops, MarksWinOverObservedLoops) {
   Serve s;
   s.b.begin("train");
