@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "analysis/advice_internal.h"
+#include "analysis/internal.h"
 
 namespace gpuleak::analysis {
 
@@ -118,6 +119,16 @@ LoopView make_loop(const format::Capture &capture, const SiteTable &sites, const
 
 }  // namespace
 
+namespace {
+
+bool per_object_mode(const format::Capture &capture) {
+  return allocator_setting(capture, "GPULEAK_CUPY") == "per-array" ||
+         allocator_setting(capture, "XLA_PYTHON_CLIENT_ALLOCATOR") == "platform" ||
+         allocator_setting(capture, "PYTORCH_NO_CUDA_MEMORY_CACHING") == "1";
+}
+
+}  // namespace
+
 Advisor::Advisor(const format::Capture &capture, const Timeline &timeline, const SiteTable &sites,
                  const std::vector<Span> &spans, const Primary &primary, const AnalysisOptions &options)
     : capture_(capture),
@@ -135,7 +146,10 @@ Advisor::Advisor(const format::Capture &capture, const Timeline &timeline, const
     const bool own_switch = gpuleak_switched_allocator(capture);
     if (!own_switch) rules_.push_back(churn_and_thrash_rule(loop_));
     rules_.push_back(late_release_rule(loop_, peaks_));
-    if (!own_switch) rules_.push_back(serialization_rule(loop_));
+    // Under a per-object mode (gpuleak run --cupy per-array, --jax per-buffer, --torch
+    // no-caching, or the same variables set by hand) every object is its own cudaMalloc: the
+    // profiling mode made that cost, and the program's own pool would not pay it.
+    if (!own_switch && !per_object_mode(capture)) rules_.push_back(serialization_rule(loop_));
   }
   if (loop_.n > 0) rules_.push_back(peak_rule(loop_, peaks_));
   rules_.push_back(reserve_rule(loop_));

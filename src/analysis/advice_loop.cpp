@@ -266,7 +266,10 @@ class Serialization : public Rule, public Observer {
       default:
         return;
     }
-    if (stream_ordered(*r) || (r->flags & format::kFlagGraphReservation)) return;
+    // A caching allocator's hand-out (a pool block) waits for nothing: only calls into CUDA do.
+    if (stream_ordered(*r) || (r->flags & format::kFlagGraphReservation) ||
+        r->kind == static_cast<uint8_t>(format::Kind::kPoolBlock))
+      return;
     sync_ns_[j] += r->duration_ns;
     ns_by_device_[device_of(r->device)] += r->duration_ns;
     ++calls_;

@@ -15,10 +15,25 @@ using text::printable;  // a report's names are the program's bytes: no escape r
 
 namespace {
 
-const Leak *find_leak(const Report &r, const Leak &like) {
-  for (const Leak &l : r.leaks)
-    if (l.site_id == like.site_id && l.device == like.device) return &l;
+bool same_line(const Report &ra, const LeakGroup &a, const Report &rb, const LeakGroup &b) {
+  if (a.device != b.device) return false;
+  if (a.headline && b.headline && (a.headline->file || a.headline->function))
+    return a.headline->file == b.headline->file && a.headline->line == b.headline->line &&
+           a.headline->function == b.headline->function;
+  for (size_t i : a.sites)
+    for (size_t j : b.sites)
+      if (ra.leaks[i].site_id == rb.leaks[j].site_id) return true;
+  return false;
+}
+
+const LeakGroup *find_line(const Report &in, const Report &from, const LeakGroup &like) {
+  for (const LeakGroup &g : in.leak_groups)
+    if (same_line(from, like, in, g)) return &g;
   return nullptr;
+}
+
+std::string which_sites(const Report &r, const LeakGroup &g) {
+  return g.sites.size() == 1 ? "site " + r.leaks[g.sites[0]].site_id : std::to_string(g.sites.size()) + " sites";
 }
 
 std::string change(double before, double after) {
@@ -56,18 +71,24 @@ std::string size_or_dash(const Device *d, uint64_t Device::*field) {
 
 std::vector<LeakChange> diff_leaks(const Report &a, const Report &b, double tolerance) {
   std::vector<LeakChange> added, removed, changed;
-  for (const Leak &l : b.leaks) {
-    const Leak *old = find_leak(a, l);
+  auto change_of = [&](LeakChange::What what, const LeakGroup *before, const LeakGroup *after) {
+    LeakChange c{what, before, after, nullptr, nullptr};
+    if (before) c.before = &a.leaks[before->sites[0]];
+    if (after) c.after = &b.leaks[after->sites[0]];
+    return c;
+  };
+  for (const LeakGroup &g : b.leak_groups) {
+    const LeakGroup *old = find_line(a, b, g);
     if (!old) {
-      added.push_back({LeakChange::What::kAdded, nullptr, &l});
-    } else if (std::fabs(l.bytes_per_iteration - old->bytes_per_iteration) >
+      added.push_back(change_of(LeakChange::What::kAdded, nullptr, &g));
+    } else if (std::fabs(g.bytes_per_iteration - old->bytes_per_iteration) >
                tolerance * std::fabs(old->bytes_per_iteration)) {
-      changed.push_back({LeakChange::What::kChanged, old, &l});
+      changed.push_back(change_of(LeakChange::What::kChanged, old, &g));
     }
   }
-  for (const Leak &l : a.leaks)
-    if (!find_leak(b, l)) removed.push_back({LeakChange::What::kRemoved, &l, nullptr});
-  auto rate = [](const LeakChange &c) { return (c.after ? c.after : c.before)->bytes_per_iteration; };
+  for (const LeakGroup &g : a.leak_groups)
+    if (!find_line(b, a, g)) removed.push_back(change_of(LeakChange::What::kRemoved, &g, nullptr));
+  auto rate = [](const LeakChange &c) { return (c.after_line ? c.after_line : c.before_line)->bytes_per_iteration; };
   auto by_rate = [&](const LeakChange &x, const LeakChange &y) { return rate(x) > rate(y); };
   std::stable_sort(added.begin(), added.end(), by_rate);
   std::stable_sort(removed.begin(), removed.end(), by_rate);
@@ -103,7 +124,7 @@ std::string write_diff(const Report &a, const Report &b, double tolerance) {
     rows.push_back({dev + "growth", da ? format_size(da->growth_bytes_per_iteration) + "/iteration" : "-",
                     db ? format_size(db->growth_bytes_per_iteration) + "/iteration" : "-", ""});
   }
-  rows.push_back({"leaks", std::to_string(a.leaks.size()), std::to_string(b.leaks.size()), ""});
+  rows.push_back({"leaking lines", std::to_string(a.leak_groups.size()), std::to_string(b.leak_groups.size()), ""});
   out += table(rows);
 
   std::vector<LeakChange> changes = diff_leaks(a, b, tolerance);
@@ -116,18 +137,19 @@ std::string write_diff(const Report &a, const Report &b, double tolerance) {
   out += "\nleaks added " + std::to_string(n_added) + ", removed " + std::to_string(n_removed) + ", changed " +
          std::to_string(n_changed) + "\n";
   for (const LeakChange &c : changes) {
-    const Leak &l = c.after ? *c.after : *c.before;
+    const LeakGroup &l = c.after_line ? *c.after_line : *c.before_line;
+    const Report &in = c.after_line ? b : a;
     std::string line = "  ";
     if (c.what == LeakChange::What::kAdded) {
-      line += "+ " + l.stack.describe() + ": " + format_size(l.bytes_per_iteration) + "/iteration";
+      line += "+ " + l.describe() + ": " + format_size(l.bytes_per_iteration) + "/iteration";
     } else if (c.what == LeakChange::What::kRemoved) {
-      line += "- " + l.stack.describe() + ": was " + format_size(l.bytes_per_iteration) + "/iteration";
+      line += "- " + l.describe() + ": was " + format_size(l.bytes_per_iteration) + "/iteration";
     } else {
-      line += "~ " + l.stack.describe() + ": " + format_size(c.before->bytes_per_iteration) + "/iteration -> " +
-              format_size(c.after->bytes_per_iteration) + "/iteration (" +
-              change(c.before->bytes_per_iteration, c.after->bytes_per_iteration) + ")";
+      line += "~ " + l.describe() + ": " + format_size(c.before_line->bytes_per_iteration) + "/iteration -> " +
+              format_size(c.after_line->bytes_per_iteration) + "/iteration (" +
+              change(c.before_line->bytes_per_iteration, c.after_line->bytes_per_iteration) + ")";
     }
-    out += printable(line + " on device " + std::to_string(l.device) + " [site " + l.site_id + "]") + "\n";
+    out += printable(line + " on device " + std::to_string(l.device) + " [" + which_sites(in, l) + "]") + "\n";
   }
   return out;
 }

@@ -1,5 +1,5 @@
 // `gpuleak diff A B`: two reports side by side (verdicts, peak and live at exit per device,
-// growth) and how their leaks changed, matched by site_id.
+// growth) and how their leaks changed, one user line (leak_groups) at a time.
 #pragma once
 
 #include <string>
@@ -12,13 +12,17 @@ namespace gpuleak::gate {
 struct LeakChange {
   enum class What { kAdded, kRemoved, kChanged, kSame };
   What what = What::kSame;
-  const Leak *before = nullptr;  // in A (null when added)
-  const Leak *after = nullptr;   // in B (null when removed)
+  const LeakGroup *before_line = nullptr;  // the user line in A (null when added)
+  const LeakGroup *after_line = nullptr;   // in B (null when removed)
+  const Leak *before = nullptr;            // the line's largest site in A (null when added)
+  const Leak *after = nullptr;             // in B (null when removed)
 };
 
-// Leaks of A and B matched by (site_id, device): added, removed, then changed (the rate moved by
-// more than `tolerance` of A's), each largest rate first. Unchanged sites are left out. The
-// pointers point into `a` and `b`, which must outlive the result.
+// The user lines (leak_groups) of A and B, matched by device and the line's headline frame, or
+// by a site they share: added, removed, then changed (the rate moved by more than `tolerance` of
+// A's), each largest rate first. Unchanged lines are left out; a line whose library sites
+// changed below it is the same line. The pointers point into `a` and `b`, which must outlive
+// the result.
 std::vector<LeakChange> diff_leaks(const Report &a, const Report &b, double tolerance);
 
 // The side-by-side text.

@@ -45,10 +45,22 @@ uint64_t u64(const json &j, const char *key) {
 
 }  // namespace
 
+uint64_t segments_reserved_at_exit(const json &report, int64_t device) {
+  auto list = report.find("segments");
+  if (list == report.end() || !list->is_array()) return 0;
+  uint64_t reserved = 0;
+  for (const json &s : *list)
+    if (s.is_object() && s.contains("device") && s["device"].is_number_integer() &&
+        s["device"].get<int64_t>() == device)
+      reserved += u64(s, "live_at_exit_bytes");
+  return reserved;
+}
+
 std::string segments_text(const json &report, int64_t device) {
   auto list = report.find("segments");
   if (list == report.end() || !list->is_array()) return "";
   uint64_t sites = 0, count = 0, ever = 0, reserved = 0, in_tensors = 0, peak = 0;
+  bool any_blocks = false;  // the allocator's trace reached gpuleak: which tensors are in the segments is known
   struct Tensors {
     const json *entry;
     uint64_t bytes, count;
@@ -65,6 +77,7 @@ std::string segments_text(const json &report, int64_t device) {
     peak += u64(s, "peak_bytes");
     auto blocks = s.find("blocks");
     if (blocks == s.end() || !blocks->is_array()) continue;
+    any_blocks = any_blocks || !blocks->empty();
     for (const json &b : *blocks) {
       if (!b.is_object()) continue;
       const uint64_t bytes = u64(b, "live_at_exit_bytes");
@@ -83,7 +96,7 @@ std::string segments_text(const json &report, int64_t device) {
   if (sites == 0) return "";
   // Whose segments: the report's allocator mode names the framework (CuPy's pool chunks, JAX's
   // arena, PyTorch's caching allocator by default).
-  std::string owner = "PyTorch's", object = "tensor";
+  std::string owner = "PyTorch's caching allocator", object = "tensor";
   if (auto run = report.find("run"); run != report.end() && run->is_object()) {
     const std::string mode = run->value("allocator_mode", std::string());
     if (mode.find("CuPy") != std::string::npos && mode.find("PyTorch") == std::string::npos)
@@ -94,14 +107,19 @@ std::string segments_text(const json &report, int64_t device) {
   std::string out = "  segments: ";
   if (reserved == 0) {
     out += format::count_of(ever, "segment") + " of " + owner + " over the run (at most " + human_bytes(peak) +
-           " reserved), none live at exit\n";
+           " reserved at once), none left at exit\n";
     return out;
   }
+  out += human_bytes(static_cast<double>(reserved)) + " reserved by " + owner + " at exit (" +
+         format::count_of(count, "segment") + ")";
+  if (!any_blocks)
+    return out + "; which " + object + "s are in them is not known (" +
+           (object == "tensor" ? "PyTorch's allocator trace" : "the framework's view of its objects") +
+           " was not seen)\n";
   char share[32];
   std::snprintf(share, sizeof share, " (%.0f %%)",
                 100.0 * static_cast<double>(in_tensors) / static_cast<double>(reserved));
-  out += std::to_string(count) + " of " + owner + ", " + human_bytes(static_cast<double>(reserved)) + " reserved, " +
-         human_bytes(static_cast<double>(in_tensors)) + " in " + object + "s" + share + "\n";
+  out += ", " + human_bytes(static_cast<double>(in_tensors)) + " of it in " + object + "s" + share + "\n";
   std::stable_sort(tensors.begin(), tensors.end(),
                    [](const Tensors &a, const Tensors &b) { return a.bytes > b.bytes; });
   for (size_t i = 0; i < tensors.size() && i < 3; ++i)

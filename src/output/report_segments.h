@@ -17,9 +17,12 @@ namespace gpuleak::output {
 nlohmann::json segments_json(const std::vector<analysis::SegmentSite> &segments,
                              const std::function<void(const analysis::Site &, nlohmann::json &)> &describe);
 
-// The text summary's lines for one device (`device` the report's index): "segments: 3 of
-// PyTorch's, 160.0 MiB reserved, 131.2 MiB in tensors (82 %)", then the largest tensor sites in
-// them. "" when the report has no segments on that device.
+// The text summary's lines for one device (`device` the report's index): "segments: 160.0 MiB
+// reserved by PyTorch's caching allocator at exit (3 segments), 131.2 MiB of it in tensors (82 %)"
+// (without block data: that which tensors are in them is not known), then the largest tensor
+// sites in them. "" when the report has no segments on that device.
 std::string segments_text(const nlohmann::json &report, int64_t device);
+// Bytes of the device's framework segments still reserved at exit (0 without segments).
+uint64_t segments_reserved_at_exit(const nlohmann::json &report, int64_t device);
 
 }  // namespace gpuleak::output

@@ -12,6 +12,49 @@ namespace gpuleak::output {
 using text::basename_of;
 using text::hex;
 
+std::string short_function(const std::string &name) {
+  std::string s = name;
+  // Trailing qualifiers after the parameter list: " const", " volatile", "&", "&&".
+  for (bool again = true; again;) {
+    again = false;
+    for (const char *q : {" const", " volatile", " &&", " &", "&&", "&"}) {
+      const std::string tail = q;
+      if (s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0 &&
+          s[s.size() - tail.size() - 1] == ')') {
+        s.erase(s.size() - tail.size());
+        again = true;
+      }
+    }
+  }
+  // The parameter list: the balanced (...) at the end, when something precedes it.
+  if (!s.empty() && s.back() == ')') {
+    int depth = 0;
+    size_t open = std::string::npos;
+    for (size_t i = s.size(); i-- > 0;) {
+      if (s[i] == ')') ++depth;
+      if (s[i] == '(' && --depth == 0) {
+        open = i;
+        break;
+      }
+    }
+    if (open != std::string::npos && open > 0) s.erase(open);
+  }
+  if (s.empty()) return name;
+  // A template function's return type: the text before the last space outside <>, () and [].
+  if (s.find("operator") == std::string::npos) {
+    int depth = 0;
+    size_t cut = std::string::npos;
+    for (size_t i = 0; i < s.size(); ++i) {
+      const char c = s[i];
+      if (c == '<' || c == '(' || c == '[') ++depth;
+      if (c == '>' || c == ')' || c == ']') --depth;
+      if (c == ' ' && depth == 0) cut = i;
+    }
+    if (cut != std::string::npos && cut + 1 < s.size()) s.erase(0, cut + 1);
+  }
+  return s;
+}
+
 namespace {
 
 constexpr const char *kAutogradMarker = "[autograd backward]";
@@ -38,19 +81,24 @@ bool is_python_source(const Frame &f) { return f.kind == Frame::Kind::kPython &&
 
 // "train.py:41 in train_step"; without a file "train_step (libfoo.so)"; without a symbol the
 // address.
+// The function as a headline's text shows it: a native frame's C++ name shortened.
+std::string shown_function(const Frame &f) {
+  return f.kind == Frame::Kind::kNative ? short_function(f.function) : f.function;
+}
+
 std::string where(const Frame &f) {
   if (has_file(f)) {
     std::string s = short_path(f.file);
     if (f.line > 0) s += ":" + std::to_string(f.line);
-    return f.function.empty() ? s : s + " in " + f.function;
+    return f.function.empty() ? s : s + " in " + shown_function(f);
   }
-  std::string name = f.function.empty() ? (f.address ? hex(f.address) : std::string("?")) : f.function;
+  std::string name = f.function.empty() ? (f.address ? hex(f.address) : std::string("?")) : shown_function(f);
   return f.module.empty() ? name : name + " (" + basename_of(f.module) + ")";
 }
 
 // "Linear.forward, torch/nn/modules/linear.py:134"; "cublasLtMatmul, libcublasLt.so.12".
 std::string via_text(const Frame &f) {
-  std::string name = f.function.empty() ? (f.address ? hex(f.address) : std::string("?")) : f.function;
+  std::string name = f.function.empty() ? (f.address ? hex(f.address) : std::string("?")) : shown_function(f);
   if (has_file(f)) {
     std::string s = short_path(f.file);
     if (f.line > 0) s += ":" + std::to_string(f.line);

@@ -86,6 +86,12 @@ Stack site_frames(const Stack &native, const Stack &python);
 // layouts and executable names.
 std::string site_id(const Stack &frames, const std::string &executable = {});
 
+// A demangled C++ name as people read it in a headline: without its parameter list, trailing
+// qualifiers and return type ("at::detail::empty_generic(c10::ArrayRef<long>, ...)" ->
+// "at::detail::empty_generic"). Template arguments, `operator()`, `operator new` and
+// "(anonymous namespace)" stay. Any other text is returned as it is.
+std::string short_function(const std::string &name);
+
 // The headline of a site's frames (site_frames order) under `user`.
 Headline headline_of(const Stack &frames, const UserCode &user);
 

@@ -167,6 +167,26 @@ TEST(Headline, NativeProgramIsHeadedByTheFirstFrameOutsideCudaAndFrameworks) {
   EXPECT_EQ(headline_of({}, project()).text, "an unknown site");
 }
 
+// Issue #28: C++ frames read as users read them, without the parameter list and return type; the
+// report's frame keeps the whole demangled name.
+TEST(Headline, CppFramesAreShortenedInTheText) {
+  EXPECT_EQ(short_function("at::detail::empty_generic(c10::ArrayRef<long>, c10::Allocator*, c10::DispatchKeySet, "
+                           "c10::ScalarType, std::optional<c10::MemoryFormat>)"),
+            "at::detail::empty_generic");
+  EXPECT_EQ(short_function("void at::native::gpu_kernel<float>(at::TensorIteratorBase&, float const&) const"),
+            "at::native::gpu_kernel<float>");
+  EXPECT_EQ(short_function("Foo::operator()(int)"), "Foo::operator()");
+  EXPECT_EQ(short_function("operator new(unsigned long)"), "operator new");
+  EXPECT_EQ(short_function("(anonymous namespace)::alloc(unsigned long)"), "(anonymous namespace)::alloc");
+  EXPECT_EQ(short_function("Linear.forward"), "Linear.forward");
+  Stack frames = {native("at::detail::empty_generic(c10::ArrayRef<long>, c10::Allocator*)",
+                         "/venv/lib/python3.12/site-packages/torch/lib/libtorch_cpu.so"),
+                  native("grow(unsigned long)", "/home/ana/proj/build/train", "/home/ana/proj/grow.cpp", 7)};
+  Headline h = headline_of(frames, project());
+  EXPECT_EQ(h.text, "grow.cpp:7 in grow (via at::detail::empty_generic, libtorch_cpu.so)");
+  EXPECT_EQ(h.frame.function, "grow(unsigned long)");
+}
+
 TEST(Headline, WithoutUserCodeATensorIsHeadedByWhatAskedTheAllocator) {
   const std::string c10 = "/venv/lib/python3.12/site-packages/torch/lib/libc10_cuda.so";
   const std::string cuda = "/venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so";

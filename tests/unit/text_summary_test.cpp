@@ -92,6 +92,34 @@ TEST(TextSummary, LeakCountedAtTheLastIterationAndReleasedAtExitSaysBoth) {
       << s;
 }
 
+// Issue #28: PyTorch's cache is named as the cache and each figure says when it holds; the device's
+// "live at exit" says how much of it is the cache, so "released at exit" beside it is no contradiction.
+TEST(TextSummary, PyTorchsCacheIsNamedAsTheCacheAtExit) {
+  auto r = nlohmann::json::parse(R"({"verdict": "leak", "leak_groups": [{"bytes_per_iteration": 1048576,
+    "live_count": 30, "live_bytes": 31457280, "live_at_exit_count": 0, "live_at_exit_bytes": 0,
+    "first_iteration": 0, "confidence": 0.9, "headline": {"text": "train.py:52 in step"}, "site_ids": ["aa"]}],
+    "devices": [{"index": 0, "peak_live_bytes": 2147483648, "live_at_exit_bytes": 2040109465, "verdict": "leak"}],
+    "segments": [{"device": 0, "count": 200, "peak_bytes": 2147483648, "live_at_exit_bytes": 2040109465,
+      "live_at_exit_count": 183, "headline": {"text": "train.py:40 in step"},
+      "blocks": [{"site_id": "bb", "live_at_exit_bytes": 68157440, "live_at_exit_count": 4,
+                  "headline": {"text": "train.py:41 in step"}}]}]})");
+  std::string s = text_summary(r, "");
+  EXPECT_NE(s.find("device 0: peak 2.0 GiB, live at exit 1.9 GiB (1.9 GiB of it PyTorch's cache), leak"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("  segments: 1.9 GiB reserved by PyTorch's caching allocator at exit (183 segments), 65.0 MiB of "
+                   "it in tensors (3 %)\n"),
+            std::string::npos)
+      << s;
+  // No block data (a framework allocator PyTorch's trace did not reach): what is unknown is said.
+  r["segments"][0]["blocks"] = nlohmann::json::array();
+  s = text_summary(r, "");
+  EXPECT_EQ(s.find("0 B in tensors"), std::string::npos) << s;
+  EXPECT_NE(s.find("(183 segments); which tensors are in them is not known (PyTorch's allocator trace was not seen)"),
+            std::string::npos)
+      << s;
+}
+
 TEST(TextSummary, NvmlLineOnlyWhenKnownAndAllocatorNote) {
   auto r = nlohmann::json::parse(R"({"run": {"allocator_note": "gpuleak saw segments"}, "devices": [
     {"index": 0, "peak_live_bytes": 1048576, "live_at_exit_bytes": 0, "verdict": "clean",

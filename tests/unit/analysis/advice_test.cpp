@@ -464,6 +464,28 @@ TEST(Advice, SerializationWhenSynchronousCallsEatTheIteration) {
   EXPECT_TRUE(of_kind(run(2'000), AdviceKind::kSerialization).empty());
 }
 
+// Issue #28: a caching allocator's hand-outs (pool blocks) are not calls that wait for the device,
+// and a cost gpuleak's own mode created (gpuleak run --cupy per-array: no pool) is not the
+// program's: neither gets serialization advice.
+TEST(Advice, NoSerializationAdviceOnPoolBlocksOrOnGpuleaksOwnMode) {
+  auto body = [](Kind kind) {
+    return [kind](CaptureBuilder &b, int) {
+      uint64_t p = b.alloc(kMiB, 7, kind);
+      b.capture.memory.back().duration_ns = 200'000;
+      b.advance(1'000'000);
+      b.free(p, kind).duration_ns = 200'000;
+    };
+  };
+  Analysis blocks = analyze(loop(12, body(Kind::kPoolBlock)).capture);
+  EXPECT_TRUE(of_kind(blocks, AdviceKind::kSerialization).empty()) << kinds(blocks);
+  CaptureBuilder own = loop(12, body(Kind::kDevice));
+  format::RunInfo info;
+  info.allocator_env = "GPULEAK_CUPY=per-array";
+  own.capture.run = info;
+  Analysis mode = analyze(own.capture);
+  EXPECT_TRUE(of_kind(mode, AdviceKind::kSerialization).empty()) << kinds(mode);
+}
+
 // The share, the call time and the iteration time printed are the same iteration's: three
 // independent medians printed "66 % of the median iteration (600.0 us of 1.0 ms)".
 TEST(Advice, SerializationNumbersAreOneIterations) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "gate/diff.h"
 #include "gate/evaluate.h"
 #include "gate/writers.h"
 #include "report_fixture.h"
@@ -122,6 +123,32 @@ TEST(GateLeakGroups, AnIdenticalOutOfMemoryIsOneFinding) {
   ASSERT_EQ(ooms.size(), 1u);
   EXPECT_NE(ooms[0]->message.find("cudaMalloc of 2 GiB failed 2 times at infer.py:20 in infer"), std::string::npos)
       << ooms[0]->message;
+}
+
+// The same user line with different library sites below it is the same leak, not three removed
+// and one added; a baseline that has the line makes it not new.
+TEST(GateLeakGroups, DiffAndBaselineCompareUserLines) {
+  Report a = load_report(kFixtures + "torch_three_sites.report.json");
+  json doc = parse_json_text(read_text_file(kFixtures + "torch_three_sites.report.json"), "b.json");
+  json one = doc["leaks"][0];
+  one["site_id"] = "99999999999999aa";
+  one["bytes_per_iteration"] = 18 * kMiB;
+  doc["leaks"] = json::array({one});
+  doc["leak_groups"][0]["site_ids"] = json::array({"99999999999999aa"});
+  Report b = parse(doc, "b.json");
+  EXPECT_TRUE(diff_leaks(a, b, 0.05).empty());
+  EXPECT_NE(write_diff(a, b, 0.05).find("leaks added 0, removed 0, changed 0"), std::string::npos);
+  Budgets budgets;
+  budgets.max_leak_per_iteration = 20 * kMiB;
+  Suppressions none;
+  ReportOutcome o = evaluate(b, budgets, none, &a);
+  EXPECT_FALSE(o.failed()) << write_plain({o}, none, WriteOptions{});
+  doc["leak_groups"][0]["headline"]["line"] = 53;
+  std::vector<LeakChange> d = diff_leaks(a, parse(doc, "b.json"), 0.05);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].what, LeakChange::What::kAdded);
+  EXPECT_EQ(d[1].what, LeakChange::What::kRemoved);
+  EXPECT_EQ(d[1].before_line->sites.size(), 3u);
 }
 
 TEST(GateLeakGroups, JunitNamesDoNotDependOnTheOrderOfTheReports) {
