@@ -1,5 +1,5 @@
 """Who keeps it (issue #30): gpuleak._retention's walk, on a fake `torch` (tests/python_frames/
-fake_frameworks/torch, copied into a temporary site-packages) whose tensors have a data pointer and
+fake_frameworks/site-packages/torch, copied into a temporary site-packages) whose tensors have a data pointer and
 an autograd graph the garbage collector cannot see. Each program runs in its own interpreter and
 prints the paths the walk would send to the shim, one JSON line each."""
 import json
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-FAKE_TORCH = ROOT / "tests" / "python_frames" / "fake_frameworks" / "torch"
+FAKE_TORCH = ROOT / "tests" / "python_frames" / "fake_frameworks" / "site-packages" / "torch"
 
 HEADER = '''
 import json, sys
