@@ -1,6 +1,6 @@
 """The cost of the exit-time retention walk (issue #30, gpuleak._retention): one walk over a program
 with N live Python objects (dicts, lists, tuples, strings, as a data pipeline holds them) and T live
-tensors of the fake torch (tests/python_frames/fake_frameworks/torch: untyped_storage().data_ptr(),
+tensors of the fake torch (tests/python_frames/fake_frameworks/site-packages/torch: untyped_storage().data_ptr(),
 an autograd node on every tenth), the paths sent to a callback instead of the shim.
 
 usage: python3 bench/retention_cost.py [--objects N] [--tensors T] [--repeat R] [--budget S]
@@ -14,7 +14,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.join(HERE, "..", "tools", "python"),
-                os.path.join(HERE, "..", "tests", "python_frames", "fake_frameworks")]
+                os.path.join(HERE, "..", "tests", "python_frames", "fake_frameworks", "site-packages")]
 os.environ.pop("PYFRAMES_CUDART", None)  # made-up addresses: no CUDA, no shim
 import torch  # noqa: E402  (the fake one)
 from gpuleak import _retention  # noqa: E402

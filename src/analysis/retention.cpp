@@ -41,9 +41,8 @@ namespace detail {
 RetentionJoin::RetentionJoin(const format::Capture &capture) : capture_(capture) {
   for (uint32_t i = 0; i < capture.retentions.size(); ++i)
     if (capture.retentions[i].address != 0) order_.push_back(i);
-  std::stable_sort(order_.begin(), order_.end(), [&](uint32_t a, uint32_t b) {
-    return capture.retentions[a].ts_ns < capture.retentions[b].ts_ns;
-  });
+  std::stable_sort(order_.begin(), order_.end(),
+                   [&](uint32_t a, uint32_t b) { return capture.retentions[a].ts_ns < capture.retentions[b].ts_ns; });
 }
 
 void RetentionJoin::born(uint32_t, const format::MemoryRecord &r, const Life &a) {

@@ -170,8 +170,7 @@ void leaks(std::string &out, const json &r) {
   for (const json &g : array(r, "leak_groups")) {
     const json &kept = member(g, "retained_by");
     if (!kept.is_object() || text(kept, "text").empty()) continue;
-    out += "- " + location(g) + " kept by " + md(text(kept, "text")) +
-           retention_when(text(kept, "event")) + "\n";
+    out += "- " + location(g) + " kept by " + md(text(kept, "text")) + retention_when(text(kept, "event")) + "\n";
   }
   if (!array(r, "leak_groups").empty()) out += "\n";
 }

@@ -1,5 +1,5 @@
 """Who keeps it (issue #30): gpuleak._retention's walk, on a fake `torch` (tests/python_frames/
-fake_frameworks/torch, copied into a temporary site-packages) whose tensors have a data pointer and
+fake_frameworks/site-packages/torch, copied into a temporary site-packages) whose tensors have a data pointer and
 an autograd graph the garbage collector cannot see. Each program runs in its own interpreter and
 prints the paths the walk would send to the shim, one JSON line each."""
 import json
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-FAKE_TORCH = ROOT / "tests" / "python_frames" / "fake_frameworks" / "torch"
+FAKE_TORCH = ROOT / "tests" / "python_frames" / "fake_frameworks" / "site-packages" / "torch"
 
 HEADER = '''
 import json, sys
@@ -238,3 +238,46 @@ def test_the_exit_walk_runs_after_the_programs_own_atexit_work(tmp_path):
         m.Retention.run = run
     ''')
     assert sorted(l["bytes"] for l in lines if l["address"]) == [10]
+
+
+def _python_312():
+    """An interpreter with sys.monitoring: this one, else python3.13/python3.12 on the PATH."""
+    if sys.version_info >= (3, 12):
+        return sys.executable
+    for name in ("python3.13", "python3.12"):
+        path = shutil.which(name)
+        if path and subprocess.run([path, "-c", "import sys; sys.monitoring"], capture_output=True).returncode == 0:
+            return path
+    return None
+
+
+def test_a_local_of_main_is_named_when_main_returns(tmp_path):
+    python = _python_312()
+    if python is None:
+        pytest.skip("no Python 3.12+ here (sys.monitoring)")
+    site = tmp_path / "site-packages"
+    shutil.copytree(FAKE_TORCH, site / "torch")
+    program = tmp_path / "prog.py"
+    program.write_text(HEADER + textwrap.dedent('''
+        import time, torch
+        r = _retention.Retention(2.0)
+        orig = r.run
+        r.run = lambda event, send=None: orig(event, lambda *x: print(json.dumps(
+            {"event": x[0], "address": x[1], "bytes": x[2], "text": x[3].decode()}), flush=True))
+        r.watch_main_return()
+        def step():
+            return torch.empty(10)
+        def main():
+            history = [step() for _ in range(3)]
+            time.sleep(1.1)
+        for _ in range(3):
+            step()  # called from the script's body too: short calls, no walk
+        main()
+    '''))
+    e = {k: v for k, v in os.environ.items() if not k.startswith("GPULEAK_")}
+    e["PYTHONPATH"] = os.pathsep.join([str(ROOT / "tools" / "python"), str(site)])
+    p = subprocess.run([python, str(program)], env=e, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    lines = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+    assert [l["event"] for l in lines] == [3, 3, 3, 3], lines  # three paths and the summary, once
+    assert all(l["text"].startswith("`history` (list, local of main at prog.py:") for l in lines[:3]), lines

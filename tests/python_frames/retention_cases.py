@@ -1,5 +1,5 @@
 """Who keeps it (issue #30), on the fake CUDA: each mode leaks 1 MiB a step into a different container,
-through the fake torch of fake_frameworks/torch (storages are blocks reported to gpuleak as PyTorch's
+through the fake torch of fake_frameworks/site-packages/torch (storages are blocks reported to gpuleak as PyTorch's
 adapter reports them), and the report's leak group must name that container in its "kept by" line.
 
   history   `history.append(loss)` in main, until an out-of-memory that main catches (the path is
@@ -10,12 +10,15 @@ adapter reports them), and the report's leak group must name that container in i
             autograd graph (a saved tensor of AddmmBackward0) (at exit)
   clean     the same steps, nothing kept: no "kept by" line
 """
+import os
 import sys
 
-import gpuleak
-import torch
+# The fake torch lives under a site-packages folder, so that its frames are a library's (as PyTorch's are).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_frameworks", "site-packages"))
+import gpuleak  # noqa: E402
+import torch  # noqa: E402
 
-import retention_helpers
+import retention_helpers  # noqa: E402
 
 STEPS = 40
 MIB = 1 << 20

@@ -74,6 +74,25 @@ TEST(TextSummary, ShowsTheHeadlineWhole) {
   EXPECT_NE(s.find("at train.py:42 in " + name + " (via forward, lib/m.py:3), "), std::string::npos) << s;
 }
 
+// Who keeps it (issue #30): the group's retained_by under its leak line, control bytes made inert;
+// none without one.
+TEST(TextSummary, KeptByLineUnderTheLeak) {
+  auto r = nlohmann::json::parse(R"({"verdict": "leak", "leaks": [{"site_id": "a1", "bytes_per_iteration": 1024}],
+    "leak_groups": [{"bytes_per_iteration": 1024, "live_count": 1, "live_bytes": 1024, "site_ids": ["a1"],
+      "headline": {"text": "train.py:52 in main"},
+      "retained_by": {"text": "`history` (list, local of main at train.py:44) -> [53 items] -> Tensor\u001b[2J",
+                      "event": "oom", "bytes": 1024}}]})");
+  std::string s = text_summary(r, "");
+  EXPECT_NE(s.find("at train.py:52 in main, "), std::string::npos) << s;
+  EXPECT_NE(s.find("\n    kept by `history` (list, local of main at train.py:44) -> [53 items] -> Tensor"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("(at the out-of-memory)\n"), std::string::npos) << s;
+  EXPECT_EQ(s.find('\x1b'), std::string::npos) << s;
+  r["leak_groups"][0]["retained_by"] = nullptr;
+  EXPECT_EQ(text_summary(r, "").find("kept by"), std::string::npos);
+}
+
 TEST(TextSummary, LeakReleasedOnlyAtExitSaysSo) {
   auto r = nlohmann::json::parse(R"({"leaks": [{"bytes_per_iteration": 1048576, "live_count": 0, "live_bytes": 0,
     "first_iteration": 0, "confidence": 0.9, "stack": [{"kind": "native", "function": "f", "file": "a.cu", "line": 3}]}]})");

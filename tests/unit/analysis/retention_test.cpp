@@ -90,7 +90,7 @@ TEST(Retention, AnAddressInsideADeviceAllocationHoldsTheObjectsBytes) {
   }
   for (uint64_t c : chunks) b.retention(c + 4096, 512 * 1024, "`arrays` (list) -> ndarray");
   b.retention(chunks.back() + 2 * kMiB + 100 * kMiB, 10, "`nowhere` -> ndarray");  // in no allocation
-  b.retention(chunks[3] + 8192, 4096, "`one` (list) -> ndarray");  // another array in one chunk
+  b.retention(chunks[3] + 8192, 4096, "`one` (list) -> ndarray");                  // another array in one chunk
   Analysis a = analyze(b.capture);
   const Leak *k = leak_at(a, kKeptSite);
   ASSERT_TRUE(k);

@@ -283,3 +283,28 @@ TEST(GateConfigFile, TyposAndBadValuesAreErrors) {
 
 }  // namespace
 }  // namespace gpuleak::gate
+
+namespace gpuleak::gate {
+namespace {
+
+// Who keeps it (issue #30): a failing leak's message ends with its group's retained_by path, made
+// printable; a report without one (or from before retained_by) says nothing more.
+TEST(GateBudgets, LeakMessageSaysWhoKeepsIt) {
+  json doc = testing::report("leak");
+  doc["leaks"] = json::array({testing::leak("aa", "step", "/src/train.py", 52, 2 * testing::kMiB)});
+  ReportOutcome plain = run(doc);
+  ASSERT_TRUE(plain.failed());
+  EXPECT_EQ(plain.findings[0].message.find("kept by"), std::string::npos);
+  doc["leak_groups"] = json::array({{{"site_ids", {"aa"}},
+                                     {"retained_by", {{"text", "`history` (list, local of main) -> [9 items]\x1b[2J"},
+                                                      {"event", "exit"},
+                                                      {"bytes", 1}}}}});
+  ReportOutcome kept = run(doc);
+  ASSERT_TRUE(kept.failed());
+  const std::string &m = kept.findings[0].message;
+  EXPECT_NE(m.find("; kept by `history` (list, local of main) -> [9 items]"), std::string::npos) << m;
+  EXPECT_EQ(m.find('\x1b'), std::string::npos) << m;
+}
+
+}  // namespace
+}  // namespace gpuleak::gate

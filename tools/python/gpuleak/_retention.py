@@ -203,24 +203,33 @@ class Retention:
                 caller.f_globals.get("__name__") == "__main__"
 
         def on_start(code, offset):
-            frame = sys._getframe(1)
-            if not from_main_body(frame):
-                return mon.DISABLE if code not in watched else None
-            if code not in watched:
-                watched.add(code)
-                mon.set_local_events(tool, code, E.PY_RETURN)
-            calls[id(frame)] = time.monotonic()
+            try:  # an exception here would be raised in the program's code
+                frame = sys._getframe(1)
+                if not from_main_body(frame):
+                    return mon.DISABLE if code not in watched else None
+                if code not in watched:
+                    watched.add(code)
+                    mon.set_local_events(tool, code, E.PY_RETURN)
+                calls[id(frame)] = time.monotonic()
+            except Exception:
+                pass
             return None
 
         def on_return(code, offset, value):
-            frame = sys._getframe(1)
-            began = calls.pop(id(frame), None)
-            if began is None or owner.returned:
-                return
-            now = time.monotonic()
-            if now - began >= 1.0 and now - began >= 0.5 * (now - started):
-                owner.returned = True
-                owner.run(RETURN)
+            try:
+                began = calls.pop(id(sys._getframe(1)), None)
+                if began is None or owner.returned:
+                    return
+                now = time.monotonic()
+                if now - began >= 1.0 and now - began >= 0.5 * (now - started):
+                    owner.returned = True
+                    owner.run(RETURN)
+                    # Done: nothing more is watched.
+                    mon.set_events(tool, 0)
+                    for c in watched:
+                        mon.set_local_events(tool, c, 0)
+            except Exception:
+                pass
 
         watched = set()
         self.returned = False
