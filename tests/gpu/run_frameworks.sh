@@ -17,7 +17,7 @@
 # those cases also hold the report to torch.cuda.memory._snapshot() of the same run. CuPy's default
 # pool (cupy-pool, cupy-pool-threads: a worker thread allocates, the main thread frees; cupy-async-set:
 # the program sets MemoryAsyncPool itself) and JAX's arena (jax-default) are seen per array (issue 27). ONLY=REGEX runs the cases whose name matches (e.g. '^torch', to
-# split the run across commands). A passing case's capture is deleted unless KEEP_CAPTURES=1.
+# split the run across commands); EXCEPT=REGEX leaves the matching cases out. A passing case's capture is deleted unless KEEP_CAPTURES=1.
 # Exit status: 1 on any FAIL, 77 without a GPU or when every case was SKIP, 2 on bad usage, else 0.
 # PYTHON picks the interpreter (python3).
 set -uo pipefail
@@ -89,6 +89,7 @@ for spec in "${cases[@]}"; do
     for kind in leak clean; do
       name=$framework-$mode-$marks-$kind
       [[ -n ${ONLY:-} && ! $name =~ $ONLY ]] && continue
+      [[ -n ${EXCEPT:-} && $name =~ $EXCEPT ]] && continue
       if [[ -n ${unusable[$framework]:-} ]]; then
         say "SKIP $name ($framework: ${unusable[$framework]})"
         skip=$((skip + 1))

@@ -355,9 +355,9 @@ TEST(CaptureReader, OomRecordsOfFormat13And16) {
   const std::string whole = bytes(o);
   Capture c;
   std::string error;
-  ASSERT_TRUE(parse(sample() + record(RecordType::kOom, whole.substr(0, kOomRecordSize13)) +
-                        record(RecordType::kOom, whole),
-                    &c, &error))
+  ASSERT_TRUE(
+      parse(sample() + record(RecordType::kOom, whole.substr(0, kOomRecordSize13)) + record(RecordType::kOom, whole),
+            &c, &error))
       << error;
   ASSERT_EQ(c.ooms.size(), 2u);
   EXPECT_EQ(c.ooms[0].requested, 4u << 20);
