@@ -31,7 +31,7 @@ struct Config {
   // it writing stops (capture_budget.h). kDefaultBudget: the default, from the free space.
   static constexpr uint64_t kDefaultBudget = UINT64_MAX;
   uint64_t max_capture_bytes = kDefaultBudget;
-  bool under_run = false;          // GPULEAK_UNDER_RUN=1: `gpuleak run` analyzes, the shim does not
+  bool under_run = false;  // GPULEAK_UNDER_RUN=1: `gpuleak run` analyzes, the shim does not
   // GPULEAK_RUN_TOKEN: set by `gpuleak run` for the processes it runs, recorded in the capture's
   // RunInfo, so that it reports their captures only (never a neighbour's in a shared --out).
   std::string run_token;

@@ -55,7 +55,8 @@ std::string hex(const std::string &s) {
 
 // One expression statement: nothing is bound in __main__. The package is the one the program can
 // import when there is one (gpuleak run's, an installed wheel), else the one next to the shim,
-// loaded from its path without touching sys.path.
+// loaded from its path without touching sys.path. Without either (a shim copied alone) the loops
+// are not observed, and the capture's Observer record says why: no stderr line, it is no failure.
 std::string program_for(const std::string &parent) {
   const std::string body =
       "import sys\n"
@@ -64,7 +65,10 @@ std::string program_for(const std::string &parent) {
       "        import importlib.util\n"
       "        if 'gpuleak' not in sys.modules and importlib.util.find_spec('gpuleak') is None:\n"
       "            if not parent:\n"
-      "                raise ImportError(\"gpuleak's Python package is neither importable nor next to the shim\")\n"
+      "                import ctypes\n"
+      "                ctypes.CDLL(None).gpuleak_api_observer(2, b\"gpuleak's Python package is neither importable \"\n"
+      "                    b\"nor next to the shim: loops not observed\")\n"
+      "                return\n"
       "            spec = importlib.util.spec_from_file_location('gpuleak', parent + '/gpuleak/__init__.py',\n"
       "                                                          submodule_search_locations=[parent + '/gpuleak'])\n"
       "            module = importlib.util.module_from_spec(spec)\n"

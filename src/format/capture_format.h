@@ -62,9 +62,9 @@ enum class RecordType : uint16_t {
   kPoolTracker = 14,      // PoolTrackerRecord + description (since 1.3): a framework allocator's tracker attached
   kAggregateSite = 15,    // AggregateSiteRecord (since 1.4): one site's allocations and frees in a window
   kAggregateWindow = 16,  // AggregateWindowRecord (since 1.4): closes a window of aggregated iterations
-  kLoop = 17,         // LoopRecord (since 1.5): a loop or callback of the user's Python code, defined once
-  kLoopPass = 18,     // LoopPassRecord (since 1.5): one back edge of a loop, one call or return of a callback
-  kObserver = 19,     // ObserverRecord + note (since 1.5): how the Python loops were observed, or why not
+  kLoop = 17,             // LoopRecord (since 1.5): a loop or callback of the user's Python code, defined once
+  kLoopPass = 18,         // LoopPassRecord (since 1.5): one back edge of a loop, one call or return of a callback
+  kObserver = 19,         // ObserverRecord + note (since 1.5): how the Python loops were observed, or why not
   kRetention = 20,        // RetentionRecord + path text (since 1.7): who keeps a GPU-memory-owning object alive
 };
 
