@@ -45,6 +45,17 @@ uint64_t u64(const json &j, const char *key) {
 
 }  // namespace
 
+std::string segments_owner(const json &report) {
+  // The report's allocator mode names the framework (CuPy's pool chunks, JAX's arena, PyTorch's
+  // caching allocator by default).
+  if (auto run = report.find("run"); run != report.end() && run->is_object()) {
+    const std::string mode = run->value("allocator_mode", std::string());
+    if (mode.find("CuPy") != std::string::npos && mode.find("PyTorch") == std::string::npos) return "CuPy's pool";
+    if (mode.find("JAX") != std::string::npos && mode.find("PyTorch") == std::string::npos) return "JAX's arena";
+  }
+  return "PyTorch's caching allocator";
+}
+
 uint64_t segments_reserved_at_exit(const json &report, int64_t device) {
   auto list = report.find("segments");
   if (list == report.end() || !list->is_array()) return 0;
@@ -94,16 +105,8 @@ std::string segments_text(const json &report, int64_t device) {
     }
   }
   if (sites == 0) return "";
-  // Whose segments: the report's allocator mode names the framework (CuPy's pool chunks, JAX's
-  // arena, PyTorch's caching allocator by default).
-  std::string owner = "PyTorch's caching allocator", object = "tensor";
-  if (auto run = report.find("run"); run != report.end() && run->is_object()) {
-    const std::string mode = run->value("allocator_mode", std::string());
-    if (mode.find("CuPy") != std::string::npos && mode.find("PyTorch") == std::string::npos)
-      owner = "CuPy's pool", object = "array";
-    else if (mode.find("JAX") != std::string::npos && mode.find("PyTorch") == std::string::npos)
-      owner = "JAX's arena", object = "array";
-  }
+  const std::string owner = segments_owner(report);
+  const std::string object = owner.rfind("PyTorch", 0) == 0 ? "tensor" : "array";
   std::string out = "  segments: ";
   if (reserved == 0) {
     out += format::count_of(ever, "segment") + " of " + owner + " over the run (at most " + human_bytes(peak) +

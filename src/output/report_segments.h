@@ -24,5 +24,8 @@ nlohmann::json segments_json(const std::vector<analysis::SegmentSite> &segments,
 std::string segments_text(const nlohmann::json &report, int64_t device);
 // Bytes of the device's framework segments still reserved at exit (0 without segments).
 uint64_t segments_reserved_at_exit(const nlohmann::json &report, int64_t device);
+// Whose segments they are, as the summary names it: "PyTorch's caching allocator" (the default),
+// "CuPy's pool" or "JAX's arena", from the report's allocator mode.
+std::string segments_owner(const nlohmann::json &report);
 
 }  // namespace gpuleak::output

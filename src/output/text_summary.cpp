@@ -235,10 +235,11 @@ std::string text_summary(const nlohmann::json &r, const std::string &report_path
   for (const auto &d : field(r, "devices", none)) {
     out += "  device " + std::to_string(integer(d, "index")) + ": peak " + human_bytes(number(d, "peak_live_bytes")) +
            ", live at exit " + human_bytes(number(d, "live_at_exit_bytes"));
-    // PyTorch's cache is part of the device's live bytes at exit: said here, so that a leak
-    // "released at exit" (its tensors returned to the cache) does not read as a contradiction.
-    if (const uint64_t cache = segments_reserved_at_exit(r, integer(d, "index")))
-      out += " (" + human_bytes(static_cast<double>(cache)) + " of it PyTorch's cache)";
+    // A pool's segments are part of the device's live bytes at exit: said here, so that a leak
+    // "released at exit" (its tensors returned to the pool) does not read as a contradiction. The
+    // segments line below says how much of them still holds objects.
+    if (const uint64_t held = segments_reserved_at_exit(r, integer(d, "index")))
+      out += " (" + human_bytes(static_cast<double>(held)) + " of it in " + segments_owner(r) + "'s segments)";
     out += ", " + text(d, "verdict");
     auto nvml = d.find("nvml_used_bytes");
     auto untracked = d.find("untracked_bytes");

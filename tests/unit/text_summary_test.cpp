@@ -123,7 +123,8 @@ TEST(TextSummary, PyTorchsCacheIsNamedAsTheCacheAtExit) {
       "blocks": [{"site_id": "bb", "live_at_exit_bytes": 68157440, "live_at_exit_count": 4,
                   "headline": {"text": "train.py:41 in step"}}]}]})");
   std::string s = text_summary(r, "");
-  EXPECT_NE(s.find("device 0: peak 2.0 GiB, live at exit 1.9 GiB (1.9 GiB of it PyTorch's cache), leak"),
+  EXPECT_NE(s.find("device 0: peak 2.0 GiB, live at exit 1.9 GiB (1.9 GiB of it in PyTorch's caching allocator's "
+                   "segments), leak"),
             std::string::npos)
       << s;
   EXPECT_NE(s.find("  segments: 1.9 GiB reserved by PyTorch's caching allocator at exit (183 segments), 65.0 MiB of "
