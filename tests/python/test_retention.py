@@ -29,7 +29,7 @@ def show(sent):
 '''
 
 
-def run(tmp_path, body, env=None, files=None):
+def run(tmp_path, body, env=None, files=None, python=sys.executable):
     site = tmp_path / "site-packages"
     if not (site / "torch").exists():
         shutil.copytree(FAKE_TORCH, site / "torch")
@@ -40,7 +40,7 @@ def run(tmp_path, body, env=None, files=None):
     e = {k: v for k, v in os.environ.items() if not k.startswith("GPULEAK_") and k != "PYFRAMES_CUDART"}
     e["PYTHONPATH"] = os.pathsep.join([str(ROOT / "tools" / "python"), str(site), str(tmp_path)])
     e.update(env or {})
-    p = subprocess.run([sys.executable, str(program)], cwd=tmp_path, env=e, capture_output=True, text=True,
+    p = subprocess.run([python, str(program)], cwd=tmp_path, env=e, capture_output=True, text=True,
                        timeout=120)
     assert p.returncode == 0, p.stderr
     lines = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
@@ -168,7 +168,7 @@ def test_a_budget_stops_the_walk_and_says_so(tmp_path):
     lines, _ = run(tmp_path, '''
         import torch
         data = [[i] for i in range(300000)]
-        later = torch.empty(10)
+        data.append([torch.empty(10)])  # past 300,000 lists: found only by a walk that is not cut short
         r, sent = walk(budget=1e-6)
         show(sent)
     ''')
@@ -251,33 +251,182 @@ def _python_312():
     return None
 
 
-def test_a_local_of_main_is_named_when_main_returns(tmp_path):
+def run_312(tmp_path, body, files=None):
+    """run() on an interpreter with sys.monitoring; the test is skipped without one."""
     python = _python_312()
     if python is None:
         pytest.skip("no Python 3.12+ here (sys.monitoring)")
-    site = tmp_path / "site-packages"
-    shutil.copytree(FAKE_TORCH, site / "torch")
-    program = tmp_path / "prog.py"
-    program.write_text(HEADER + textwrap.dedent('''
-        import time, torch
-        r = _retention.Retention(2.0)
-        orig = r.run
-        r.run = lambda event, send=None: orig(event, lambda *x: print(json.dumps(
-            {"event": x[0], "address": x[1], "bytes": x[2], "text": x[3].decode()}), flush=True))
-        r.watch_main_return()
-        def step():
-            return torch.empty(10)
-        def main():
-            history = [step() for _ in range(3)]
-            time.sleep(1.1)
-        for _ in range(3):
-            step()  # called from the script's body too: short calls, no walk
-        main()
-    '''))
-    e = {k: v for k, v in os.environ.items() if not k.startswith("GPULEAK_")}
-    e["PYTHONPATH"] = os.pathsep.join([str(ROOT / "tools" / "python"), str(site)])
-    p = subprocess.run([python, str(program)], env=e, capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stderr
-    lines = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+    return run(tmp_path, body, files=files, python=python)
+
+
+# The walk's paths printed as they are sent, with watch_main_return() on.
+WATCHED = '''
+import time, torch
+r = _retention.Retention(2.0)
+orig = r.run
+r.run = lambda event, send=None: orig(event, lambda *x: print(json.dumps(
+    {"event": x[0], "address": x[1], "bytes": x[2], "text": x[3].decode()}), flush=True))
+r.watch_main_return()
+'''
+
+
+def test_a_local_of_main_is_named_when_main_returns(tmp_path):
+    lines, p = run_312(tmp_path, WATCHED + '''
+def step():
+    return torch.empty(10)
+def main():
+    history = [step() for _ in range(3)]
+    time.sleep(1.1)
+for _ in range(3):
+    step()  # called from the script's body too: short calls, no walk
+main()
+''')
     assert [l["event"] for l in lines] == [3, 3, 3, 3], lines  # three paths and the summary, once
     assert all(l["text"].startswith("`history` (list, local of main at prog.py:") for l in lines[:3]), lines
+
+
+def test_a_slow_import_from_the_scripts_body_is_no_main(tmp_path):
+    """`import torch` from the script's body runs seconds of the import system's and the
+    library's code before main() starts (the H200's history case): main() still gets its walk."""
+    lines, p = run_312(tmp_path, WATCHED + '''
+import slowlib  # a library that takes 1.5 s to import, longer than main() runs
+import slowmine  # the user's own module, as slow
+def main():
+    history = [torch.empty(10) for _ in range(3)]
+    time.sleep(1.1)
+main()
+''', files={"site-packages/slowlib.py": "import time\ntime.sleep(1.5)\n",
+              "slowmine.py": "import time\ntime.sleep(1.5)\n"})
+    assert [l["event"] for l in lines] == [3, 3, 3, 3], lines
+    assert all(l["text"].startswith("`history` (list, local of main at prog.py:") for l in lines[:3]), lines
+
+
+def test_main_called_through_a_librarys_decorator_is_watched(tmp_path):
+    lines, p = run_312(tmp_path, WATCHED + '''
+import runner
+@runner.entry
+def main():
+    history = [torch.empty(10) for _ in range(2)]
+    time.sleep(1.1)
+main()
+''', files={"site-packages/runner.py": '''
+def entry(fn):
+    def wrapper(*args):
+        return fn(*args)
+    return wrapper
+'''})
+    t = texts(lines)
+    assert len(t) == 2 and all(x.startswith("`history` (list, local of main at prog.py:") for x in t), lines
+
+
+def test_a_module_level_loop_of_slow_steps_walks_at_doubling_lengths(tmp_path):
+    """Each top-level call that runs at least a second and twice as long as the last one that got
+    a walk gets one: the steps of a module-level loop, once; the longer main() after them again."""
+    lines, p = run_312(tmp_path, WATCHED + '''
+def step():
+    kept = torch.empty(10)
+    time.sleep(1.0)
+def main():
+    history = [torch.empty(20)]
+    time.sleep(2.2)
+for _ in range(3):
+    step()
+main()
+''')
+    summaries = [l for l in lines if l["address"] == 0]
+    assert len(summaries) == 2, lines
+    t = texts(lines)
+    assert t[0].startswith("`kept` (Tensor, local of step at prog.py:"), t
+    assert t[1].startswith("`history` (list, local of main at prog.py:"), t
+
+
+# --- the targeted walk: a census first, the program's own roots before the libraries' ------------
+
+BIG_LIBRARY = {"site-packages/biglib.py": '''
+tables = [{"row": i, "cells": [i, str(i)]} for i in range(100000)]  # 200,000 objects of a library's
+_cache = []
+def remember(t):
+    _cache.append(t)
+'''}
+
+
+def summary_of(lines):
+    s = [l for l in lines if l["address"] == 0]
+    assert len(s) == 1, lines
+    return dict(kv.split("=") for kv in s[0]["text"].split())
+
+
+def test_the_walk_stops_when_every_live_tensor_has_its_path(tmp_path):
+    lines, _ = run(tmp_path, '''
+        import torch, biglib
+        kept = {"a": torch.empty(10)}
+        def main():
+            history = [torch.empty(20)]
+            show(walk()[1])
+        main()
+    ''', files=BIG_LIBRARY)
+    t = texts(lines)
+    assert "`__main__.kept` (dict, module global) -> ['a'] -> Tensor" in t
+    assert any(x.startswith("`history` (list, local of main at prog.py:") for x in t), t
+    s = summary_of(lines)
+    assert s["stopped"] == "none" and int(s["objects"]) < 5000, s  # biglib's tables never entered
+
+
+def test_a_tensor_only_a_library_holds_is_named_from_the_librarys_global(tmp_path):
+    lines, _ = run(tmp_path, '''
+        import torch, biglib
+        biglib.remember(torch.empty(10))
+        show(walk()[1])
+    ''', files=BIG_LIBRARY)
+    assert texts(lines) == ["`biglib._cache` (list, module global) -> [1 items] -> Tensor"]
+    assert summary_of(lines)["stopped"] == "none"
+
+
+def test_the_programs_own_path_wins_over_a_shorter_one_in_a_library(tmp_path):
+    lines, _ = run(tmp_path, '''
+        import torch, biglib
+        class Server:
+            def __init__(self):
+                self.sessions = {"s1": {"state": None}}
+        server = Server()
+        t = torch.empty(10)
+        biglib.remember(t)
+        server.sessions["s1"]["state"] = t
+        del t
+        show(walk()[1])
+    ''', files=BIG_LIBRARY)
+    assert texts(lines) == ["`__main__.server` (Server, module global) -> .sessions (dict) -> ['s1'] -> dict "
+                            "-> ['state'] -> Tensor"], lines
+
+
+def test_a_tensor_held_only_from_c_leaves_the_rest_named(tmp_path):
+    lines, _ = run(tmp_path, '''
+        import torch, biglib
+        hidden = torch._hold(torch.empty(10))  # a reference the collector cannot see (C++'s)
+        kept = [torch.empty(20)]
+        show(walk()[1])
+    ''', files=BIG_LIBRARY)
+    assert texts(lines) == ["`__main__.kept` (list, module global) -> [1 items] -> Tensor"]
+    assert summary_of(lines)["stopped"] == "none"  # searched everything, found no path for it
+
+
+def test_a_clean_program_is_not_searched(tmp_path):
+    lines, _ = run(tmp_path, '''
+        import torch, biglib
+        show(walk()[1])
+    ''', files=BIG_LIBRARY)
+    assert texts(lines) == [] and summary_of(lines) == {"objects": "0", "paths": "0", "stopped": "none"}
+
+
+def test_ten_thousand_sessions_in_one_dict_each_get_their_key(tmp_path):
+    lines, p = run(tmp_path, '''
+        import torch, time
+        sessions = {"req%d" % i: torch.empty(10) for i in range(10000)}
+        began = time.monotonic()
+        r, sent = walk()
+        show(sent)
+        print("TOOK %.3f" % (time.monotonic() - began))
+    ''')
+    t = texts(lines)
+    assert len(t) == 10000 and len(set(t)) == 10000
+    assert "`__main__.sessions` (dict, module global) -> ['req9999'] -> Tensor" in t

@@ -23,9 +23,11 @@ Each path goes to the shim as gpuleak_api_retention(event, address, bytes, text)
 text: "objects=N paths=M stopped=REASON"). The analysis joins the paths to the leaks by address.
 """
 
+import abc
 import atexit
 import ctypes
 import gc
+import itertools
 import os
 import sys
 import time
@@ -37,8 +39,15 @@ MAX_DEPTH = 64  # hops from a root
 MAX_NODES = 5_000_000  # objects visited
 MAX_PATHS = 20_000  # paths sent per walk
 MAX_OOM_WALKS = 2  # a program that catches OOMs and retries pays for the first ones only
+MIN_RETURN_RUN = 1.0  # seconds a top-level call of the user's (main()) runs before its return gets a walk
+QUIET_CALLS = 32  # short top-level calls in a row of one function before it is no longer watched
 MAX_TEXT = 4000
 _ATOMIC = frozenset([int, float, complex, str, bytes, bool, type(None), type(Ellipsis)])
+# Reached but never entered: no references (the atomic types), or none to program data (a code
+# object's constants, names and line table: a tenth to a third of a large library's objects).
+_SKIP = _ATOMIC | frozenset([types.CodeType])
+_HAVE_GC = 1 << 14  # Py_TPFLAGS_HAVE_GC: the collector lists every object of such a class
+_compress = itertools.compress
 
 
 def _warn(message):
@@ -181,32 +190,48 @@ class Retention:
         except (TypeError, AttributeError) as e:
             _warn("cannot watch %s for out-of-memory paths (%s)" % (cls.__name__, e))
 
-    def watch_main_return(self):
-        """3.12+: one more walk when a function the main script's body called (`main()`) returns
-        after running most of the program, while its frame and locals are still live: a leak kept
-        in a local of main is freed before exit. sys.monitoring: PY_START once per code object
-        (DISABLE unless the caller is the main script's body), PY_START and PY_RETURN stay on for
-        those functions only (main, or a step() called from a module-level loop: a callback each)."""
+    def watch_main_return(self, user=None):
+        """3.12+: one more walk when a function of the user's own code that the main script's body
+        called (`main()`, also through a library's decorator: hydra, fire) returns after running at
+        least MIN_RETURN_RUN seconds and twice as long as any earlier one that got such a walk,
+        while its frame and locals are still live: a leak kept in a local of main is freed before
+        exit. Such a walk searches the first tier of roots only (the frames, the user's modules):
+        what a library holds is named at exit.
+
+        Neither an import (`import torch` from the script's body runs seconds of the import
+        system's and the library's code) nor a module's body is such a call. sys.monitoring:
+        PY_START once per code object (DISABLE unless it is one), then PY_START and PY_RETURN on
+        those code objects only, until QUIET_CALLS short calls in a row let one go (a step() called
+        from a module-level loop costs a few dozen callbacks, then nothing)."""
         mon = sys.monitoring
         tool = next((t for t in (3, 4) if mon.get_tool(t) is None), None)  # --loop takes 4 first
         if tool is None:
             return
+        if user is None:
+            from gpuleak import _observe  # the loop observer's line between the user's files and the rest
+            user = _observe.UserCode().file
         mon.use_tool_id(tool, "gpuleak retention")
         E = mon.events
-        started = time.monotonic()
-        calls = {}  # id(frame) -> start time, for calls from the main script's body
+        calls = {}  # id(frame) -> start time, for the calls watched
+        short = {}  # code -> short calls in a row
         owner = self
 
-        def from_main_body(frame):
-            caller = frame.f_back if frame is not None else None
-            return caller is not None and caller.f_code.co_name == "<module>" and \
-                caller.f_globals.get("__name__") == "__main__"
+        def top_level(frame):
+            """Whether the first frame of user code above `frame` is the main script's body."""
+            f = frame.f_back
+            while f is not None and not user(f.f_code.co_filename):
+                f = f.f_back
+            return f is not None and f.f_code.co_name == "<module>" and f.f_globals.get("__name__") == "__main__"
 
         def on_start(code, offset):
             try:  # an exception here would be raised in the program's code
+                if code in dropped:
+                    return mon.DISABLE
+                if code not in watched and (code.co_name == "<module>" or not user(code.co_filename)):
+                    return mon.DISABLE
                 frame = sys._getframe(1)
-                if not from_main_body(frame):
-                    return mon.DISABLE if code not in watched else None
+                if not top_level(frame):  # a call from deeper in the program
+                    return None if code in watched else mon.DISABLE
                 if code not in watched:
                     watched.add(code)
                     mon.set_local_events(tool, code, E.PY_RETURN)
@@ -218,21 +243,25 @@ class Retention:
         def on_return(code, offset, value):
             try:
                 began = calls.pop(id(sys._getframe(1)), None)
-                if began is None or owner.returned:
-                    return
-                now = time.monotonic()
-                if now - began >= 1.0 and now - began >= 0.5 * (now - started):
-                    owner.returned = True
-                    owner.run(RETURN)
-                    # Done: nothing more is watched.
-                    mon.set_events(tool, 0)
-                    for c in watched:
-                        mon.set_local_events(tool, c, 0)
+                if began is None:
+                    return None
+                ran = time.monotonic() - began
+                if ran < MIN_RETURN_RUN or ran < 2 * owner.walked_run:
+                    short[code] = short.get(code, 0) + 1
+                    if short[code] >= QUIET_CALLS:  # a step() of a module-level loop: let it go
+                        mon.set_local_events(tool, code, 0)
+                        dropped.add(code)
+                        return mon.DISABLE
+                    return None
+                short[code] = 0
+                owner.walked_run = ran
+                owner.run(RETURN)
             except Exception:
                 pass
+            return None
 
-        watched = set()
-        self.returned = False
+        watched, dropped = set(), set()
+        self.walked_run = 0.0
         mon.register_callback(tool, E.PY_START, on_start)
         mon.register_callback(tool, E.PY_RETURN, on_return)
         mon.set_events(tool, E.PY_START)
@@ -285,7 +314,7 @@ class Retention:
         sys.setswitchinterval(1000.0)  # the program's other threads wait: one consistent picture
         try:
             walk = _Walk(handlers, started + self.budget, sys._getframe())
-            walk.run()
+            walk.run(tiers=(1,) if event == RETURN else (1, 2))
             paths = walk.paths()
             objects, stopped = len(walk.objs), walk.stopped
             walk = None
@@ -304,14 +333,20 @@ class Retention:
 
 class _Walk:
     """The breadth-first search: node n is objs[n], reached from parent[n] (-1: a root, named in
-    roots[n]); labels[n] names an edge get_referents does not show (the autograd graph)."""
+    roots[n]); labels[n] names an edge get_referents does not show (the autograd graph).
+
+    Targeted: a census first (every live object of a framework's class, from the collector's own
+    list, in C) says which data addresses there are to find; the search stops as soon as each has
+    its path. The roots come in two tiers, each searched in full before the next: the program's
+    own (live frames, __main__ and the user's modules: what a leak's owner usually is, and a few
+    thousand objects), then the libraries' module globals (a large framework's hundreds of
+    thousands of functions, classes and tables), entered only for what the first tier left."""
 
     def __init__(self, handlers, deadline, own_frame):
         self.handlers = handlers
-        self.classes = tuple(h[0] for h in handlers)
         self.deadline = deadline
         self.own_frame = own_frame
-        self.index = {}
+        self.index = {}  # id -> node; -1: seen, never entered (a module, a module's dict)
         self.objs = []
         self.parent = []
         self.roots = {}
@@ -319,6 +354,9 @@ class _Walk:
         self.found = {}  # data address -> (node, bytes): the first (shortest) path to it
         self.stopped = "none"
         self.kind_of = {}  # type -> handler index, or -1
+        self.graph_nodes = []  # nodes the autograd graph added, their targets checked in their turn
+        self.wanted = None  # the census's addresses not found yet; None: no census (search it all)
+        self.keys = _Keys()
 
     def add(self, obj, parent, root=None, label=None):
         i = id(obj)
@@ -332,36 +370,75 @@ class _Walk:
             self.roots[n] = root
         if label is not None:
             self.labels[n] = label
+            self.graph_nodes.append(n)
 
-    def add_roots(self):
+    def census(self):
+        """The data addresses of every live target object, or None when some of them may be
+        missing from gc.get_objects() (a class whose objects the collector does not track, an
+        abstract base class whose registered classes may be anything): then nothing stops the
+        search early."""
+        for cls, _, _ in self.handlers:
+            if not cls.__flags__ & _HAVE_GC or isinstance(cls, abc.ABCMeta):
+                return None
+        every = gc.get_objects()
+        try:
+            kinds = list(map(type, every))
+            hit = frozenset(t for t in set(kinds) if self.kind(t) >= 0)
+            wanted = set()
+            for o in _compress(every, map(hit.__contains__, kinds)):
+                got = self.memory(o)
+                if got:
+                    wanted.add(got[0])
+            return wanted
+        finally:
+            every = kinds = o = None
+
+    def memory(self, o):
+        """(address, bytes) of the GPU memory a target owns, or None."""
+        try:
+            got = self.handlers[self.kind(type(o))][1](o)
+        except Exception:  # a sparse tensor, a deleted JAX array: no storage to name
+            return None
+        return got if got and got[0] else None
+
+    def frames(self):
+        """Every thread's live frames, outermost first (a list that main() owns and passes down is
+        named as main's local), then an uncaught exception's traceback; the walk's own left out."""
         skip = set()
         frame = self.own_frame
         while frame is not None and frame.f_code.co_filename == __file__:  # the walk, an OOM's __init__ wrapper
             skip.add(id(frame))
             frame = frame.f_back
-        frames = []
+        out = []
         for top in sys._current_frames().values():
             chain = []
             f = top
             while f is not None:
                 chain.append(f)
                 f = f.f_back
-            # Outermost first: a list that main() owns and passes down is named as main's local.
-            frames.extend(reversed(chain))
+            out.extend(reversed(chain))
         tb = getattr(sys, "last_traceback", None)
         while tb is not None:
-            frames.append(tb.tb_frame)
+            out.append(tb.tb_frame)
             tb = tb.tb_next
-        for f in frames:
-            if id(f) in skip or f.f_code.co_filename == __file__:
-                continue
-            if f.f_locals is f.f_globals:  # a module's body: its locals are its globals, roots below
-                continue
-            for name, value in _frame_locals(f).items():
-                self.add(value, -1, ("local", name, f.f_code.co_name, f.f_code.co_filename, f.f_lineno))
+        return [f for f in out if id(f) not in skip and f.f_code.co_filename != __file__]
+
+    def add_roots(self, tier, user):
+        """Tier 1: the frames' locals, then the globals of __main__ and of the user's modules;
+        tier 2: the other modules' globals. Returns the first node added."""
+        first = len(self.objs)
+        if tier == 1:
+            for f in self.frames():
+                if f.f_locals is f.f_globals:  # a module's body: its locals are its globals, roots below
+                    continue
+                for name, value in _frame_locals(f).items():
+                    self.add(value, -1, ("local", name, f.f_code.co_name, f.f_code.co_filename, f.f_lineno))
         modules = sorted(sys.modules.items(), key=lambda kv: kv[0] != "__main__")
         for mod_name, module in modules:
             if mod_name.startswith("gpuleak") or not isinstance(module, types.ModuleType):
+                continue
+            mine = mod_name == "__main__" or user(getattr(module, "__file__", None))
+            if mine != (tier == 1):
                 continue
             d = getattr(module, "__dict__", None)
             if not isinstance(d, dict):
@@ -370,9 +447,9 @@ class _Walk:
                 if name.startswith("__") and name.endswith("__"):
                     continue
                 self.add(value, -1, ("global", name, mod_name))
+        return first
 
-    def kind(self, obj):
-        t = type(obj)
+    def kind(self, t):
         k = self.kind_of.get(t)
         if k is None:
             k = -1
@@ -383,43 +460,76 @@ class _Walk:
             self.kind_of[t] = k
         return k
 
-    def run(self):
-        self.add_roots()
-        for n in range(len(self.objs)):  # the roots themselves
-            k = self.kind(self.objs[n])
-            if k >= 0:
-                self.target(n, self.objs[n], k)
-        modules = set(id(m) for m in sys.modules.values())
-        start, depth = 0, 0
+    def run(self, tiers=(1, 2), user=None):
+        if user is None:
+            from gpuleak import _observe  # the loop observer's line between the user's files and the rest
+            user = _observe.UserCode().file
+        self.wanted = self.census()
+        if self.wanted is not None and not self.wanted:
+            return  # no GPU memory owned by a Python object: nothing to name
+        # A module's globals are roots, under their own names: neither the module nor its dict (a
+        # function's __globals__) is entered.
+        for module in list(sys.modules.values()):
+            if isinstance(module, types.ModuleType):
+                self.index.setdefault(id(module), -1)
+                d = getattr(module, "__dict__", None)
+                if isinstance(d, dict):
+                    self.index.setdefault(id(d), -1)
+        for tier in tiers:
+            first = self.add_roots(tier, lambda path: bool(path) and user(path))
+            for n in range(first, len(self.objs)):  # the roots themselves
+                k = self.kind(type(self.objs[n]))
+                if k >= 0:
+                    self.target(n, self.objs[n], k)
+            if not self.search(first):
+                return
+
+    def graph_targets(self):
+        """Looks at the targets among the nodes the autograd graph added (saved tensors, .grad):
+        get_referents never shows them, so they are not looked at when reached."""
+        while self.graph_nodes:
+            pending, self.graph_nodes = self.graph_nodes, []
+            for n in pending:
+                k = self.kind(type(self.objs[n]))
+                if k >= 0:
+                    self.target(n, self.objs[n], k)
+
+    def complete(self):
+        """Whether every address of the census has its path (the graph's saved tensors first:
+        they may own memory that no object of the census names)."""
+        self.graph_targets()
+        return self.wanted is not None and not self.wanted
+
+    def search(self, start):
+        """The levels from node `start` on; False when the search is over (everything found, or a
+        bound reached: said in self.stopped)."""
         get_referents = gc.get_referents
-        index, objs, parent, atomic, kind_of, labels = self.index, self.objs, self.parent, _ATOMIC, self.kind_of, self.labels
-        module_type = types.ModuleType
+        index, objs, parent, skip, kind_of = self.index, self.objs, self.parent, _SKIP, self.kind_of
+        depth = 0
         while start < len(objs):
             end = len(objs)
             if depth > MAX_DEPTH:
                 self.stopped = "depth"
-                break
+                return False
             for n in range(start, end):
-                if (n & 4095) == 0:
+                if (n & 1023) == 0:
+                    if self.complete():
+                        return False
                     if time.monotonic() > self.deadline:
                         self.stopped = "budget"
-                        return
+                        return False
                     if n >= MAX_NODES:
                         self.stopped = "nodes"
-                        return
+                        return False
                 o = objs[n]
-                if n in labels:  # reached through the autograd graph: a saved tensor, a .grad
-                    k = self.kind(o)
-                    if k >= 0:
-                        self.target(n, o, k)
-                if type(o) is module_type and id(o) in modules:  # a module's globals are roots already
+                if type(o) in skip:
                     continue
                 for r in get_referents(o):
                     i = id(r)
                     if i in index:
                         continue
                     t = type(r)
-                    if t in atomic:
+                    if t in skip:  # an int, a string, a code object: never a path to memory
                         continue
                     m = len(objs)
                     index[i] = m
@@ -429,20 +539,21 @@ class _Walk:
                     # that runs out of time has still seen every object one level further.
                     k = kind_of.get(t)
                     if k is None:
-                        k = self.kind(r)
+                        k = self.kind(t)
                     if k >= 0:
                         self.target(m, r, k)
+            if self.complete():
+                return False
             start, depth = end, depth + 1
+        return True
 
     def target(self, n, o, k):
-        cls, memory, tensor = self.handlers[k]
-        try:
-            got = memory(o)
-        except Exception:  # a sparse tensor, a deleted JAX array: no storage to name
-            got = None
-        if got and got[0] and got[0] not in self.found:
+        got = self.memory(o)
+        if got and got[0] not in self.found:
             self.found[got[0]] = (n, int(got[1]))
-        if tensor:
+            if self.wanted is not None:
+                self.wanted.discard(got[0])
+        if self.handlers[k][2]:
             self.autograd(n, o)
 
     def autograd(self, n, t):
@@ -513,7 +624,7 @@ class _Walk:
             head = "`%s.%s` (%s, module global)" % (root[2], root[1], _type_name(first))
             # A class attribute: the class's __dict__, then the value.
             if isinstance(first, type) and len(chain) > 2 and _is_class_dict(first, objs[chain[1]]):
-                name = _key_of(objs[chain[1]], objs[chain[2]])
+                name = self.keys(objs[chain[1]], objs[chain[2]])
                 if name is not None:
                     head = "`%s.%s.%s` (%s, class attribute)" % (root[2], root[1], name.strip("'"),
                                                                  _type_name(objs[chain[2]]))
@@ -551,7 +662,7 @@ class _Walk:
         if isinstance(parent, (list, tuple, set, frozenset)) or type(parent).__name__ == "deque":
             return "[%d items] -> %s" % (len(parent), _type_name(child)), i + 1
         if isinstance(parent, dict):
-            key = _key_of(parent, child)
+            key = self.keys(parent, child)
             if key is None:
                 return "(a key of a dict) %s" % _type_name(child), i + 1
             return "[%s] -> %s" % (key, _type_name(child)), i + 1
@@ -560,12 +671,12 @@ class _Walk:
             owner_dict = child
         if owner_dict is not None and child is owner_dict and i + 1 < len(chain):
             value = objs[chain[i + 1]]
-            name = _key_of(child, value)
+            name = self.keys(child, value)
             if name is not None:
                 return ".%s (%s)" % (name.strip("'"), _type_name(value)), i + 2
         if isinstance(owner_dict, dict) and not isinstance(parent, type):
             # 3.11+: an object's attributes may live in the object itself, with no dict in between.
-            name = _key_of(owner_dict, child)
+            name = self.keys(owner_dict, child)
             if name is not None:
                 return ".%s (%s)" % (name.strip("'"), _type_name(child)), i + 1
         if isinstance(parent, types.FunctionType) and child is parent.__closure__ and i + 2 < len(chain):
@@ -603,19 +714,42 @@ def _frame_locals(frame):
         return {}
 
 
-def _key_of(d, value):
-    """How dict `d` refers to `value`: "'name'" or a short repr of the key; None when it does not."""
-    try:
-        if len(d) > 100_000:
-            return "..."
-        for k, v in d.items():
-            if v is value:
-                return repr(k)[:60] if not isinstance(k, str) else "'%s'" % k[:60]
-            if k is value:
+class _Keys:
+    """How a dict refers to a value: "'name'" or a short repr of the key; None when it does not
+    (or holds it as a key). A dict that many paths go through (10,000 sessions in one dict) is
+    read once into a map from value to key, not once per path."""
+
+    BIG = 64
+
+    def __init__(self):
+        self.maps = {}  # id(dict) -> {id(value): key, or None when the value is first a key}
+
+    def __call__(self, d, value):
+        try:
+            if len(d) < self.BIG:
+                for k, v in d.items():
+                    if v is value:
+                        return _key_text(k)
+                    if k is value:
+                        return None
                 return None
-    except Exception:
-        return None
-    return None
+            m = self.maps.get(id(d))
+            if m is None:
+                m = self.maps[id(d)] = {}
+                for k, v in d.items():
+                    m.setdefault(id(v), k)
+                    m.setdefault(id(k), _AS_KEY)
+            k = m.get(id(value), _AS_KEY)
+            return None if k is _AS_KEY else _key_text(k)
+        except Exception:
+            return None
+
+
+_AS_KEY = object()
+
+
+def _key_text(k):
+    return repr(k)[:60] if not isinstance(k, str) else "'%s'" % k[:60]
 
 
 _SAVED = {}
