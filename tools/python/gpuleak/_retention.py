@@ -38,6 +38,8 @@ DEFAULT_BUDGET = 2.0
 MAX_DEPTH = 64  # hops from a root
 MAX_NODES = 5_000_000  # objects visited
 MAX_PATHS = 20_000  # paths sent per walk
+UNHELD_CHECK = 16_384  # every so many objects searched, the census is checked for objects only C holds ...
+UNHELD_MAX = 16  # ... when it has at most this many left
 MAX_OOM_WALKS = 2  # a program that catches OOMs and retries pays for the first ones only
 MIN_RETURN_RUN = 1.0  # seconds a top-level call of the user's (main()) runs before its return gets a walk
 QUIET_CALLS = 32  # short top-level calls in a row of one function before it is no longer watched
@@ -356,6 +358,8 @@ class _Walk:
         self.kind_of = {}  # type -> handler index, or -1
         self.graph_nodes = []  # nodes the autograd graph added, their targets checked in their turn
         self.wanted = None  # the census's addresses not found yet; None: no census (search it all)
+        self.census_objs = {}  # address -> the census's objects that own it
+        self.unheld_checked = 0  # how many census objects drop_unheld() last looked at
         self.keys = _Keys()
 
     def add(self, obj, parent, root=None, label=None):
@@ -384,14 +388,39 @@ class _Walk:
         try:
             kinds = list(map(type, every))
             hit = frozenset(t for t in set(kinds) if self.kind(t) >= 0)
-            wanted = set()
             for o in _compress(every, map(hit.__contains__, kinds)):
                 got = self.memory(o)
                 if got:
-                    wanted.add(got[0])
-            return wanted
+                    self.census_objs.setdefault(got[0], []).append(o)
+            return set(self.census_objs)
         finally:
             every = kinds = o = None
+
+    def drop_unheld(self):
+        """Takes off the census the addresses whose objects no Python object refers to (C++
+        alone holds them, as it holds a tensor whose Python object PyTorch keeps for it): no path
+        reaches them, and searching every library object to learn that would cost the whole
+        budget. gc.get_referrers is one pass over the collector's objects per call, in C, whose
+        cost grows with the objects asked about: only a few are (UNHELD_MAX), once per set."""
+        if len(self.wanted) > UNHELD_MAX:
+            return
+        rest = [o for a in self.wanted for o in self.census_objs.get(a, ())]
+        if not rest or len(rest) > UNHELD_MAX or len(rest) == self.unheld_checked:
+            return
+        self.unheld_checked = len(rest)  # the set only shrinks: its size names it
+        mine = set(map(id, self.census_objs.values()))
+        mine.add(id(rest))
+        held = set()
+        try:
+            for holder in gc.get_referrers(*rest):
+                if id(holder) not in mine:
+                    held.update(map(id, gc.get_referents(holder)))
+        finally:
+            holder = None
+        for a in list(self.wanted):
+            if not any(id(o) in held for o in self.census_objs.get(a, ())):
+                self.wanted.discard(a)
+        rest = None
 
     def memory(self, o):
         """(address, bytes) of the GPU memory a target owns, or None."""
@@ -476,6 +505,10 @@ class _Walk:
                 if isinstance(d, dict):
                     self.index.setdefault(id(d), -1)
         for tier in tiers:
+            if tier == 2 and self.wanted:
+                self.drop_unheld()
+                if not self.wanted:
+                    return
             first = self.add_roots(tier, lambda path: bool(path) and user(path))
             for n in range(first, len(self.objs)):  # the roots themselves
                 k = self.kind(type(self.objs[n]))
@@ -504,7 +537,8 @@ class _Walk:
         """The levels from node `start` on; False when the search is over (everything found, or a
         bound reached: said in self.stopped)."""
         get_referents = gc.get_referents
-        index, objs, parent, skip, kind_of = self.index, self.objs, self.parent, _SKIP, self.kind_of
+        index, objs, skip, kind_of = self.index, self.objs, _SKIP, self.kind_of
+        add_obj, add_parent = objs.append, self.parent.append
         depth = 0
         while start < len(objs):
             end = len(objs)
@@ -515,6 +549,10 @@ class _Walk:
                 if (n & 1023) == 0:
                     if self.complete():
                         return False
+                    if (n & (UNHELD_CHECK - 1)) == 0 and n and self.wanted:
+                        self.drop_unheld()
+                        if self.complete():
+                            return False
                     if time.monotonic() > self.deadline:
                         self.stopped = "budget"
                         return False
@@ -525,16 +563,15 @@ class _Walk:
                 if type(o) in skip:
                     continue
                 for r in get_referents(o):
-                    i = id(r)
-                    if i in index:
-                        continue
                     t = type(r)
                     if t in skip:  # an int, a string, a code object: never a path to memory
                         continue
-                    m = len(objs)
-                    index[i] = m
-                    objs.append(r)
-                    parent.append(n)
+                    i = id(r)
+                    if i in index:
+                        continue
+                    index[i] = m = len(objs)
+                    add_obj(r)
+                    add_parent(n)
                     # Targets are looked at when first reached, not when their turn comes: a walk
                     # that runs out of time has still seen every object one level further.
                     k = kind_of.get(t)
