@@ -241,11 +241,14 @@ def test_the_exit_walk_runs_after_the_programs_own_atexit_work(tmp_path):
 
 
 def _python_312():
-    """An interpreter with sys.monitoring: this one, else python3.13/python3.12 on the PATH."""
+    """An interpreter with sys.monitoring: this one, else python3.13/python3.12 on the PATH, else one
+    that pyenv installed (Debian 12's python3 is 3.11)."""
     if sys.version_info >= (3, 12):
         return sys.executable
-    for name in ("python3.13", "python3.12"):
-        path = shutil.which(name)
+    pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+    candidates = [shutil.which(n) for n in ("python3.13", "python3.12")] + \
+        sorted(str(p) for p in pyenv.glob("3.1[2-9]*/bin/python3"))
+    for path in candidates:
         if path and subprocess.run([path, "-c", "import sys; sys.monitoring"], capture_output=True).returncode == 0:
             return path
     return None
@@ -431,3 +434,33 @@ def test_ten_thousand_sessions_in_one_dict_each_get_their_key(tmp_path):
     t = texts(lines)
     assert len(t) == 10000 and len(set(t)) == 10000
     assert "`__main__.sessions` (dict, module global) -> ['req9999'] -> Tensor" in t
+
+
+def test_an_abstract_array_class_is_counted_through_the_frameworks_own_list(tmp_path):
+    """JAX's jax.Array is an abstract class that C++'s ArrayImpl registers with: the collector's
+    list cannot say which objects are arrays, jax.live_arrays() can."""
+    files = dict(BIG_LIBRARY)
+    files["site-packages/jax/__init__.py"] = '''
+        import abc, weakref
+        class Array(abc.ABC):
+            pass
+        class ArrayImpl:
+            def __init__(self, address, nbytes):
+                self._address, self.nbytes = address, nbytes
+                _live.add(self)
+            def unsafe_buffer_pointer(self):
+                return self._address
+        Array.register(ArrayImpl)
+        _live = weakref.WeakSet()
+        def live_arrays():
+            return list(_live)
+    '''
+    (tmp_path / "site-packages" / "jax").mkdir(parents=True)
+    lines, _ = run(tmp_path, '''
+        import jax, biglib
+        kept = {"x": jax.ArrayImpl(0x10000, 64)}
+        show(walk()[1])
+    ''', files=files)
+    assert texts(lines) == ["`__main__.kept` (dict, module global) -> ['x'] -> ArrayImpl"]
+    s = summary_of(lines)
+    assert s["stopped"] == "none" and int(s["objects"]) < 5000, s

@@ -8,10 +8,15 @@ adapter reports them), and the report's leak group must name that container in i
   bank      the module global `_bank` of a helper module (at exit)
   autograd  the losses kept in a module-level list hold each step's activation only through their
             autograd graph (a saved tensor of AddmmBackward0) (at exit)
+  returned  `history.append(loss)` in main, which returns normally after the loop (Python 3.12+: the
+            path is taken when main() returns, while its frame is live), with no marks (the loop
+            observer is on, and finds the loop) and a slow `import torch` before main (as a real
+            one takes seconds: FAKE_TORCH_IMPORT_SECONDS)
   clean     the same steps, nothing kept: no "kept by" line
 """
 import os
 import sys
+import time
 
 # The fake torch lives under a site-packages folder, so that its frames are a library's (as PyTorch's are).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_frameworks", "site-packages"))
@@ -47,6 +52,14 @@ def main(mode):
     if mode == "history":
         torch.cuda.set_limit(30 * MIB)
     history = []
+    if mode == "returned":
+        for _ in range(STEPS):  # no marks: the observer finds this loop
+            scratch = torch.empty(MIB // 4)
+            loss = torch.empty(MIB)  # @loss
+            history.append(loss)
+            del scratch, loss
+        time.sleep(1.2)  # main() runs the program: its return gets a walk (1 s at least)
+        return
     try:
         for _ in gpuleak.iterate(range(STEPS), loop="train"):
             scratch = torch.empty(MIB // 4)

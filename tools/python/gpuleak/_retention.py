@@ -134,21 +134,22 @@ def _jax_memory(a):
 
 
 def _handlers():
-    """(class, memory function, "tensor" when its autograd graph is followed), for the imported
-    frameworks only."""
+    """(class, memory function, "tensor" when its autograd graph is followed, the framework's own
+    list of its live objects or None), for the imported frameworks only."""
     out = []
     torch = sys.modules.get("torch")
     if torch is not None:
         if isinstance(getattr(torch, "Tensor", None), type):
-            out.append((torch.Tensor, _torch_memory, True))
+            out.append((torch.Tensor, _torch_memory, True, None))
         if isinstance(getattr(torch, "UntypedStorage", None), type):
-            out.append((torch.UntypedStorage, _storage_memory, False))
+            out.append((torch.UntypedStorage, _storage_memory, False, None))
     cupy = sys.modules.get("cupy")
     if cupy is not None and isinstance(getattr(cupy, "ndarray", None), type):
-        out.append((cupy.ndarray, _cupy_memory, False))
+        out.append((cupy.ndarray, _cupy_memory, False, None))
     jax = sys.modules.get("jax")
     if jax is not None and isinstance(getattr(jax, "Array", None), type):
-        out.append((jax.Array, _jax_memory, False))
+        # jax.Array is an abstract class that C++'s ArrayImpl registers with: JAX lists its arrays.
+        out.append((jax.Array, _jax_memory, False, getattr(jax, "live_arrays", None)))
     return out
 
 
@@ -381,20 +382,30 @@ class _Walk:
         missing from gc.get_objects() (a class whose objects the collector does not track, an
         abstract base class whose registered classes may be anything): then nothing stops the
         search early."""
-        for cls, _, _ in self.handlers:
-            if not cls.__flags__ & _HAVE_GC or isinstance(cls, abc.ABCMeta):
+        listed = []
+        for cls, _, _, live in self.handlers:
+            if live is not None:
+                listed.append(live)
+            elif not cls.__flags__ & _HAVE_GC or isinstance(cls, abc.ABCMeta):
                 return None
         every = gc.get_objects()
         try:
+            for live in listed:
+                every.extend(live())
             kinds = list(map(type, every))
             hit = frozenset(t for t in set(kinds) if self.kind(t) >= 0)
             for o in _compress(every, map(hit.__contains__, kinds)):
                 got = self.memory(o)
                 if got:
-                    self.census_objs.setdefault(got[0], []).append(o)
+                    objs = self.census_objs.setdefault(got[0], [])
+                    if not any(x is o for x in objs):  # listed by both
+                        objs.append(o)
             return set(self.census_objs)
+        except Exception:  # a framework's list failed: no census, the whole search
+            self.census_objs = {}
+            return None
         finally:
-            every = kinds = o = None
+            every = kinds = o = objs = None
 
     def drop_unheld(self):
         """Takes off the census the addresses whose objects no Python object refers to (C++
