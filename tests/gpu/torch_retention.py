@@ -3,7 +3,8 @@ autograd-graph leak, a caught out-of-memory, and a clean run. run_retention.sh r
 `gpuleak run` and checks that the report's first leak group says who keeps it (retained_by) and the
 text summary has the same "kept by" line; the clean mode must have none.
 
-  history    `history.append(probe_loss)` in main (named when main() returns: Python 3.12+)
+  history    `history.append(probe_loss)` in main (named when main() returns: Python 3.12+; main()
+             runs at least a second, after an `import torch` that takes seconds)
   serving    `self.sessions[request_id] = ...` of a server object, never evicted
   lightning  a LightningModule-style `self.outputs.append(out.detach())` (lightning when importable)
   helper     the module global `_bank` of helpers (tests/gpu/retention_helpers.py)
@@ -97,7 +98,7 @@ def main(mode):
         print("out of memory caught after %d steps" % len(history))
         history.clear()
     if mode == "history":
-        time.sleep(2.0)  # main() runs most of the program (the 3.12+ walk at its return needs half)
+        time.sleep(1.2)  # main() runs at least a second: its return gets a walk (3.12+)
 
 
 if __name__ == "__main__":

@@ -464,3 +464,45 @@ def test_an_abstract_array_class_is_counted_through_the_frameworks_own_list(tmp_
     assert texts(lines) == ["`__main__.kept` (dict, module global) -> ['x'] -> ArrayImpl"]
     s = summary_of(lines)
     assert s["stopped"] == "none" and int(s["objects"]) < 5000, s
+
+
+# --- tests/gpu/check_retention_case.py, the GPU stage's judge, on reports of the shape gpuleak writes
+
+def _judge(tmp_path, report, summary, want, when):
+    (tmp_path / "r.json").write_text(json.dumps(report))
+    (tmp_path / "s.txt").write_text(summary)
+    p = subprocess.run([sys.executable, str(ROOT / "tests" / "gpu" / "check_retention_case.py"), "--mode", "m",
+                        "--when", when, "--want", want, "--report", str(tmp_path / "r.json"),
+                        "--summary", str(tmp_path / "s.txt")], capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stdout
+
+
+def _report(verdict, text=None, event="exit", walks=(("exit", "none"),)):
+    groups = [{"retained_by": {"text": text, "event": event, "bytes": 1}}] if text else [{}]
+    return {"verdict": verdict, "leak_groups": groups if verdict == "leak" else [],
+            "run": {"retention": {"walks": [{"event": e, "duration_ns": 5e6, "objects": 10, "stopped": s}
+                                            for e, s in walks]}}}
+
+
+KEPT = "`history` (list, local of main at torch_retention.py:44) -> [60 items] -> Tensor"
+
+
+@pytest.mark.parametrize("report,summary,want,when,ok", [
+    (_report("leak", KEPT, "return", [("return", "none"), ("exit", "none")]), "    kept by " + KEPT,
+     "`history` (list, local of main", "return", True),
+    (_report("clean"), "", "-", "exit", True),
+    (_report("leak", KEPT, "exit", [("return", "none"), ("exit", "none")]), "    kept by " + KEPT,
+     "`history` (list, local of main", "return", False),  # named by another walk than the one tested
+    (_report("leak", KEPT, "exit", [("exit", "none")]), "    kept by " + KEPT,
+     "`history` (list, local of main", "exit,return", True),
+    (_report("leak", KEPT, "return", [("exit", "none")]), "    kept by " + KEPT,
+     "`history` (list, local of main", "return", False),  # no walk at main()'s return ran
+    (_report("leak", KEPT, "exit", [("exit", "budget")]), "    kept by " + KEPT,
+     "`history` (list, local of main", "exit", False),  # the walk hit the time budget
+    (_report("leak", KEPT), "", "`history` (list, local of main", "exit", False),  # no "kept by" line
+    (_report("clean"), "    kept by " + KEPT, "-", "exit", False),
+    (_report("leak"), "", "-", "exit", False),
+])
+def test_the_gpu_stages_judge(tmp_path, report, summary, want, when, ok):
+    rc, out = _judge(tmp_path, report, summary, want, when)
+    assert (rc == 0) == ok and out.startswith("PASS" if ok else "FAIL"), out
