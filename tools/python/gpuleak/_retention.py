@@ -2,12 +2,17 @@
 live object that owns GPU memory, sent to the shim at exit and at an out-of-memory.
 
 install_retention() (called by _hooks.install_from_environment, and by any bootstrap that runs the
-same hooks) registers an atexit handler and watches the frameworks' out-of-memory exceptions. Each
-walk is one forward breadth-first search from the roots over gc.get_referents with parent links,
-so the first time an object is reached is by a shortest path:
-  roots      the locals of every thread's live frames (outermost first), the frames of an uncaught
-             exception's traceback (sys.last_traceback), then every module's globals (__main__
-             first); a module reached through a global is not entered again (its globals are roots)
+same hooks) registers an atexit handler, watches the frameworks' out-of-memory exceptions and, on
+3.12+, the return of the main script's main(). Each walk is a census, then a forward breadth-first
+search from the roots over gc.get_referents with parent links, so the first time an object is
+reached is by a shortest path:
+  census     every live target object (gc.get_objects(), in C; jax.live_arrays()): the addresses
+             to find; the search stops when each has its path
+  roots      tier 1, searched first: the locals of every thread's live frames (outermost first),
+             the frames of an uncaught exception's traceback (sys.last_traceback), the globals of
+             __main__ and of the user's modules; tier 2, for what tier 1 left: the other modules'
+             globals. A module or a module's dict reached from a root is not entered (its globals
+             are roots), nor a code object
   targets    PyTorch tensors and storages on CUDA (untyped_storage().data_ptr(), nbytes()), CuPy
              arrays (data.ptr, nbytes), JAX arrays (unsafe_buffer_pointer(), nbytes); a framework
              is only looked at when the program imported it (sys.modules)
@@ -19,8 +24,9 @@ never raises into the program, disables the garbage collector while it runs (no 
 the middle), and drops every reference it took when it returns.
 
 Each path goes to the shim as gpuleak_api_retention(event, address, bytes, text) (event 1 at exit,
-2 at an out-of-memory, 3 when the main script's main() returned), then one summary call with address 0 (bytes: the walk's duration in ns;
-text: "objects=N paths=M stopped=REASON"). The analysis joins the paths to the leaks by address.
+2 at an out-of-memory, 3 when the main script's main() returned), then one summary call with
+address 0 (bytes: the walk's duration in ns; text: "objects=N paths=M stopped=REASON"). The
+analysis joins the paths to the leaks by address.
 """
 
 import abc
