@@ -53,7 +53,7 @@ def main(mode):
         torch.cuda.set_limit(30 * MIB)
     history = []
     if mode == "returned":
-        for _ in range(STEPS):  # no marks: the observer finds this loop
+        for _ in range(STEPS):  # @returned_loop (no marks: the observer finds it)
             scratch = torch.empty(MIB // 4)
             loss = torch.empty(MIB)  # @loss
             history.append(loss)

@@ -47,9 +47,6 @@ def install_from_environment():
     spec = os.environ.get("GPULEAK_PY_LOOP", "")
     if spec:
         install_loop(spec)
-    # The loops and callbacks as they run (gpuleak._observe): after --loop, which takes its tool id first.
-    from gpuleak import _observe
-    _observe.install_from_shim()
     cupy = os.environ.get("GPULEAK_CUPY", "")
     if cupy and cupy not in ("default", "segments"):
         install_cupy(cupy)
@@ -64,8 +61,13 @@ def install_from_environment():
         after_import("jax", _framework_hook("_jax"))  # the arena kept, live arrays sampled
     if os.environ.get("GPULEAK_TORCH_TRACKER", "") == "1":
         install_torch()
-    from gpuleak import _retention  # who keeps the leaks alive, at exit and at an OOM (issue #30)
+    from gpuleak import _retention  # who keeps the leaks alive, at exit, at an OOM, at main()'s return (issue #30)
     _retention.install_retention()
+    # The loops and callbacks as they run (gpuleak._observe). sys.monitoring has two tool ids free
+    # for gpuleak (3 and 4): --loop takes one first, then main()'s return watch (above); with
+    # --loop the observer finds none and says so in the capture, where the loop is marked anyway.
+    from gpuleak import _observe
+    _observe.install_from_shim()
 
 
 # --- the loop ------------------------------------------------------------------------------------
