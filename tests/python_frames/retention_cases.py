@@ -53,9 +53,10 @@ def main(mode):
         torch.cuda.set_limit(30 * MIB)
     history = []
     if mode == "returned":
-        for _ in range(STEPS):  # @returned_loop (no marks: the observer finds it)
+        # No marks: the loop observer finds this loop (or --loop marks it).
+        for _ in range(STEPS):  # @returned_loop
             scratch = torch.empty(MIB // 4)
-            loss = torch.empty(MIB)  # @loss
+            loss = torch.empty(MIB)  # @returned_loss
             history.append(loss)
             del scratch, loss
         time.sleep(1.2)  # main() runs the program: its return gets a walk (1 s at least)
