@@ -526,7 +526,7 @@ class _Walk:
                 self.drop_unheld()
                 if not self.wanted:
                     return
-            first = self.add_roots(tier, lambda path: bool(path) and user(path))
+            first = self.add_roots(tier, lambda path: isinstance(path, str) and bool(path) and user(path))
             for n in range(first, len(self.objs)):  # the roots themselves
                 k = self.kind(type(self.objs[n]))
                 if k >= 0:
