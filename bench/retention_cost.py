@@ -92,7 +92,8 @@ def main():
         r.run(impl.EXIT, send=lambda e, addr, size, text: sent.append(addr))
         wall, cpu = time.monotonic() - wall, time.process_time() - cpu
         objects, paths, stopped, _ = r.last
-        print("visited %d objects, %d paths, stopped=%s: wall %.3f s, cpu %.3f s" % (objects, paths, stopped, wall, cpu))
+        print("visited %d objects, %d paths, stopped=%s: wall %.3f s, cpu %.3f s" %
+              (objects, paths, stopped, wall, cpu))
 
 
 if __name__ == "__main__":
