@@ -103,11 +103,14 @@ export function poolOwner(report) {
   return 'PyTorch\'s caching allocator';
 }
 
-// A run whose device memory is mostly a framework's pool: what no listed call site accounts for is
-// mostly its cache.
+// A run whose device memory is mostly a framework's pool (allocator_mode `segments (...)`,
+// `pool (...)`, or PyTorch's caching allocator seen through its trace): what no listed call site
+// accounts for is mostly its cache. Not the per-array and per-buffer modes, whose allocations are
+// the program's objects.
 export function pooledRun(report) {
+  const mode = report.run?.allocator_mode ?? '';
   return (report.segments ?? []).length > 0 || Boolean(report.run?.pool_tracker) ||
-    /caching allocator|pool|arena|segments/i.test(report.run?.allocator_mode ?? '');
+    /^(segments|pool)\b/.test(mode) || /caching allocator/.test(mode);
 }
 
 function sum(rows, key) {

@@ -2,7 +2,7 @@
 // the leak at the last iteration, C++ names as people read them, library frames hidden.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { buildModel, frameAt } from '../src/data.js';
+import { buildModel, frameAt, poolOwner, pooledRun } from '../src/data.js';
 import { leakFindings } from '../src/leak_table.js';
 import { defaultMoment, specialBoxes } from '../src/flame_panel.js';
 import { buildStackTree, snapshotRows } from '../src/stack_tree.js';
@@ -81,6 +81,20 @@ describe('the cache apart from the call sites', () => {
     expect(last.other.mixed).toBe(true);
     expect(specialBoxes(model, last, false).other).toBeNull();
     expect(specialBoxes(model, last, true).other.label).toMatch(/smaller call sites and PyTorch's caching allocator's cache/);
+  });
+});
+
+describe('whose cache', () => {
+  it('knows a pooled run by its allocator mode and names the owner as the summary does', () => {
+    const run = (allocator_mode, pool_tracker = null) => ({ run: { allocator_mode, pool_tracker } });
+    expect(pooledRun(run('per-tensor (PyTorch\'s caching allocator, through its trace)'))).toBe(true);
+    expect(pooledRun(run('segments (expandable, cuMemCreate/cuMemMap)'))).toBe(true);
+    expect(pooledRun(run('pool (CuPy\'s memory pool)'))).toBe(true);
+    expect(pooledRun(run('per-array (CuPy\'s stream-ordered pool, cudaMallocAsync)'))).toBe(false);
+    expect(pooledRun(run('per-allocation'))).toBe(false);
+    expect(pooledRun(run('per-tensor', 'torch 2.11.0+cu130 CUDACachingAllocator trace tracker'))).toBe(true);
+    expect(poolOwner(run('pool (JAX\'s BFC allocator)'))).toBe('JAX\'s arena');
+    expect(poolOwner(run('pool (CuPy\'s memory pool)'))).toBe('CuPy\'s pool');
   });
 });
 
