@@ -85,6 +85,14 @@ function memorySection(model, width, plots) {
       const bars = iterationBars({ iterations: model.primary, slot, warmup: model.warmup, device: d, width, height: 220 });
       plots.push(bars.plot);
       parts.push(h('h4', {}, 'Live at the end of each iteration'), bars.el);
+      // A long run's report keeps a sample of its iterations (docs/report-format.md "iterations[]").
+      const total = report.analysis?.iterations_total ?? 0;
+      if (total > (report.iterations ?? []).length) {
+        parts.push(h('p', { class: 'legend-note small muted' },
+          `The report keeps ${formatCount(report.iterations.length)} of ${formatCount(total)} iterations (the first and ` +
+          'last 1,000 and an even sample between); each stands at its own iteration number. The dashed line has the ' +
+          'slope the analysis fitted over all of them.'));
+      }
     }
     return h('div', { class: 'device' }, parts);
   });
