@@ -123,6 +123,12 @@ bool user_native_in_python(const Frame &f, const UserCode &user) {
   return under(user.program_dir) || std::any_of(user.roots.begin(), user.roots.end(), under);
 }
 
+// One frame of a site whose frames include Python source (`python`) or not.
+bool is_user_frame_in(const Frame &f, bool python, const UserCode &user) {
+  if (python) return is_python_source(f) ? is_user_python_file(f.file, user) : user_native_in_python(f, user);
+  return is_user_native_frame(f, user);
+}
+
 }  // namespace
 
 SiteOptions site_options(const format::Capture &capture, std::vector<std::string> user_code_roots) {
@@ -178,6 +184,13 @@ std::string site_id(const Stack &frames, const std::string &executable) {
   return buf;
 }
 
+std::vector<bool> user_frames(const Stack &frames, const UserCode &user) {
+  const bool python = std::any_of(frames.begin(), frames.end(), is_python_source);
+  std::vector<bool> out(frames.size());
+  for (size_t i = 0; i < frames.size(); ++i) out[i] = is_user_frame_in(frames[i], python, user);
+  return out;
+}
+
 Headline headline_of(const Stack &frames, const UserCode &user) {
   Headline h;
   if (frames.empty()) {
@@ -185,10 +198,7 @@ Headline headline_of(const Stack &frames, const UserCode &user) {
     return h;
   }
   const bool python = std::any_of(frames.begin(), frames.end(), is_python_source);
-  auto is_user = [&](const Frame &f) {
-    if (python) return is_python_source(f) ? is_user_python_file(f.file, user) : user_native_in_python(f, user);
-    return is_user_native_frame(f, user);
-  };
+  auto is_user = [&](const Frame &f) { return is_user_frame_in(f, python, user); };
   auto pick = std::find_if(frames.begin(), frames.end(), is_user);
   h.user = pick != frames.end();
   if (!h.user) {  // nothing of the user's: the innermost Python line, else the program's caller of CUDA

@@ -95,6 +95,10 @@ std::string short_function(const std::string &name);
 // The headline of a site's frames (site_frames order) under `user`.
 Headline headline_of(const Stack &frames, const UserCode &user);
 
+// Which of a site's frames (site_frames order) are the user's own code, by the rules headline_of
+// picks its frame with (the viewer's "hide library frames" keeps these).
+std::vector<bool> user_frames(const Stack &frames, const UserCode &user);
+
 // "function (file:line)" with the file's basename; without a line, "function (module)"; without
 // a symbol, the address.
 std::string frame_label(const Frame &frame);

@@ -4,32 +4,11 @@
 // run that ran out of memory: the page leads with the failure, and every label drawn on the
 // timeline's canvas (device memory, OOM #1, peak) lies inside the plot, none cut at an edge.
 // Usage: node viewer_test.mjs REPORT_HTML FROM_REPORT_HTML SCREENSHOT_PNG OOM_HTML
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-
-const here = dirname(fileURLToPath(import.meta.url));
-const require = createRequire(join(here, '../../viewer/package.json'));
-const { chromium } = require('playwright-core');
+import { checker, launch, open as openPage } from './page.mjs';
 
 const [reportHtml, fromReportHtml, screenshot, oomHtml] = process.argv.slice(2);
-const failures = [];
-const check = (ok, what) => {
-  console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`);
-  if (!ok) failures.push(what);
-};
-
-const profile = mkdtempSync(join(tmpdir(), 'gpuleak-chromium-'));
-// --user-data-dir is given the Playwright way: a persistent context on a fresh profile.
-const browser = await chromium.launchPersistentContext(profile, {
-  executablePath: process.env.GPULEAK_CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  viewport: { width: 1280, height: 800 },
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync'],
-});
+const { check, failures } = checker();
+const browser = await launch();
 
 // Every fillText on a timeline canvas, as drawn: the text's box from the context's own textAlign
 // and measureText, and the plot area (uPlot's .u-over, in canvas pixels) it must stay inside.
@@ -51,22 +30,7 @@ function recordCanvasText() {
   };
 }
 
-async function open(file) {
-  const page = await browser.newPage();
-  await page.addInitScript(recordCanvasText);
-  const errors = [];
-  const outside = [];
-  page.on('pageerror', (e) => errors.push(String(e)));
-  page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
-  await page.route('**/*', (r) => {
-    if (r.request().url().startsWith('file:')) return r.continue();
-    outside.push(r.request().url());
-    return r.abort();
-  });
-  await page.goto(pathToFileURL(file).href);
-  await page.waitForFunction(() => window.__gpuleak?.ready === true, null, { timeout: 30000 });
-  return { page, errors, outside };
-}
+const open = (file) => openPage(browser, file, recordCanvasText);
 
 try {
   const { page, errors, outside } = await open(reportHtml);
@@ -77,7 +41,7 @@ try {
   check(/cache_activation/.test(verdict), 'the verdict names the leaking function');
   check(/per iteration|per "/.test(verdict), 'the verdict gives a rate per iteration');
 
-  const rows = page.locator('#leak-table tr.site-row');
+  const rows = page.locator('#leak-table > tbody > tr.site-row');
   check((await rows.count()) >= 1, `the leak table has rows (${await rows.count()})`);
   const first = (await rows.first().textContent()) ?? '';
   check(/cache_activation/.test(first), 'the first leak row is cache_activation');
@@ -101,15 +65,17 @@ try {
     document.querySelector('#memory .chart-controls button:nth-child(5)').click();
     await new Promise((r) => setTimeout(r, 50));
     const u = window.__gpuleak.plots[0];
-    return u.scales.x.max - u.scales.x.min;
+    const t = window.__gpuleak.model.timelines[0].t;
+    return { span: u.scales.x.max - u.scales.x.min, run: t[t.length - 1] - t[0] };
   });
-  check(Math.abs(reset - zoom.before) <= zoom.before * 0.01, 'Reset shows the whole run again');
+  check(Math.abs(reset.span - reset.run) <= reset.run * 0.01, `Reset shows the whole run (${reset.span} of ${reset.run} ns)`);
 
   check((await page.locator('#flame canvas.icicle').count()) === 1, 'the flame graph is drawn');
   const flameText = (await page.textContent('#flame .icicle-details')) ?? '';
   check(/MiB/.test(flameText), `the flame graph describes its root (${flameText.slice(0, 60)})`);
   const temporal = (await page.textContent('#temporal')) ?? '';
-  check(/still alive at the end of the run/.test(temporal), 'the temporal view summarises a range');
+  check(/still alive at the end of iteration \d+: [1-9][\d.]* MiB/.test(temporal),
+    `the temporal view opens on what the iterations left at the last one (${temporal.match(/Allocations made[^.]*\./)?.[0]})`);
 
   // The advice section shows each finding of the report's advice[] (the leaky loop's 4 MiB
   // temporary, allocated and freed every iteration, is churn) and its sentence, as text.
@@ -131,7 +97,7 @@ try {
   const r = await open(fromReportHtml);
   const v2 = await r.page.textContent('#verdict');
   check(/Leak found/.test(v2), 'from a report alone: the same verdict');
-  check((await r.page.locator('#leak-table tr.site-row').count()) >= 1, 'from a report alone: the leak table');
+  check((await r.page.locator('#leak-table > tbody > tr.site-row').count()) >= 1, 'from a report alone: the leak table');
   check(r.errors.length === 0, `from a report alone: no console errors${r.errors.length ? `: ${r.errors.join(' | ')}` : ''}`);
 
   if (oomHtml) {
@@ -175,8 +141,7 @@ try {
     await o.page.screenshot({ path: screenshot.replace(/\.png$/, '-oom-top.png'), fullPage: false });
   }
 } finally {
-  await browser.close();
-  rmSync(profile, { recursive: true, force: true });
+  await browser.cleanUp();
 }
 
 console.log(failures.length ? `${failures.length} checks failed` : 'all checks passed');

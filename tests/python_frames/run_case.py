@@ -162,6 +162,14 @@ def check_outputs(cli, capture, report, out):
         i = sites["site_id"].index(l["site_id"])
         if sites["headline_text"][i] != l["headline"]["text"]:
             fail(f"viewer headline {sites['headline_text'][i]!r}, report {l['headline']['text']!r}")
+        # "Hide library frames" keeps what the headline's classifier calls the user's: the
+        # headline's own frame, never an installed package's.
+        frames = doc["view"]["frames"]
+        if l["headline"]["user"] and frames["user"][sites["headline"][i]] != 1:
+            fail(f"the viewer does not count the headline {l['headline']['text']!r} as the user's code")
+        for f in sites["frames"][i]:
+            if "/site-packages/" in (frames["file"][f] or "") and frames["user"][f] != 0:
+                fail(f"the viewer counts the library frame {frames['function'][f]!r} as the user's code")
 
 
 def main():

@@ -130,6 +130,20 @@ TEST(Headline, PythonLeakIsHeadedByTheUsersLineViaTheLibrary) {
   EXPECT_EQ(h.text, "train.py:41 in train_step (via Linear.forward, torch/nn/modules/linear.py:134)");
 }
 
+// The viewer's "hide library frames" keeps these: the frames headline_of would pick from, so the
+// headline is always one of them.
+TEST(Headline, UserFramesAreTheOnesTheHeadlineIsPickedFrom) {
+  const std::string torch = "/home/ana/proj/.venv/lib/python3.12/site-packages/torch/nn/modules/";
+  Stack frames = {native("at::detail::empty_generic(c10::ArrayRef<long>)", "/v/torch/lib/libtorch_cpu.so"),
+                  native("helper", "/home/ana/proj/build/libops.so"), py("Linear.forward", torch + "linear.py", 134),
+                  py("train_step", "/home/ana/proj/train.py", 41), py("<module>", "/home/ana/proj/train.py", 60)};
+  // In a Python program a native frame is the user's only in the program's folder (libops.so is).
+  EXPECT_EQ(user_frames(frames, project()), (std::vector<bool>{false, true, false, true, true}));
+  // Without Python frames every frame outside CUDA, the frameworks and the runtime is.
+  Stack native_only = {native("cuMemAlloc_v2", "/usr/lib/libcuda.so.1"), native("gemm", "/opt/app/train")};
+  EXPECT_EQ(user_frames(native_only, UserCode{}), (std::vector<bool>{false, true}));
+}
+
 TEST(Headline, SitesThatDifferOnlyBelowTheUsersLineShareAKey) {
   const std::string torch = "/v/lib/python3.12/site-packages/torch/nn/modules/";
   Stack linear = {py("Linear.forward", torch + "linear.py", 134), py("train_step", "/p/train.py", 41)};

@@ -17,9 +17,9 @@ export function readDocument(text) {
 // Frames interned into columns, as the C++ side writes them (view.frames / view.sites).
 class FrameTable {
   constructor() {
-    this.frames = { function: [], file: [], line: [], module: [], kind: [], address: [] };
+    this.frames = { function: [], file: [], line: [], module: [], kind: [], address: [], user: [] };
     this.index = new Map();
-    this.sites = { site_id: [], frames: [] };
+    this.sites = { site_id: [], frames: [], headline: [], headline_text: [] };
     this.siteIndex = new Map();
   }
   frame(f) {
@@ -35,16 +35,26 @@ class FrameTable {
       this.frames.module.push(f.module ?? null);
       this.frames.kind.push(f.kind ?? 'native');
       this.frames.address.push(address);
+      this.frames.user.push(0);
     }
     return i;
   }
-  site(siteId, stack) {
+  // A report's site: its stack and its headline (the frame of it the analysis chose). A report
+  // says whose code a frame is only through its headlines, so the frames some headline names as
+  // the user's are the user's frames here.
+  site(siteId, stack, headline = null) {
     let i = this.siteIndex.get(siteId);
     if (i === undefined) {
       i = this.sites.site_id.length;
       this.siteIndex.set(siteId, i);
       this.sites.site_id.push(siteId);
-      this.sites.frames.push((stack ?? []).map((f) => this.frame(f)));
+      const frames = (stack ?? []).map((f) => this.frame(f));
+      this.sites.frames.push(frames);
+      const at = headline ? (stack ?? []).findIndex((f) => f.kind === headline.kind && f.function === headline.function &&
+        f.file === headline.file && f.line === headline.line) : -1;
+      this.sites.headline.push(at >= 0 ? frames[at] : null);
+      this.sites.headline_text.push(headline?.text ?? null);
+      if (at >= 0 && headline.user) this.frames.user[frames[at]] = 1;
     }
     return i;
   }
@@ -84,45 +94,112 @@ function coarseTimelines(report) {
   });
 }
 
+// Who holds a framework allocator's segments, in the words of the text summary
+// (src/output/report_segments.cpp segments_owner).
+export function poolOwner(report) {
+  const mode = report.run?.allocator_mode ?? '';
+  if (/CuPy/.test(mode) && !/PyTorch/.test(mode)) return 'CuPy\'s pool';
+  if (/JAX/.test(mode) && !/PyTorch/.test(mode)) return 'JAX\'s arena';
+  return 'PyTorch\'s caching allocator';
+}
+
+// A run whose device memory is mostly a framework's pool (allocator_mode `segments (...)`,
+// `pool (...)`, or PyTorch's caching allocator seen through its trace): what no listed call site
+// accounts for is mostly its cache. Not the per-array and per-buffer modes, whose allocations are
+// the program's objects.
+export function pooledRun(report) {
+  const mode = report.run?.allocator_mode ?? '';
+  return (report.segments ?? []).length > 0 || Boolean(report.run?.pool_tracker) ||
+    /^(segments|pool)\b/.test(mode) || /caching allocator/.test(mode);
+}
+
+function sum(rows, key) {
+  return rows.reduce((s, r) => s + (r[key] ?? 0), 0);
+}
+
+// The snapshots from the report alone. Each has `device_bytes` (all device memory then, as the
+// timeline counts it), `cache_bytes` (the framework allocator's segments not filled by tensors,
+// when known) and `other` (the rest; `mixed` when it also holds the cache, unknown apart).
 function reportSnapshots(report, table) {
   const snapshots = [];
-  for (const d of report.devices ?? []) {
+  const pooled = pooledRun(report);
+  const primary = primaryIterations(report);
+  const lastIt = primary[primary.length - 1];
+  (report.devices ?? []).forEach((d, slot) => {
+    // At the last iteration: the leaks, as the report counts them there (their live_bytes).
+    const leaks = (report.leaks ?? []).filter((l) => l.device === d.index && l.live_bytes > 0);
+    const atLast = lastIt?.devices?.[slot]?.live_end_bytes;
+    if (leaks.length > 0 && Number.isFinite(atLast)) {
+      snapshots.push({
+        kind: 'last_iteration',
+        iteration: lastIt.index,
+        device: d.index,
+        t_ns: lastIt.end_ns,
+        device_bytes: atLast,
+        live_bytes: atLast,
+        live_count: null,
+        site: leaks.map((r) => table.site(r.site_id, r.stack, r.headline)),
+        bytes: leaks.map((r) => r.live_bytes),
+        count: leaks.map((r) => r.live_count),
+        other: { sites: null, bytes: Math.max(0, atLast - sum(leaks, 'live_bytes')), count: null, mixed: pooled, notLeaking: true },
+        cache_bytes: 0,
+      });
+    }
     const rows = (report.live_at_exit ?? []).filter((s) => s.device === d.index);
-    if (rows.length === 0 && !d.live_at_exit_bytes) continue;
-    const shown = rows.reduce((s, r) => s + r.live_bytes, 0);
+    if (rows.length === 0 && !d.live_at_exit_bytes) return;
+    const shown = sum(rows, 'live_bytes');
+    // The segments at exit and the tensors in them (the summary's "reserved ... N of it in tensors").
+    const segments = (report.segments ?? []).filter((s) => s.device === d.index);
+    const reserved = sum(segments, 'live_at_exit_bytes');
+    const inTensors = segments.reduce((s, x) => s + sum(x.blocks ?? [], 'live_at_exit_bytes'), 0);
+    const known = segments.some((x) => (x.blocks ?? []).length > 0);
+    const cache = known ? Math.max(0, reserved - inTensors) : 0;
     snapshots.push({
       kind: 'end',
       device: d.index,
       t_ns: report.run?.duration_ns ?? 0,
+      device_bytes: d.live_at_exit_bytes,
       live_bytes: d.live_at_exit_bytes,
       live_count: null,
-      site: rows.map((r) => table.site(r.site_id, r.stack)),
+      site: rows.map((r) => table.site(r.site_id, r.stack, r.headline)),
       bytes: rows.map((r) => r.live_bytes),
       count: rows.map((r) => r.live_count),
       other: {
         sites: Math.max(0, (report.analysis?.live_at_exit_sites ?? rows.length) - rows.length),
-        bytes: Math.max(0, d.live_at_exit_bytes - shown),
+        bytes: Math.max(0, d.live_at_exit_bytes - shown - cache),
         count: null,
+        mixed: pooled && !known,
       },
+      cache_bytes: cache,
     });
-  }
+  });
   (report.oom?.events ?? []).forEach((e, i) => {
     const rows = e.live_by_site ?? [];
-    const shown = rows.reduce((s, r) => s + r.bytes, 0);
     snapshots.push({
       kind: 'oom',
       oom_index: i,
       device: e.device,
       t_ns: e.t_ns,
+      device_bytes: e.live_bytes,
       live_bytes: e.live_bytes,
       live_count: e.live_count,
-      site: rows.map((r) => table.site(r.site_id, r.stack)),
+      site: rows.map((r) => table.site(r.site_id, r.stack, r.headline)),
       bytes: rows.map((r) => r.bytes),
       count: rows.map((r) => r.count),
-      other: { sites: null, bytes: Math.max(0, e.live_bytes - shown), count: null },
+      other: { sites: null, bytes: Math.max(0, e.live_bytes - sum(rows, 'bytes')), count: null, mixed: pooled },
+      cache_bytes: 0,
     });
   });
   return snapshots;
+}
+
+// The view's snapshots (from a capture) in the same terms: by site they hold tensors, not the
+// segments around them; the segments' part no tensor fills is the cache (`pool`, docs/viewer.md).
+function captureSnapshots(view) {
+  return view.snapshots.map((s) => {
+    const cache = s.pool ? Math.max(0, s.pool.reserved_bytes - s.pool.in_blocks_bytes) : 0;
+    return { ...s, cache_bytes: cache, device_bytes: s.live_bytes + cache };
+  });
 }
 
 // The report's iterations[] back from the columns the CLI embeds them as (docs/viewer.md).
@@ -160,6 +237,8 @@ export function buildModel(doc) {
     fromCapture: view !== null,
     primary: primaryIterations(report),
     warmup: report.analysis?.warmup_iterations ?? 0,
+    pooled: pooledRun(report),
+    poolOwner: poolOwner(report),
   };
   if (view) {
     model.timelines = view.timeline.map((tl) => ({
@@ -173,7 +252,7 @@ export function buildModel(doc) {
     }));
     model.frames = view.frames;
     model.sites = view.sites;
-    model.snapshots = view.snapshots;
+    model.snapshots = captureSnapshots(view);
     model.temporal = view.temporal;
   } else {
     const table = new FrameTable();
@@ -196,5 +275,6 @@ export function frameAt(model, i) {
     module: f.module[i],
     kind: f.kind[i],
     address: f.address?.[i] ?? null,
+    user: f.user?.[i] === 1,
   };
 }

@@ -108,18 +108,69 @@ function basename(path) {
   return i < 0 ? path : path.slice(i + 1);
 }
 
+// A demangled C++ name as people read it: without its parameter list, trailing qualifiers and
+// return type ("at::detail::empty_generic(c10::ArrayRef<long>, ...)" -> "at::detail::empty_generic"),
+// by the rules of the headline's (src/output/sites.cpp short_function). Display only: the frame
+// keeps its whole name, shown beside it in a stack.
+export function shortFunction(name) {
+  if (!name) return name;
+  let s = name;
+  for (let again = true; again;) {
+    again = false;
+    for (const q of [' const', ' volatile', ' &&', ' &', '&&', '&']) {
+      if (s.length > q.length && s.endsWith(q) && s[s.length - q.length - 1] === ')') {
+        s = s.slice(0, s.length - q.length);
+        again = true;
+      }
+    }
+  }
+  if (s.endsWith(')')) {
+    let depth = 0;
+    for (let i = s.length - 1; i >= 0; i--) {
+      if (s[i] === ')') depth++;
+      if (s[i] === '(' && --depth === 0) {
+        if (i > 0) s = s.slice(0, i);
+        break;
+      }
+    }
+  }
+  if (!s) return name;
+  if (!s.includes('operator')) {
+    let depth = 0;
+    let cut = -1;
+    for (let i = 0; i < s.length; i++) {
+      const c = s[i];
+      if (c === '<' || c === '(' || c === '[') depth++;
+      if (c === '>' || c === ')' || c === ']') depth--;
+      if (c === ' ' && depth === 0) cut = i;
+    }
+    if (cut >= 0 && cut + 1 < s.length) s = s.slice(cut + 1);
+  }
+  return s;
+}
+
 // "train_step (train.py:42)"; without a function, "0x7f2a91c0e4d3 in libfoo.so"; never empty.
-export function frameLabel(frame) {
+// short: a native function as shortFunction reads it.
+export function frameLabel(frame, { short = false } = {}) {
   if (!frame) return '(unknown)';
   const where = frame.file ? `${basename(frame.file)}${frame.line ? `:${frame.line}` : ''}` : frame.module || '';
-  if (frame.function) return where ? `${frame.function} (${where})` : frame.function;
+  const fn = short && frame.kind !== 'python' ? shortFunction(frame.function) : frame.function;
+  if (fn) return where ? `${fn} (${where})` : fn;
   if (frame.address) return frame.module ? `${frame.address} in ${frame.module}` : frame.address;
   return where || '(unknown frame)';
+}
+
+// What a site, a finding or a failure is called on the page: the report's headline (the user's own
+// line, with the library code it called), decided once in src/analysis; reports from before
+// headlines fall back to the innermost frame.
+export function siteText(row) {
+  return row?.headline?.text || frameLabel(row?.stack?.[0]);
 }
 
 // The whole frame for the stack view: function, file:line, module.
 export function frameDetail(frame) {
   const parts = [];
+  if (frame.kind !== 'python' && frame.function && shortFunction(frame.function) !== frame.function) parts.push(frame.function);
   if (frame.file) parts.push(`${frame.file}${frame.line ? `:${frame.line}` : ''}`);
   if (frame.module) parts.push(frame.module);
   if (frame.kind === 'native' && frame.address && frame.function) parts.push(frame.address);

@@ -29,6 +29,7 @@ export class Icicle {
   constructor(model, { rootLabel = 'all live memory', onSelect = null } = {}) {
     this.model = model;
     this.rootLabel = rootLabel;
+    this.rootTotal = null;
     this.onSelect = onSelect;
     this.canvas = h('canvas', { class: 'icicle', tabindex: 0, role: 'tree',
       'aria-label': 'Flame graph of live memory by call stack. Arrow keys move, Enter zooms, Escape zooms out.' });
@@ -45,6 +46,7 @@ export class Icicle {
       if (n) { this.select(n); this.zoom(n); }
     });
     this.canvas.addEventListener('keydown', (e) => this.key(e));
+    this.canvas.icicle = this;  // for the browser test, which reads the drawn tree
     new ResizeObserver(() => this.draw()).observe(this.scroller);
   }
 
@@ -58,8 +60,15 @@ export class Icicle {
 
   label(node) {
     if (node.frame === -1) return this.rootLabel;
+    if (node.label) return node.label;
     if (node.frame === -2) return node.sites ? `(${plural(node.sites, 'smaller call site')})` : '(other call sites)';
-    return frameLabel(frameAt(this.model, node.frame));
+    return frameLabel(frameAt(this.model, node.frame), { short: true });
+  }
+
+  // A node's bytes; the root's also says how much of the moment's memory it draws (rootTotal).
+  bytesText(node) {
+    const total = node.frame === -1 ? this.rootTotal : null;
+    return total > node.bytes ? `${formatBytes(node.bytes)} drawn of ${formatBytes(total)}` : formatBytes(node.bytes);
   }
 
   zoom(node) {
@@ -122,7 +131,8 @@ export class Icicle {
     ctx.textBaseline = 'middle';
     for (const r of this.rects) {
       const frame = r.node.frame >= 0 ? frameAt(this.model, r.node.frame) : null;
-      ctx.fillStyle = r.node.frame === -2 ? '#e6e6e6' : r.node.frame === -1 ? '#cfd8dc' : colour(frame);
+      ctx.fillStyle = r.node.frame === -2 ? '#e6e6e6' : r.node.frame === -3 ? '#d9d4e6'
+        : r.node.frame === -1 ? '#cfd8dc' : colour(frame);
       if (r.ghost) ctx.fillStyle = '#eceff1';
       ctx.fillRect(r.x, r.y, Math.max(r.w - 1, 0.5), ROW - 1);
       if (r.node === this.selected) {
@@ -132,7 +142,7 @@ export class Icicle {
       }
       if (r.w > 30) {
         ctx.fillStyle = '#111';
-        const text = `${this.label(r.node)} · ${formatBytes(r.node.bytes)}`;
+        const text = `${this.label(r.node)} · ${this.bytesText(r.node)}`;
         ctx.save();
         ctx.beginPath();
         ctx.rect(r.x, r.y, r.w - 2, ROW);

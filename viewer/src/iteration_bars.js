@@ -1,34 +1,44 @@
-// Live bytes at the end of each primary iteration, with the analysis's fitted growth line over
-// the post-warm-up iterations and the warm-up shaded. The line uses the report's slope
-// (growth_bytes_per_iteration); least squares passes through the mean of the fitted points, which
-// places it, so nothing about the fit is decided here.
+// Live bytes at the end of each primary iteration, by iteration number (a long run's report keeps a
+// sample of its iterations, each with its own index: the bars stand at their numbers, not at their
+// positions in the sample), with the analysis's fitted growth line over the post-warm-up
+// iterations and the warm-up shaded. The line is the analysis's: the report's Theil-Sen slope
+// (growth_bytes_per_iteration) through the median of y - slope x, which is where src/analysis puts
+// its line (docs/report-format.md "Verdict rules"), not through the points' mean.
 import uPlot from 'uplot';
 import { formatBytes, formatCount } from './format.js';
 import { COLOURS, bytesAxis } from './timeline.js';
 
-// The fitted line's two ends, or null when there is nothing to draw.
-export function fitLine(values, warmup, slope) {
-  const xs = [];
-  const ys = [];
-  values.forEach((v, i) => {
-    if (i >= warmup && v !== null && v !== undefined) { xs.push(i); ys.push(v); }
+function median(values) {
+  const s = Float64Array.from(values).sort();
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+// The fitted line's two ends over the post-warm-up points, or null when there is nothing to draw.
+// xs: iteration numbers, ascending; ys: live bytes (null where unknown); points from iteration
+// `firstFitted` on are fitted.
+export function fitLine(xs, ys, firstFitted, slope) {
+  const px = [];
+  const py = [];
+  xs.forEach((x, i) => {
+    if (x >= firstFitted && ys[i] !== null && ys[i] !== undefined) { px.push(x); py.push(ys[i]); }
   });
-  if (xs.length < 2 || !Number.isFinite(slope)) return null;
-  const mx = xs.reduce((a, b) => a + b, 0) / xs.length;
-  const my = ys.reduce((a, b) => a + b, 0) / ys.length;
-  const at = (x) => my + slope * (x - mx);
-  return { x0: xs[0], y0: at(xs[0]), x1: xs[xs.length - 1], y1: at(xs[xs.length - 1]) };
+  if (px.length < 2 || !Number.isFinite(slope)) return null;
+  const intercept = median(py.map((y, i) => y - slope * px[i]));
+  const at = (x) => intercept + slope * x;
+  return { intercept, x0: px[0], y0: at(px[0]), x1: px[px.length - 1], y1: at(px[px.length - 1]) };
 }
 
 export function iterationBars({ iterations, slot, warmup, device, width = 1180, height = 220 }) {
   const values = iterations.map((it) => it.devices?.[slot]?.live_end_bytes ?? null);
-  const x = iterations.map((_, i) => i);
-  const warm = values.map((v, i) => (i < warmup ? v : null));
-  const fitted = values.map((v, i) => (i >= warmup ? v : null));
+  const x = iterations.map((it) => it.index);
+  // The first fitted iteration's number (a sampled report keeps its first 1,000 iterations whole).
+  const firstFitted = iterations[Math.min(warmup, iterations.length - 1)]?.index ?? 0;
+  const warm = values.map((v, i) => (x[i] < firstFitted ? v : null));
+  const fitted = values.map((v, i) => (x[i] >= firstFitted ? v : null));
   const slope = device?.growth_bytes_per_iteration ?? 0;
-  const line = fitLine(values, warmup, slope);
-  const fit = x.map((i) => (line && i >= line.x0 && i <= line.x1
-    ? line.y0 + (line.y1 - line.y0) * ((i - line.x0) / Math.max(line.x1 - line.x0, 1)) : null));
+  const line = fitLine(x, values, firstFitted, slope);
+  const fit = x.map((k) => (line && k >= line.x0 && k <= line.x1 ? line.intercept + slope * k : null));
   // Beyond a few thousand iterations bars are thinner than a pixel: draw lines (uPlot keeps each
   // pixel column's min and max) instead.
   const bars = iterations.length > 3000 ? undefined : uPlot.paths.bars({ size: [0.8, 48], gap: 1 });
@@ -54,10 +64,10 @@ export function iterationBars({ iterations, slot, warmup, device, width = 1180, 
     ],
     hooks: {
       drawClear: [(u) => {
-        if (warmup <= 0) return;
+        if (warmup <= 0 || x.length === 0) return;
         const { ctx } = u;
-        const x0 = u.valToPos(-0.5, 'x', true);
-        const x1 = u.valToPos(warmup - 0.5, 'x', true);
+        const x0 = u.valToPos(x[0] - 0.5, 'x', true);
+        const x1 = u.valToPos(firstFitted - 0.5, 'x', true);
         ctx.save();
         ctx.fillStyle = COLOURS.warmup;
         ctx.fillRect(Math.max(x0, u.bbox.left), u.bbox.top, x1 - Math.max(x0, u.bbox.left), u.bbox.height);

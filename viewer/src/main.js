@@ -4,10 +4,11 @@ import './style.css';
 import { buildModel, readDocument } from './data.js';
 import { h, section } from './dom.js';
 import { captureWarnings, deviceName, forecastSentences, verdictSummary } from './summary.js';
-import { formatBytes, formatCount, formatNs, formatPercent, formatRate, plural } from './format.js';
+import { formatBytes, formatCount, formatNs, formatRate, plural } from './format.js';
 import { Timeline } from './timeline.js';
 import { iterationBars } from './iteration_bars.js';
 import { siteTable, topFrame } from './site_table.js';
+import { leakFindings, leakTable } from './leak_table.js';
 import { flamePanel } from './flame_panel.js';
 import { temporalPanel } from './temporal.js';
 import { oomCards } from './oom.js';
@@ -84,6 +85,14 @@ function memorySection(model, width, plots) {
       const bars = iterationBars({ iterations: model.primary, slot, warmup: model.warmup, device: d, width, height: 220 });
       plots.push(bars.plot);
       parts.push(h('h4', {}, 'Live at the end of each iteration'), bars.el);
+      // A long run's report keeps a sample of its iterations (docs/report-format.md "iterations[]").
+      const total = report.analysis?.iterations_total ?? 0;
+      if (total > (report.iterations ?? []).length) {
+        parts.push(h('p', { class: 'legend-note small muted' },
+          `The report keeps ${formatCount(report.iterations.length)} of ${formatCount(total)} iterations (the first and ` +
+          'last 1,000 and an even sample between); each stands at its own iteration number. The dashed line has the ' +
+          'slope the analysis fitted over all of them.'));
+      }
     }
     return h('div', { class: 'device' }, parts);
   });
@@ -92,18 +101,6 @@ function memorySection(model, width, plots) {
 }
 
 function leaksSection(report) {
-  const leakColumns = [
-    { title: 'call site', cell: topFrame },
-    { title: 'device', num: true, cell: (r) => String(r.device) },
-    { title: 'rate', num: true, cell: (r) => formatRate(r.bytes_per_iteration) },
-    // A leak's live_* are counted at the end of the last iteration, not at exit: a program may
-    // free its leak when it ends (then "Still live at the end" below can say 0 call sites).
-    { title: 'live at last iteration', num: true,
-      cell: (r) => formatBytes(r.live_bytes) + (r.live_at_exit_count === 0 && r.live_count > 0 ? ' (freed at exit)' : '') },
-    { title: 'allocations', num: true, cell: (r) => formatCount(r.live_count) },
-    { title: 'since iteration', num: true, cell: (r) => String(r.first_iteration) },
-    { title: 'confidence', num: true, cell: (r) => formatPercent(r.confidence) },
-  ];
   const liveColumns = [
     { title: 'call site', cell: topFrame },
     { title: 'device', num: true, cell: (r) => String(r.device) },
@@ -114,9 +111,8 @@ function leaksSection(report) {
   const liveSites = report.analysis?.live_at_exit_sites ?? live.length;
   const freedAtExit = (report.leaks ?? []).length > 0 && liveSites === 0
     ? ' — the leaks above were freed when the program exited' : '';
-  return section('leaks', 'Leaks',
-    siteTable({ id: 'leak-table', caption: 'Call sites whose memory keeps accumulating after warm-up (click a row for its stack)',
-      columns: leakColumns, rows: report.leaks ?? [], empty: 'No call site leaks.' }),
+  return section('leaks', `Leaks (${leakFindings(report).length})`,
+    leakTable(report),
     h('details', { class: 'live-at-exit', open: (report.leaks ?? []).length === 0 && live.length > 0 },
       h('summary', {}, `Still live when the program exited, by call site (${plural(liveSites, 'call site')})${freedAtExit}`),
       siteTable({ columns: liveColumns, rows: live, empty: 'Nothing was live when the program exited.', limit: 100 })));

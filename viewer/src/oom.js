@@ -24,7 +24,8 @@ export function oomCards(report) {
     return h('article', { class: `oom-card${e.recovered ? '' : ' unrecovered'}` },
       h('h3', {}, `OOM #${i + 1} at ${formatTimeAxis(e.t_ns)} on ${deviceName(report, e.device)}`),
       h('p', {}, `${e.api} asked for ${formatBytes(e.requested_bytes)} with ${free}. `,
-        `gpuleak counted ${formatBytes(e.live_bytes)} live in ${plural(e.live_count, 'allocation')}. `, h('strong', {}, outcome)),
+        `gpuleak counted ${formatBytes(e.live_bytes)} live${Number.isFinite(e.live_count) ? ` in ${plural(e.live_count, 'allocation')}` : ''}. `,
+        h('strong', {}, outcome)),
       h('details', {}, h('summary', {}, `The failed request's stack: ${topFrame(e)}`), stackList(e.stack)),
       h('h4', {}, 'Live at that moment, by call site'),
       siteTable({

@@ -1,36 +1,41 @@
 // Tables of call sites (the leaks, what was live at the end, what was live at an OOM): one row per
 // site, and its full stack on click, Enter or Space. Rows are reachable with Tab.
 import { h } from './dom.js';
-import { frameDetail, frameLabel } from './format.js';
+import { frameDetail, frameLabel, siteText } from './format.js';
 
 export function stackList(stack) {
   if (!stack || stack.length === 0) return h('p', { class: 'muted' }, 'No stack was captured for this call site.');
   return h('ol', { class: 'stack', start: 0 },
     stack.map((f) => h('li', {},
       h('span', { class: `kind kind-${f.kind}` }, f.kind === 'python' ? 'py' : 'C++'), ' ',
-      h('span', { class: 'mono' }, frameLabel(f)),
+      h('span', { class: 'mono' }, frameLabel(f, { short: true })),
       h('div', { class: 'muted mono small' }, frameDetail(f)))));
 }
 
-// columns: [{title, num, cell(row) -> text}]; rows: objects with `stack` and `site_id`.
-export function siteTable({ id, caption, columns, rows, empty, limit = 200 }) {
+function siteDetail(row) {
+  return [h('div', { class: 'muted small' }, `site ${row.site_id ?? ''}`), stackList(row.stack)];
+}
+
+// columns: [{title, num, cell(row) -> text}]; rows: objects with `stack` and `site_id`; detail(row):
+// what a row opens to (default: its site id and stack).
+export function siteTable({ id, caption, columns, rows, empty, limit = 200, detail = siteDetail }) {
   if (!rows || rows.length === 0) return h('p', { class: 'muted' }, empty);
   const body = h('tbody');
   const shown = rows.slice(0, limit);
   for (const row of shown) {
     const id = `stack-${Math.random().toString(36).slice(2)}`;
-    const detail = h('tr', { class: 'stack-row', id, hidden: true },
-      h('td', { colspan: columns.length }, h('div', { class: 'muted small' }, `site ${row.site_id ?? ''}`), stackList(row.stack)));
+    const detailRow = h('tr', { class: 'stack-row', id, hidden: true },
+      h('td', { colspan: columns.length }, detail(row)));
     const toggle = () => {
-      const open = detail.hidden;
-      detail.hidden = !open;
+      const open = detailRow.hidden;
+      detailRow.hidden = !open;
       tr.setAttribute('aria-expanded', String(open));
     };
     const tr = h('tr', { class: 'site-row', tabindex: 0, 'aria-expanded': 'false', 'aria-controls': id,
-      title: 'Show the full stack', onclick: toggle,
+      title: detail === siteDetail ? 'Show the full stack' : 'Show the details', onclick: toggle,
       onkeydown: (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); toggle(); } } },
     columns.map((c, i) => h('td', { class: c.num ? 'num' : i === 0 ? 'site' : '' }, i === 0 ? [h('span', { class: 'chevron', 'aria-hidden': 'true' }, '▸ '), c.cell(row)] : c.cell(row))));
-    body.append(tr, detail);
+    body.append(tr, detailRow);
   }
   const more = rows.length > shown.length ? h('p', { class: 'muted' }, `${rows.length - shown.length} more not shown.`) : null;
   return h('div', { class: 'table-wrap' },
@@ -41,8 +46,5 @@ export function siteTable({ id, caption, columns, rows, empty, limit = 200 }) {
     more);
 }
 
-// The frame the analysis chose to show (the report's headline: the user's own line, with the
-// library code it called); reports from before headlines show the innermost frame.
-export function topFrame(row) {
-  return row.headline?.text || frameLabel(row.stack?.[0]);
-}
+// The frame the analysis chose to show (format.js siteText).
+export const topFrame = siteText;

@@ -3,8 +3,11 @@
 
 // rows: [{site, bytes, count}] with `site` an index into model.sites; other: {sites, bytes, count}
 // summed away by the C++ side (shown as one node). Nodes: {frame, bytes, count, children}, frame
-// -1 for the root and -2 for "other"; children largest first.
-export function buildStackTree(sites, rows, other = null) {
+// -1 for the root, -2 for "other" and -3 for `extras` ([{label, bytes, count}]: memory that is no
+// call site's, such as an allocator's cache, drawn beside the stacks with its own words); children
+// largest first. keep(frame, site): which frames to draw (library frames hidden: the stack
+// collapses to the kept ones); null keeps all.
+export function buildStackTree(sites, rows, other = null, { extras = [], keep = null } = {}) {
   const root = node(-1, null);
   for (const { site, bytes, count } of rows) {
     if (!(bytes > 0)) continue;
@@ -13,27 +16,31 @@ export function buildStackTree(sites, rows, other = null) {
     n.bytes += bytes;
     n.count += count ?? 0;
     for (let i = frames.length - 1; i >= 0; i--) {
+      if (keep && !keep(frames[i], site)) continue;
       n = child(n, frames[i]);
       n.bytes += bytes;
       n.count += count ?? 0;
     }
     n.sites += 1;
   }
-  if (other && other.bytes > 0) {
-    root.bytes += other.bytes;
-    root.count += other.count ?? 0;
-    const o = node(-2, root);
-    o.bytes = other.bytes;
-    o.count = other.count ?? 0;
-    o.sites = other.sites ?? 0;
+  const special = (frame, x, label = null) => {
+    root.bytes += x.bytes;
+    root.count += x.count ?? 0;
+    const o = node(frame, root);
+    o.bytes = x.bytes;
+    o.count = x.count ?? 0;
+    o.sites = x.sites ?? 0;
+    o.label = label;
     root.children.push(o);
-  }
+  };
+  if (other && other.bytes > 0) special(-2, other, other.label ?? null);
+  for (const x of extras) if (x.bytes > 0) special(-3, x, x.label);
   finish(root);
   return root;
 }
 
 function node(frame, parent) {
-  return { frame, bytes: 0, count: 0, sites: 0, depth: parent ? parent.depth + 1 : 0, children: [], parent, index: null };
+  return { frame, bytes: 0, count: 0, sites: 0, depth: parent ? parent.depth + 1 : 0, children: [], parent, index: null, label: null };
 }
 
 // Most frames have one or two callees: a scan beats a map there, and a map per node would keep

@@ -1,6 +1,6 @@
 // The verdict and the forecast in plain words, from the report as src/analysis wrote it. These
 // functions only phrase what the report says; they never weigh the evidence again.
-import { forecastPhrase, formatBytes, formatRate, frameLabel, plural } from './format.js';
+import { forecastPhrase, formatBytes, formatCount, formatRate, plural, siteText } from './format.js';
 
 const TITLES = {
   oom: 'Out of memory',
@@ -29,10 +29,10 @@ export function oomLead(report) {
   const e = events[0];
   const free = e.total_bytes ? ` (${formatBytes(e.free_bytes)} free of ${formatBytes(e.total_bytes)})` : '';
   const sites = (e.live_by_site ?? []).slice(0, 3)
-    .map((s) => `${formatBytes(s.bytes)} in ${plural(s.count, 'allocation')} at ${frameLabel(s.stack?.[0])}`);
+    .map((s) => `${formatBytes(s.bytes)} in ${plural(s.count, 'allocation')} at ${siteText(s)}`);
   const more = events.length > 1 ? ` ${plural(events.length - 1, 'earlier failure')} below.` : '';
   return `${e.api || 'An allocation'} of ${formatBytes(e.requested_bytes)} failed on ${deviceName(report, e.device)} ` +
-    `at ${frameLabel(e.stack?.[0])}, with ${formatBytes(e.live_bytes)} live${free}` +
+    `at ${siteText(e)}, with ${formatBytes(e.live_bytes)} live${free}` +
     (e.recovered ? '; the program recovered.' : '.') +
     (sites.length ? ` Live then, by call site: ${sites.join('; ')}.` : '') + more;
 }
@@ -48,15 +48,18 @@ export function verdictSummary(report) {
   let sentence;
   if (verdict === 'leak' && leaks.length > 0) {
     // The analysis's finding per user line (leak_groups) and its headline: the user's own frame,
-    // decided once in src/analysis; reports older than the headline fall back to frame 0.
+    // decided once in src/analysis; one finding however many library sites it allocates through.
+    // Reports older than leak_groups count their sites.
     const groups = report.leak_groups ?? [];
     const top = groups[0] ?? leaks[0];
-    const where = top.headline?.text ?? frameLabel(top.stack?.[0]);
     const n = groups.length || leaks.length;
-    const sites = n === 1 ? 'One call site keeps' : `${n} call sites keep`;
+    const what = groups.length
+      ? (n === 1 ? 'One line of code keeps' : `${formatCount(n)} lines of code keep`)
+      : (n === 1 ? 'One call site keeps' : `${formatCount(n)} call sites keep`);
+    const through = (top.site_ids ?? []).length > 1 ? ` through ${plural(top.site_ids.length, 'library call site')}` : '';
     sentence =
-      `${sites} memory alive across iterations. The largest, ${where}, grows by ` +
-      `${formatRate(top.bytes_per_iteration).replace('per iteration', `per ${per}`)} ` +
+      `${what} memory alive across iterations. The largest, ${siteText(top)}, grows by ` +
+      `${formatRate(top.bytes_per_iteration).replace('per iteration', `per ${per}`)}${through} ` +
       `and holds ${formatBytes(top.live_bytes)} in ${plural(top.live_count, 'allocation')} at the last iteration.`;
   } else if (verdict === 'growth') {
     const grower = (report.devices ?? []).find((d) => d.verdict === 'growth') ?? report.devices?.[0];

@@ -1,7 +1,9 @@
 // Memory over time for one device: live bytes after every event (a step curve), primary
 // iterations as alternating bands (warm-up tinted), the peak and every out-of-memory failure
 // marked. Drag to zoom, wheel to zoom around the cursor, Shift+wheel or the arrow keys to pan,
-// double-click or "Reset" for the whole run. The full series stays in memory and is thinned again
+// double-click or "Reset" for the whole run. It opens on the primary loop's iterations when start-up
+// takes most of the run (a PyTorch program spends most of a short run importing and building its
+// model), with "Loop" to come back to them. The full series stays in memory and is thinned again
 // for the pixels at every zoom (decimate.js), so a million points stay interactive.
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
@@ -24,6 +26,18 @@ export function bytesAxis() {
     grid: { stroke: '#e5e5e5' } };
 }
 
+// The primary loop's span with a margin, when the loop takes less than 80% of the run: what the
+// chart opens on. Null when the whole run is the better view (no loop, or little before and after).
+// `marks` (the out-of-memory failures' times) stay in view: a failure is the page's lead.
+export function loopRange(iterations, [t0, t1], marks = []) {
+  if (!iterations || iterations.length === 0) return null;
+  const a = Math.min(iterations[0].start_ns, ...marks);
+  const b = Math.max(iterations[iterations.length - 1].end_ns, ...marks);
+  if (!(b > a) || b - a >= 0.8 * (t1 - t0)) return null;
+  const margin = (b - a) * 0.03;
+  return [Math.max(t0, a - margin), Math.min(t1, b + margin)];
+}
+
 export class Timeline {
   // series: {device, t, y, peak, coarse}; iterations: primary ones; warmup: how many are warm-up;
   // ooms: [{t_ns, index}] on this device; total: device memory or null.
@@ -34,7 +48,9 @@ export class Timeline {
     this.ooms = ooms;
     this.total = total;
     const n = series.t.length;
-    this.range = [series.t[0] ?? 0, Math.max(series.t[n - 1] ?? 1, (series.t[0] ?? 0) + 1)];
+    this.whole = [series.t[0] ?? 0, Math.max(series.t[n - 1] ?? 1, (series.t[0] ?? 0) + 1)];
+    this.loop = loopRange(iterations, this.whole, ooms.map((o) => o.t_ns));
+    this.range = this.loop ?? this.whole;
     this.status = h('span', { class: 'muted', 'aria-live': 'polite' });
     const button = (label, title, fn) => h('button', { type: 'button', title, onclick: fn }, label);
     const controls = h('div', { class: 'chart-controls' },
@@ -43,11 +59,13 @@ export class Timeline {
       button('+', 'Zoom in', () => this.zoomBy(0.5)),
       button('−', 'Zoom out', () => this.zoomBy(2)),
       button('Reset', 'Show the whole run', () => this.reset()),
+      this.loop ? button('Loop', 'Show the loop\'s iterations', () => this.showLoop()) : null,
       this.status);
     this.plotEl = h('div', { class: 'chart', tabindex: 0,
       'aria-label': 'Memory over time. Arrow keys pan, + and - zoom, 0 resets.' });
     this.el = h('div', {}, controls, this.plotEl);
     this.plot = new uPlot(this.options(width, height), this.dataFor(this.range, width), this.plotEl);
+    this.plot.setScale('x', { min: this.range[0], max: this.range[1] });
     this.plotEl.addEventListener('wheel', (e) => this.wheel(e), { passive: false });
     this.plotEl.addEventListener('keydown', (e) => this.key(e));
     this.plotEl.addEventListener('dblclick', () => this.reset());
@@ -132,6 +150,10 @@ export class Timeline {
     this.setRange(t[0], t[t.length - 1]);
   }
 
+  showLoop() {
+    if (this.loop) this.setRange(this.loop[0], this.loop[1]);
+  }
+
   wheel(e) {
     e.preventDefault();
     if (e.shiftKey) return this.pan(Math.sign(e.deltaY || e.deltaX) * 0.1);
@@ -150,7 +172,10 @@ export class Timeline {
   updateStatus() {
     const total = this.full.sourcePoints ?? this.full.t.length;
     const thinned = this.full.decimated ? ` (the capture had ${formatCount(total)}; peaks kept)` : '';
-    this.status.textContent = `${formatCount(this.shown)} of ${formatCount(this.full.t.length)} points drawn${thinned}`;
+    const [a, b] = this.range;
+    const onLoop = this.loop && Math.abs(a - this.loop[0]) + Math.abs(b - this.loop[1]) < 1e-6 * (b - a + 1)
+      ? ' · showing the loop; Reset shows the whole run' : '';
+    this.status.textContent = `${formatCount(this.shown)} of ${formatCount(this.full.t.length)} points drawn${thinned}${onLoop}`;
   }
 
   drawBands(u) {
@@ -219,6 +244,7 @@ export class Timeline {
     }
     ctx.setLineDash([4 * dpr, 3 * dpr]);
     for (const o of this.ooms) {
+      if (o.t_ns < u.scales.x.min || o.t_ns > u.scales.x.max) continue;  // out of view: no label at an edge
       const x = u.valToPos(o.t_ns, 'x', true);
       ctx.strokeStyle = COLOURS.oom;
       ctx.lineWidth = 2 * dpr;
@@ -232,7 +258,7 @@ export class Timeline {
     }
     ctx.setLineDash([]);
     const peak = this.full.peak;
-    if (peak) {
+    if (peak && peak.t_ns >= u.scales.x.min && peak.t_ns <= u.scales.x.max) {
       const x = u.valToPos(peak.t_ns, 'x', true);
       const y = u.valToPos(peak.bytes, 'y', true);
       ctx.fillStyle = COLOURS.peak;

@@ -69,10 +69,20 @@ describe('temporalRows', () => {
 });
 
 describe('fitLine', () => {
-  it('passes through the mean of the fitted points with the given slope', () => {
-    const line = fitLine([100, 10, 20, 30, 40], 1, 10);
-    expect(line).toEqual({ x0: 1, y0: 10, x1: 4, y1: 40 });
-    expect(fitLine([1], 0, 1)).toBeNull();
+  it('puts the report\'s slope where the analysis puts it: through the median of y - slope x', () => {
+    const xs = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
+    const ys = xs.map((x) => 10 * x + 5);
+    ys[5] += 1000;  // one spike: a least-squares line (through the mean) would rise by 100
+    ys[0] = 999;  // warm-up, left out
+    const line = fitLine(xs, ys, 1, 10);
+    expect(line).toEqual({ intercept: 5, x0: 1, y0: 15, x1: 9, y1: 95 });
+    expect(fitLine([1], [1], 0, 1)).toBeNull();
+  });
+  it('places points by iteration number, not by their position in a sampled report', () => {
+    const xs = [0, 1, 2, 5000, 20479];
+    const line = fitLine(xs, xs.map((x) => 3 * x + 7), 1, 3);
+    expect(line.x1).toBe(20479);
+    expect(line.y1).toBe(3 * 20479 + 7);
   });
 });
 

@@ -32,7 +32,7 @@ describe('verdictSummary', () => {
         headline: { text: 'train.py:41 in train_step' } }],
     };
     const s = verdictSummary(report);
-    expect(s.sentence).toContain('One call site keeps');
+    expect(s.sentence).toContain('One line of code keeps');
     expect(s.sentence).toContain('The largest, train.py:41 in train_step, grows by +12.0 MiB per "step" iteration');
     expect(s.sentence).not.toContain('Linear.forward');
   });

@@ -26,7 +26,10 @@ uint32_t SiteTable::frame_index(const Frame &f) {
   if (!shown.function.empty()) shown.address = 0;
   FrameKey key{f.kind == Frame::Kind::kNative, shown.function, shown.file, shown.module, shown.line, shown.address};
   auto [it, fresh] = by_frame_.try_emplace(key, static_cast<uint32_t>(frames_.size()));
-  if (fresh) frames_.push_back(std::move(shown));
+  if (fresh) {
+    frames_.push_back(std::move(shown));
+    frame_user_.push_back(false);
+  }
   return it->second;
 }
 
@@ -37,7 +40,14 @@ uint32_t SiteTable::index(const analysis::Site &site) {
   const ResolvedSite &r = sites_.resolve(site);
   std::vector<uint32_t> indices;
   indices.reserve(r.frames.size());
-  for (const Frame &f : r.frames) indices.push_back(frame_index(f));
+  const std::vector<bool> user = user_frames(r.frames, sites_.options().user_code);
+  for (size_t i = 0; i < r.frames.size(); ++i) {
+    const uint32_t f = frame_index(r.frames[i]);
+    // A frame is the user's when any stack it is in says so (a native frame's verdict can depend on
+    // whether its stack has Python frames; one frame shown twice would read as a contradiction).
+    if (user[i]) frame_user_[f] = true;
+    indices.push_back(f);
+  }
   site_ids_.push_back(r.id);
   site_frames_.push_back(std::move(indices));
   headline_.push_back(r.frames.empty() ? nlohmann::json(nullptr) : nlohmann::json(frame_index(r.headline.frame)));
@@ -51,7 +61,7 @@ json SiteTable::sites_json() const {
 
 json SiteTable::frames_json() const {
   json function = json::array(), file = json::array(), line = json::array(), module = json::array(),
-       kind = json::array(), address = json::array();
+       kind = json::array(), address = json::array(), user = json::array();
   for (const Frame &f : frames_) {
     function.push_back(text_or_null(f.function));
     file.push_back(text_or_null(f.file));
@@ -60,8 +70,10 @@ json SiteTable::frames_json() const {
     kind.push_back(f.kind == Frame::Kind::kNative ? "native" : "python");
     address.push_back(f.address ? json(hex(f.address)) : json(nullptr));
   }
+  for (bool u : frame_user_) user.push_back(u ? 1 : 0);
   return {{"function", std::move(function)}, {"file", std::move(file)}, {"line", std::move(line)},
-          {"module", std::move(module)},     {"kind", std::move(kind)}, {"address", std::move(address)}};
+          {"module", std::move(module)},     {"kind", std::move(kind)}, {"address", std::move(address)},
+          {"user", std::move(user)}};
 }
 
 }  // namespace gpuleak::output::view

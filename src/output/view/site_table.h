@@ -30,8 +30,9 @@ class SiteTable {
   // {"site_id": [...], "frames": [[frame index, innermost first], ...], "headline": [frame index
   // of the report's headline, null for an unknown site], "headline_text": [...]} and the frame table
   // {"function": [...], "file": [...], "line": [...], "module": [...], "kind": [...],
-  // "address": [...]}, columns of equal length; unknown values are null. A frame's address is
-  // kept only when its function is unknown (it is then all there is). site_id is the report's.
+  // "address": [...], "user": [1 when the user's own code (user_frames), else 0]}, columns of equal
+  // length; unknown values are null. A frame's address is kept only when its function is unknown
+  // (it is then all there is). site_id is the report's.
   nlohmann::json sites_json() const;
   nlohmann::json frames_json() const;
   size_t size() const { return site_ids_.size(); }
@@ -48,6 +49,7 @@ class SiteTable {
   using FrameKey = std::tuple<bool, std::string, std::string, std::string, int, uint64_t>;
   std::map<FrameKey, uint32_t> by_frame_;
   std::vector<Frame> frames_;
+  std::vector<bool> frame_user_;
 };
 
 }  // namespace gpuleak::output::view

@@ -31,9 +31,14 @@ template <typename IsLive>
 json snapshot_json(const AllocationLives &lives, int device, IsLive is_live, SiteTable &sites, const ViewOptions &o,
                    json head) {
   std::unordered_map<uint64_t, std::tuple<analysis::Site, uint64_t, uint64_t>> by_site;
-  uint64_t total = 0, count = 0;
+  uint64_t total = 0, count = 0, reserved = 0, in_blocks = 0;
   for (const Life &l : lives.lives()) {
-    if (l.device != device || !is_live(l) || l.segment) continue;  // by site: the tensors, not their segments
+    if (l.device != device || !is_live(l)) continue;
+    if (l.segment) {  // by site: the tensors, not their segments
+      reserved += l.size;
+      continue;
+    }
+    if (l.pool_block) in_blocks += l.size;
     auto &[site, bytes, n] = by_site[static_cast<uint64_t>(l.site.stack_id) << 32 | l.site.py_stack_id];
     site = l.site;
     bytes += l.size;
@@ -67,6 +72,9 @@ json snapshot_json(const AllocationLives &lives, int device, IsLive is_live, Sit
   head["bytes"] = std::move(bytes_col);
   head["count"] = std::move(count_col);
   head["other"] = {{"sites", ranked.size() - kept}, {"bytes", other_bytes}, {"count", other_count}};
+  // The framework allocator's segments at that moment and how much of them its blocks filled: the
+  // rest is its cache, which the page draws apart from the call sites (never as one of them).
+  head["pool"] = reserved || in_blocks ? json{{"reserved_bytes", reserved}, {"in_blocks_bytes", in_blocks}} : json();
   return head;
 }
 
@@ -155,6 +163,20 @@ json make_view_data(const format::Capture &capture, const analysis::Analysis &a,
     const uint32_t p = t.peak_position;
     auto at_peak = [p](const Life &l) { return l.birth <= p && (l.death == kAlive || l.death > p); };
     snapshots.push_back(snapshot_json(lives, t.device, at_peak, sites, o, {{"kind", "peak"}, {"t_ns", t.peak_ns}}));
+  }
+  // The end of the last primary iteration, where the report counts what a leak holds (its
+  // live_bytes): a program that frees everything at exit still shows its leak here.
+  const analysis::Iteration *last = nullptr;
+  for (const auto &it : a.iterations)
+    if (it.primary && (!last || it.index > last->index)) last = &it;
+  if (last) {
+    // Its events are [begin_event, end_event): live at its end is live before end_event.
+    const uint32_t p = last->end_event;
+    auto at_last = [p](const Life &l) { return l.birth < p && (l.death == kAlive || l.death >= p); };
+    for (const DeviceTimeline &t : timelines)
+      snapshots.push_back(
+          snapshot_json(lives, t.device, at_last, sites, o,
+                        {{"kind", "last_iteration"}, {"t_ns", last->end_ns}, {"iteration", last->index}}));
   }
   // The same moments as the report's oom.events[i]: before the first event at or after the failure.
   for (size_t i = 0; i < a.ooms.size(); ++i) {

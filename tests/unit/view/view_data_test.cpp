@@ -96,7 +96,7 @@ TEST(ViewData, SnapshotsAtTheEndAndAtThePeak) {
   CaptureBuilder b = leaky_loop();
   analysis::Analysis a = analysis::analyze(b.capture);
   json v = view_of(b.capture, a);
-  ASSERT_EQ(v["snapshots"].size(), 2u);
+  ASSERT_EQ(v["snapshots"].size(), 3u);  // the end, the peak, the last iteration
   const json &end = v["snapshots"][0];
   EXPECT_EQ(end["kind"], "end");
   EXPECT_EQ(end["live_bytes"], a.devices[0].live_at_exit_bytes);
@@ -111,6 +111,40 @@ TEST(ViewData, SnapshotsAtTheEndAndAtThePeak) {
   EXPECT_EQ(peak["kind"], "peak");
   EXPECT_EQ(peak["live_bytes"], a.devices[0].peak_live_bytes);
   EXPECT_EQ(peak["t_ns"], v["timeline"][0]["peak"]["t_ns"]);
+  EXPECT_TRUE(end["pool"].is_null());  // no framework allocator: no cache to draw apart
+}
+
+// What the leaks held at the end of the last iteration, where the report counts them: a program
+// that frees everything at exit (every PyTorch program) leaves the "end" snapshot without them.
+TEST(ViewData, TheLastIterationSnapshotHoldsWhatTheLeaksHeldThere) {
+  CaptureBuilder b;
+  b.device(0, "Fake GPU", 64 * kMiB);
+  std::vector<uint64_t> kept;
+  for (int i = 0; i < 10; ++i) {
+    b.begin("train");
+    uint64_t tmp = b.alloc(4 * kMiB, 1);
+    kept.push_back(b.alloc(kMiB, 2));
+    b.free(tmp);
+    b.end("train");
+  }
+  for (uint64_t p : kept) b.free(p);  // released at exit
+  analysis::Analysis a = analysis::analyze(b.capture);
+  ASSERT_EQ(a.leaks.size(), 1u);
+  ASSERT_EQ(a.leaks[0].live_at_exit_bytes, 0u);
+  json v = view_of(b.capture, a);
+  const json *last = nullptr;
+  for (const auto &s : v["snapshots"])
+    if (s["kind"] == "last_iteration") last = &s;
+  ASSERT_NE(last, nullptr);
+  EXPECT_EQ((*last)["iteration"], 9);
+  EXPECT_EQ(v["snapshots"][0]["live_bytes"], 0u);
+  ASSERT_EQ((*last)["site"].size(), 1u);
+  EXPECT_EQ(v["sites"]["site_id"][(*last)["site"][0].get<size_t>()], site_id(fake_symbolize(2)));
+  EXPECT_EQ((*last)["bytes"][0], a.leaks[0].live_bytes);
+  EXPECT_EQ((*last)["count"][0], a.leaks[0].live_count);
+  const analysis::Iteration &it = a.iterations.back();
+  EXPECT_EQ((*last)["t_ns"], it.end_ns);
+  EXPECT_EQ((*last)["live_bytes"], a.iteration_device(a.iterations.size() - 1, 0).live_end_bytes);
 }
 
 // A caching allocator's blocks (capture format 1.3): the curve is the segments' (device memory),
@@ -136,6 +170,9 @@ TEST(ViewData, BlocksInSegmentsAreDrawnByTensorSiteWithoutDoubleCounting) {
   ASSERT_EQ(end["site"].size(), 1u);
   EXPECT_EQ(v["sites"]["site_id"][end["site"][0].get<size_t>()], site_id(fake_symbolize(2)));
   EXPECT_EQ(end["bytes"][0], 10 * kMiB);
+  // The segments and what their blocks fill, so that the page draws the cache (30 MiB) apart.
+  EXPECT_EQ(end["pool"]["reserved_bytes"], 40 * kMiB);
+  EXPECT_EQ(end["pool"]["in_blocks_bytes"], 10 * kMiB);
 }
 
 TEST(ViewData, FramesAreSharedAcrossSites) {
@@ -152,6 +189,33 @@ TEST(ViewData, FramesAreSharedAcrossSites) {
     ASSERT_EQ(stack.size(), 2u);
     EXPECT_EQ(frames["function"][stack[1].get<size_t>()], "main");
   }
+}
+
+// Whose code each frame is, by the classifier the headline uses (output/user_code.h): what the
+// page's "hide library frames" keeps.
+TEST(ViewData, FramesSayWhichAreTheUsers) {
+  CaptureBuilder b;
+  b.alloc(kMiB, 1);
+  analysis::Analysis a = analysis::analyze(b.capture);
+  auto symbolize = [](uint32_t) {
+    Frame c10;
+    c10.function = "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(int, unsigned long)";
+    c10.module = "/venv/lib/python3.12/site-packages/torch/lib/libc10_cuda.so";
+    Frame mine;
+    mine.function = "train_step";
+    mine.file = "/opt/app/train.cc";
+    mine.line = 7;
+    mine.module = "/opt/app/app";
+    return Stack{c10, mine};
+  };
+  json v = make_view_data(b.capture, a, symbolize);
+  const json &frames = v["frames"];
+  ASSERT_EQ(frames["user"].size(), frames["function"].size());
+  const json &stack = v["sites"]["frames"][0];
+  ASSERT_EQ(stack.size(), 2u);
+  EXPECT_EQ(frames["user"][stack[0].get<size_t>()], 0);
+  EXPECT_EQ(frames["user"][stack[1].get<size_t>()], 1);
+  EXPECT_EQ(v["sites"]["headline"][0], stack[1]);
 }
 
 TEST(ViewData, TemporalKeepsOnlyAllocationsThatOutliveTheirIteration) {
