@@ -58,14 +58,19 @@ std::pair<std::string, uint32_t> emptied_at(const LoopView &loop, const ThrashDe
   return {where.substr(0, colon), static_cast<uint32_t>(line)};
 }
 
-// The median post-warm-up iteration's wall time: what "of the step" means.
-double median_iteration_ns(const LoopView &loop) {
-  std::vector<uint64_t> wall;
-  for (uint32_t j = loop.w; j < loop.n; ++j)
-    wall.push_back(loop.end_ns[j] > loop.start_ns[j] ? loop.end_ns[j] - loop.start_ns[j] : 0);
-  if (wall.empty()) return 0;
-  std::nth_element(wall.begin(), wall.begin() + static_cast<std::ptrdiff_t>(wall.size() / 2), wall.end());
-  return static_cast<double>(wall[wall.size() / 2]);
+// What "of the step" means: the median time from one post-warm-up iteration's start to the next's
+// (the loop's period, everything between the marks included: an iteration found from the
+// allocations starts and ends at allocations, which leaves their own calls' time outside it); with
+// one such iteration, its own wall time.
+double median_step_ns(const LoopView &loop) {
+  std::vector<uint64_t> steps;
+  for (uint32_t j = loop.w; j + 1 < loop.n; ++j)
+    if (loop.start_ns[j + 1] > loop.start_ns[j]) steps.push_back(loop.start_ns[j + 1] - loop.start_ns[j]);
+  if (steps.empty() && loop.n > loop.w && loop.end_ns[loop.n - 1] > loop.start_ns[loop.n - 1])
+    steps.push_back(loop.end_ns[loop.n - 1] - loop.start_ns[loop.n - 1]);
+  if (steps.empty()) return 0;
+  std::nth_element(steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(steps.size() / 2), steps.end());
+  return static_cast<double>(steps[steps.size() / 2]);
 }
 
 void thrash_finding(const LoopView &loop, uint16_t slot, const ThrashDevice &dev, std::vector<Advice> *out) {
@@ -92,8 +97,8 @@ void thrash_finding(const LoopView &loop, uint16_t slot, const ThrashDevice &dev
                 {"iterations_with_pattern", it},
                 {"post_warmup_iterations", static_cast<double>(loop.post())}};
   a.saving = {{"time_ns_per_iteration", time}};
-  const double step = median_iteration_ns(loop);
-  if (step > 0) a.evidence.push_back({"iteration_ns", step});
+  const double step = median_step_ns(loop);
+  if (step > 0) a.evidence.push_back({"step_ns", step});
   const auto [file, line] = emptied_at(loop, dev);
   if (line > 0) {
     a.change_call = "torch.cuda.empty_cache()";
@@ -161,8 +166,8 @@ void churn_finding(const LoopView &loop, const ChurnSite &s, std::vector<Advice>
   std::string calls = alloc_api == free_api ? alloc_api : alloc_api + "/" + free_api;
   char n[32];
   std::snprintf(n, sizeof n, count == static_cast<uint64_t>(count) ? "%.0f" : "%.1f", count);
-  const double step = median_iteration_ns(loop);
-  if (step > 0) a.evidence.push_back({"iteration_ns", step});
+  const double step = median_step_ns(loop);
+  if (step > 0) a.evidence.push_back({"step_ns", step});
   a.message = std::string(n) + (count == 1 ? " buffer" : " buffers") + " of " + size +
               " allocated and freed here every iteration (" + duration_text(time) + " per iteration in " + calls +
               (step > 0 ? ", " + share_text(std::min(1.0, time / step)) + " of the median step" : std::string()) +

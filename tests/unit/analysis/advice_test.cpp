@@ -253,7 +253,7 @@ TEST(Advice, EmptyCacheEveryStepIsNamedAtItsLine) {
   EXPECT_EQ(t.change_file, "/home/ana/proj/train.py");
   EXPECT_EQ(t.change_line, 34u);
   EXPECT_EQ(saving(t, "time_ns_per_iteration"), 8 * 70'000);
-  const double step = evidence(t, "iteration_ns");
+  const double step = evidence(t, "step_ns");
   EXPECT_GT(step, 2'000'000);
   char share[16];
   std::snprintf(share, sizeof share, "%.0f %%", 100.0 * 8 * 70'000 / step);
