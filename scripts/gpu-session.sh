@@ -13,7 +13,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/gpu-session}
 build=${BUILD:-build}
-stages=${STAGES:-matrix overhead leak_shapes advice trace frameworks observed pools retention}
+stages=${STAGES:-matrix overhead leak_shapes advice trace cublas frameworks observed pools retention}
 mkdir -p "$out"
 summary=$out/summary.txt
 : >"$summary"
@@ -60,6 +60,7 @@ bg matrix 150 env MATRIX_CASES="${MATRIX_CASES:-^(leaky|driver|async|vmm|memory|
 [[ -x tests/gpu/run_leak_shapes.sh ]] && bg leak_shapes 150 tests/gpu/run_leak_shapes.sh "$build" "$out/leak_shapes"
 [[ -x tests/gpu/run_advice.sh ]] && bg advice 120 tests/gpu/run_advice.sh "$build" "$out/advice"
 [[ -x tests/gpu/run_trace_cases.sh ]] && bg trace 120 tests/gpu/run_trace_cases.sh "$build" "$out/trace"
+[[ -x tests/gpu/run_cublas_paths.sh ]] && bg cublas 60 tests/gpu/run_cublas_paths.sh "$build" "$out/cublas"
 wait
 # The Python frameworks' stages run one after the other, never beside each other: JAX's default
 # arena takes 75 % of the device, so two of them at once would fail for want of memory.

@@ -180,6 +180,21 @@ void Advisor::finish(Analysis *out) {
   advise_fragmentation(out->ooms, &found);
 
   drop_unactionable(&found);
+  // A leaking device's peak is the leak's doing, and so are the pool's segments it maps every
+  // iteration to hold what leaks: the leak finding says what to change, and "chunk the batch",
+  // "shrink what the largest sites keep" or "make the allocations stream-ordered" beside it would
+  // send the user elsewhere (issue #28: a leaking PyTorch loop, and the same run out of memory).
+  auto leaking = [&](int device) {
+    return std::any_of(out->devices.begin(), out->devices.end(),
+                       [&](const DeviceSummary &d) { return d.index == device && d.verdict == Verdict::kLeak; });
+  };
+  found.erase(
+      std::remove_if(found.begin(), found.end(),
+                     [&](const Advice &a) {
+                       return (a.kind == AdviceKind::kPeakComposition || a.kind == AdviceKind::kSerialization) &&
+                              leaking(a.device);
+                     }),
+      found.end());
 
   std::stable_sort(found.begin(), found.end(), [](const Advice &a, const Advice &b) {
     if (a.kind != b.kind) return a.kind < b.kind;
@@ -203,7 +218,7 @@ void Advisor::drop_unactionable(std::vector<Advice> *found) const {
     std::nth_element(wall.begin(), wall.begin() + wall.size() / 2, wall.end());
     iteration_ns = static_cast<double>(wall[wall.size() / 2]);
   }
-  const UserCode user(capture_);
+  const CodeOwner owner(capture_, user_code_for(capture_, options_.user_code));
   auto keep = [&](const Advice &a) {
     switch (a.kind) {  // the device's state (nearly full, a failure): always said
       case AdviceKind::kPeakComposition:
@@ -212,7 +227,7 @@ void Advisor::drop_unactionable(std::vector<Advice> *found) const {
       default:
         break;
     }
-    if (o.require_user_frame && a.has_site && user.site(a.site) == UserCode::Answer::kFramework) return false;
+    if (o.require_user_frame && a.has_site && owner.site(a.site) == CodeOwner::Answer::kLibrary) return false;
     for (const AdviceNumber &s : a.saving) {
       if (s.name == "time_ns_per_iteration" && iteration_ns > 0 && s.value < o.min_saving_share * iteration_ns)
         return false;

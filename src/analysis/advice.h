@@ -116,6 +116,15 @@ struct Advice {
   std::vector<AdviceNumber> saving;  // the estimated gain of following the advice
   std::string message;               // one sentence: what was seen and what to do
   std::vector<AdviceSite> sites;     // peak composition only, largest first
+  // The user's line to change, when the finding knows it apart from `site` (cache thrash: the
+  // torch.cuda.empty_cache() call that gpuleak's Python hooks marked); change_line 0: unknown.
+  std::string change_call;  // "torch.cuda.empty_cache()"
+  std::string change_file;  // as the interpreter named it
+  uint32_t change_line = 0;
 };
+
+// The label of the mark gpuleak's Python hooks record when the program calls a function that
+// empties a cache, followed by "FILE:LINE" of the caller (tools/python/gpuleak/_hooks.py).
+inline constexpr const char *kEmptyCacheMark = "torch.cuda.empty_cache() at ";
 
 }  // namespace gpuleak::analysis

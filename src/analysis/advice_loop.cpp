@@ -3,9 +3,11 @@
 // iteration) and serialization (synchronous allocation calls eating the iteration's time).
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <unordered_map>
 
 #include "analysis/advice_internal.h"
+#include "text/paths.h"
 
 namespace gpuleak::analysis::detail {
 
@@ -18,11 +20,58 @@ uint64_t key_of(uint16_t slot, uint32_t site) { return static_cast<uint64_t>(slo
 
 struct ThrashDevice {
   std::vector<uint32_t> iterations;  // post-warm-up iterations with a burst (ascending, unique)
+  std::vector<uint64_t> burst_ns;    // per entry of `iterations`: when its first burst began
   uint64_t blocks = 0, bytes = 0, born_in_loop = 0;
   uint64_t free_ns = 0, alloc_ns = 0;
   uint16_t example_free = 0;                           // a burst free's API (api_label)
   std::unordered_map<uint32_t, uint64_t> alloc_sites;  // site index -> blocks freed in bursts
 };
+
+// The empty_cache() call that started the bursts, from the marks gpuleak's Python hooks record
+// (kEmptyCacheMark): per burst, the last such mark inside its iteration before it; the line most
+// bursts follow, when it is at least half of them. {"", 0} when the program made no such call
+// (a native program, plain LD_PRELOAD without gpuleak's Python package).
+std::pair<std::string, uint32_t> emptied_at(const LoopView &loop, const ThrashDevice &dev) {
+  std::vector<std::pair<uint64_t, uint32_t>> marks;  // time, label id
+  const std::string_view prefix = kEmptyCacheMark;
+  for (const format::MarkerRecord &m : loop.capture.markers)
+    if (m.op == static_cast<uint8_t>(format::MarkerOp::kMark) &&
+        loop.capture.string(m.label_id).compare(0, prefix.size(), prefix) == 0)
+      marks.push_back({m.ts_ns, m.label_id});
+  if (marks.empty()) return {"", 0};
+  std::sort(marks.begin(), marks.end());
+  std::unordered_map<uint32_t, size_t> votes;
+  for (size_t i = 0; i < dev.iterations.size() && i < dev.burst_ns.size(); ++i) {
+    const uint64_t at = dev.burst_ns[i], from = loop.start_ns[dev.iterations[i]];
+    auto after = std::upper_bound(marks.begin(), marks.end(), std::make_pair(at, UINT32_MAX));
+    if (after != marks.begin() && std::prev(after)->first >= from) ++votes[std::prev(after)->second];
+  }
+  std::pair<uint32_t, size_t> best{0, 0};
+  for (const auto &[label, n] : votes)
+    if (n > best.second || (n == best.second && label < best.first)) best = {label, n};
+  if (best.second == 0 || best.second * 2 < dev.iterations.size()) return {"", 0};
+  const std::string where = loop.capture.string(best.first).substr(prefix.size());
+  const size_t colon = where.rfind(':');
+  if (colon == std::string::npos || colon == 0) return {"", 0};
+  const unsigned long line = std::strtoul(where.c_str() + colon + 1, nullptr, 10);
+  if (line == 0 || line > UINT32_MAX) return {"", 0};
+  return {where.substr(0, colon), static_cast<uint32_t>(line)};
+}
+
+// What "of the step" means: the median time from one post-warm-up iteration's start to the next's
+// (the loop's period, everything between the marks included: an iteration found from the
+// allocations starts and ends at allocations, which leaves their own calls' time outside it); with
+// one such iteration, its own wall time.
+double median_step_ns(const LoopView &loop) {
+  std::vector<uint64_t> steps;
+  for (uint32_t j = loop.w; j + 1 < loop.n; ++j)
+    if (loop.start_ns[j + 1] > loop.start_ns[j]) steps.push_back(loop.start_ns[j + 1] - loop.start_ns[j]);
+  if (steps.empty() && loop.n > loop.w && loop.end_ns[loop.n - 1] > loop.start_ns[loop.n - 1])
+    steps.push_back(loop.end_ns[loop.n - 1] - loop.start_ns[loop.n - 1]);
+  if (steps.empty()) return 0;
+  std::nth_element(steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(steps.size() / 2), steps.end());
+  return static_cast<double>(steps[steps.size() / 2]);
+}
 
 void thrash_finding(const LoopView &loop, uint16_t slot, const ThrashDevice &dev, std::vector<Advice> *out) {
   if (!loop.most(dev.iterations.size()) || dev.born_in_loop * 2 < dev.blocks) return;
@@ -48,6 +97,24 @@ void thrash_finding(const LoopView &loop, uint16_t slot, const ThrashDevice &dev
                 {"iterations_with_pattern", it},
                 {"post_warmup_iterations", static_cast<double>(loop.post())}};
   a.saving = {{"time_ns_per_iteration", time}};
+  const double step = median_step_ns(loop);
+  if (step > 0) a.evidence.push_back({"step_ns", step});
+  const auto [file, line] = emptied_at(loop, dev);
+  if (line > 0) {
+    a.change_call = "torch.cuda.empty_cache()";
+    a.change_file = file;
+    a.change_line = line;
+    const uint64_t n = static_cast<uint64_t>(blocks + 0.5);
+    a.message = a.change_call + " at " + text::basename_of(file) + ":" + std::to_string(line) + " returns " +
+                std::to_string(n) + (n == 1 ? " segment" : " segments") + " (" + bytes_text(bytes) +
+                ") to CUDA every iteration, and the next iteration maps them again: " + duration_text(time) +
+                (step > 0 ? ", " + share_text(std::min(1.0, time / step)) + " of the median step," : "") + " in " +
+                api_text(dev.example_free) +
+                " and the matching allocations (an upper bound: a synchronous free also waits for the GPU's queued "
+                "work). Call it once after the loop, if at all.";
+    out->push_back(std::move(a));
+    return;
+  }
   a.message = "Every iteration the device's cached blocks are released in one burst (" +
               std::to_string(static_cast<uint64_t>(blocks + 0.5)) + " blocks, " + bytes_text(bytes) +
               ", as torch.cuda.empty_cache() does) and allocated again: do not empty the cache inside the loop "
@@ -99,8 +166,11 @@ void churn_finding(const LoopView &loop, const ChurnSite &s, std::vector<Advice>
   std::string calls = alloc_api == free_api ? alloc_api : alloc_api + "/" + free_api;
   char n[32];
   std::snprintf(n, sizeof n, count == static_cast<uint64_t>(count) ? "%.0f" : "%.1f", count);
+  const double step = median_step_ns(loop);
+  if (step > 0) a.evidence.push_back({"step_ns", step});
   a.message = std::string(n) + (count == 1 ? " buffer" : " buffers") + " of " + size +
               " allocated and freed here every iteration (" + duration_text(time) + " per iteration in " + calls +
+              (step > 0 ? ", " + share_text(std::min(1.0, time / step)) + " of the median step" : std::string()) +
               "): allocate it once before the loop and reuse it, or use a stream-ordered pool "
               "(cudaMallocAsync/cudaFreeAsync).";
   out->push_back(std::move(a));
@@ -154,6 +224,7 @@ class ChurnAndThrash : public Rule, public Observer {
       s.stack_id = r.stack_id;
       s.py_stack_id = r.py_stack_id;
       s.first_api = api_label(r);
+      s.first_ns = r.ts_ns;
     }
     s.members.push_back(e);
     s.bytes += a.size;
@@ -178,6 +249,7 @@ class ChurnAndThrash : public Rule, public Observer {
     bool open = false;  // a burst
     uint32_t iteration = kNone, stop = kNone, stack_id = 0, py_stack_id = 0;
     uint16_t first_api = 0;
+    uint64_t first_ns = 0;  // the burst's first free
     uint64_t before = 0, bytes = 0;
     std::vector<Ended> members;
     ThrashDevice thrash;
@@ -197,7 +269,8 @@ class ChurnAndThrash : public Rule, public Observer {
       return;
     }
     ThrashDevice &dev = s.thrash;
-    if (dev.iterations.empty() || dev.iterations.back() != j) dev.iterations.push_back(j);
+    if (dev.iterations.empty() || dev.iterations.back() != j)
+      dev.iterations.push_back(j), dev.burst_ns.push_back(s.first_ns);
     dev.blocks += s.members.size();
     dev.bytes += s.bytes;
     dev.example_free = s.first_api;

@@ -282,6 +282,7 @@ void fill_iterations(const Capture &capture, const std::vector<Span> &spans, con
 
 // No iterations: what was tried, in the order tried, and the --loop line to suggest.
 void say_why_none(const Capture &capture, const SiteTable &sites, const HidingPool &pool, Analysis *out) {
+  const UserCode &user = out->user_code;
   IterationChoice &c = out->iteration_choice;
   c.tried.push_back(capture.markers.empty() ? "no gpuleak_iteration marks" : "no complete gpuleak_iteration marks");
   c.tried.push_back(capture.nvtx.empty() ? "no NVTX ranges" : "no NVTX range named like a step");
@@ -296,7 +297,7 @@ void say_why_none(const Capture &capture, const SiteTable &sites, const HidingPo
     c.tried.push_back("no Python loop in the allocations' lines");
     c.tried.push_back("no period in the allocation sequence");
   }
-  c.suggested_loop = suggest_loop(capture, sites);
+  c.suggested_loop = suggest_loop(capture, sites, user);
 }
 
 void fill_live_at_exit(std::vector<LiveSite> live, const AnalysisOptions &o, Analysis *out) {
@@ -317,6 +318,7 @@ void fill_live_at_exit(std::vector<LiveSite> live, const AnalysisOptions &o, Ana
 Analysis analyze(const format::Capture &capture, const format::MemorySource &memory, const AnalysisOptions &options) {
   using namespace detail;
   Analysis out;
+  out.user_code = user_code_for(capture, options.user_code);
   std::vector<Span> spans = marked_iterations(capture, capture_end_ns(capture, memory), options, &out);
   OomObserver ooms(capture, options);
   std::vector<uint32_t> oom_positions;
@@ -336,7 +338,8 @@ Analysis analyze(const format::Capture &capture, const format::MemorySource &mem
     }
   }
   if (spans.empty() && pool.mode.empty()) {
-    spans = spans_from_python_loop(capture, timeline, sites, options.min_auto_repetitions, options.min_auto_coverage);
+    spans = spans_from_python_loop(capture, timeline, sites, out.user_code, options.min_auto_repetitions,
+                                   options.min_auto_coverage);
     if (!spans.empty()) out.iteration_source = IterationSource::kPythonLoop;
   }
   if (spans.empty() && pool.mode.empty()) {

@@ -30,6 +30,7 @@
 
 #include "analysis/advice.h"  // Advice, AdviceOptions (and Site, analysis/site.h)
 #include "analysis/lives.h"
+#include "analysis/user_code.h"
 #include "format/capture_reader.h"
 #include "format/memory_source.h"
 
@@ -85,6 +86,10 @@ struct AnalysisOptions {
 
   // Loop advice (advice.h): the thresholds of each finding.
   AdviceOptions advice;
+
+  // Folders that count as the user's code besides the program's own (--user-code,
+  // GPULEAK_USER_CODE): user_code.h. Analysis::user_code is the setting they make.
+  std::vector<std::string> user_code;
 
   // Keep every allocation's life (Analysis::lives, lives.h) for the viewer and the trace: memory
   // proportional to the allocations, so the report does without.
@@ -336,6 +341,9 @@ struct Analysis {
   std::string pool_tracker;
   // (capture format 1.7) The start-up hook's walks, in time order (Leak::retained has their paths).
   std::vector<RetentionWalk> retention_walks;
+  // Whose code a frame is (user_code.h) for this capture under AnalysisOptions::user_code: the
+  // outputs' headlines draw the same line as the analysis did.
+  UserCode user_code;
   // With AnalysisOptions::record_lives: every owned allocation's life from this analysis's replay.
   std::shared_ptr<const Lives> lives;
 

@@ -1,16 +1,12 @@
-// Which frames are the user's and which belong to the frameworks, CUDA and the interpreter; which
-// ML framework the program ran, and whether its pool hides the objects from gpuleak.
+// Which ML framework the program ran, and whether its pool hides the objects from gpuleak (whose
+// code a frame is: user_code.h).
 //
-// Decided from what the capture holds: the loaded modules' paths (native frames), the Python
-// frames' file names, and the allocator settings the recorder saw at start (run_facts.cpp). A
-// coarse classifier by location, not by name: a user's own native library is anything outside the
-// CUDA, interpreter and framework libraries and outside site-packages; a user's own Python file is
-// anything outside the standard library, site-packages and the frameworks' package folders.
+// Decided from what the capture holds: the loaded modules' paths, the Python frames' file names,
+// and the allocator settings the recorder saw at start (run_facts.cpp).
 #include <algorithm>
 #include <cstring>
 
 #include "analysis/internal.h"
-#include "text/code_owner.h"
 
 namespace gpuleak::analysis::detail {
 
@@ -20,66 +16,7 @@ bool has(const std::string &s, const char *needle) { return s.find(needle) != st
 
 bool starts(const std::string &s, const char *prefix) { return s.compare(0, std::strlen(prefix), prefix) == 0; }
 
-// A framework's package folder, wherever it is installed (an editable install, a source tree).
-bool framework_package(const std::string &path) {
-  for (const char *dir : {"/torch/", "/jax/", "/jaxlib/", "/jax_plugins/", "/cupy/", "/cupy_backends/", "/triton/"})
-    if (has(path, dir)) return true;
-  return false;
-}
-
 }  // namespace
-
-// The rules of src/text/code_owner.h (shared with the headline), plus the frameworks' package
-// folders wherever they are (an editable install of torch is still torch's code here).
-bool library_python_file(const std::string &f) {
-  if (f.empty() || f[0] == '<') return true;  // <frozen importlib._bootstrap>, <string>
-  return text::in_installed_packages(f) || framework_package(f) || text::is_stdlib_file(f) ||
-         text::is_gpuleak_hook_file(f);
-}
-
-bool library_native_module(const std::string &path) {
-  return framework_package(path) || text::is_library_module_path(path);
-}
-
-UserCode::UserCode(const format::Capture &capture) : capture_(capture) {
-  for (const format::Module &m : capture.modules)
-    for (const auto &[lo, hi] : m.segments) segments_.push_back({lo, hi, library_native_module(m.path)});
-  std::sort(segments_.begin(), segments_.end(), [](const Segment &a, const Segment &b) { return a.lo < b.lo; });
-}
-
-bool UserCode::python_file(uint32_t file_id) const {
-  auto [it, fresh] = files_.try_emplace(file_id, false);
-  if (fresh) it->second = file_id != 0 && !library_python_file(capture_.string(file_id));
-  return it->second;
-}
-
-bool UserCode::native_address(uint64_t pc) const {
-  auto it =
-      std::upper_bound(segments_.begin(), segments_.end(), pc, [](uint64_t x, const Segment &s) { return x < s.lo; });
-  if (it == segments_.begin()) return false;  // in no known module: nothing to say it is the user's
-  --it;
-  return pc < it->hi && !it->library;
-}
-
-UserCode::Answer UserCode::site(const Site &site) const {
-  bool frames = false;
-  auto py = capture_.stacks.find(site.py_stack_id);
-  if (site.py_stack_id != 0 && py != capture_.stacks.end() && py->second.kind == 1) {
-    const std::vector<uint64_t> &w = py->second.frames;
-    for (size_t i = 0; i + 1 < w.size(); i += 2) {
-      frames = true;
-      if (python_file(static_cast<uint32_t>(w[i] >> 32))) return Answer::kUser;
-    }
-  }
-  auto native = capture_.stacks.find(site.stack_id);
-  if (site.stack_id != 0 && native != capture_.stacks.end() && native->second.kind == 0) {
-    for (uint64_t pc : native->second.frames) {
-      frames = true;
-      if (native_address(pc)) return Answer::kUser;
-    }
-  }
-  return frames ? Answer::kFramework : Answer::kUnknown;
-}
 
 Frameworks detect_frameworks(const format::Capture &capture) {
   Frameworks f;

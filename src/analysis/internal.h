@@ -29,6 +29,7 @@
 
 #include "analysis/analysis.h"
 #include "analysis/flat_map.h"
+#include "analysis/user_code.h"
 #include "format/address_space.h"
 #include "format/capture_reader.h"
 #include "format/memory_source.h"
@@ -151,7 +152,8 @@ std::vector<Span> spans_from_period(const Timeline &timeline, const SiteTable &s
 // frame; empty when no such loop repeats min_repetitions times over min_coverage of the
 // allocations that carry Python frames.
 std::vector<Span> spans_from_python_loop(const format::Capture &capture, const Timeline &timeline,
-                                         const SiteTable &sites, int min_repetitions, double min_coverage);
+                                         const SiteTable &sites, const UserCode &user, int min_repetitions,
+                                         double min_coverage);
 
 // Iterations from the observed Python loops (observed_loops.cpp, capture format 1.5): the passes
 // of the loop level or callback whose passes explain the memory; `choice` says which, and what the
@@ -161,7 +163,7 @@ std::vector<Span> spans_from_observed(const format::Capture &capture, const Time
 // The `--loop FILE:LINE` to suggest when no iterations were found: the outermost observed loop
 // the allocations pass through, else the outermost user frame of the first allocation with Python
 // frames; "" when the program has no Python frames of the user's.
-std::string suggest_loop(const format::Capture &capture, const SiteTable &sites);
+std::string suggest_loop(const format::Capture &capture, const SiteTable &sites, const UserCode &user);
 // Sets begin/end of each span from its times (as make_timeline does for the spans it is given),
 // in one replay.
 void place_spans(const Timeline &timeline, const std::vector<Span *> &spans);
@@ -255,32 +257,6 @@ class Observer {
 
  private:
   bool default_before_ = false, default_after_ = false;
-};
-
-// frameworks.cpp: whose code a frame is. Not the user's: Python files of the standard library,
-// site-packages/dist-packages and the frameworks' package folders (torch/, jax/, cupy/, ...), or
-// <frozen ...>; native modules of CUDA, the interpreter, the C/C++ runtime, the frameworks, or any
-// under site-packages.
-bool library_python_file(const std::string &file);
-bool library_native_module(const std::string &path);
-
-// Answers, per call site, whether any of its frames is the user's own code.
-class UserCode {
- public:
-  explicit UserCode(const format::Capture &capture);
-  enum class Answer : uint8_t { kUser, kFramework, kUnknown };  // kUnknown: the site has no frames
-  Answer site(const Site &site) const;
-  bool python_file(uint32_t file_id) const;
-  bool native_address(uint64_t pc) const;  // false outside every known module
-
- private:
-  struct Segment {
-    uint64_t lo, hi;
-    bool library;
-  };
-  const format::Capture &capture_;
-  std::vector<Segment> segments_;  // every module's PT_LOAD ranges, by start
-  mutable std::unordered_map<uint32_t, bool> files_;
 };
 
 // The ML frameworks with pools of their own the program ran (loaded modules, Python files);

@@ -322,7 +322,7 @@ std::vector<Span> spans_from_observed(const format::Capture &capture, const Time
   return out;
 }
 
-std::string suggest_loop(const format::Capture &capture, const SiteTable &sites) {
+std::string suggest_loop(const format::Capture &capture, const SiteTable &sites, const UserCode &user) {
   // The outermost observed loop that most allocations pass through.
   const LoopRecord *best = nullptr;
   size_t best_count = 0;
@@ -352,7 +352,7 @@ std::string suggest_loop(const format::Capture &capture, const SiteTable &sites)
     for (size_t i = 0; i + 1 < w.size(); i += 2) {
       const uint32_t file = static_cast<uint32_t>(w[i] >> 32);
       auto [lib, fresh] = library.try_emplace(file, false);
-      if (fresh) lib->second = file == 0 || library_python_file(capture.string(file));
+      if (fresh) lib->second = file == 0 || !is_user_python_file(capture.string(file), user);
       if (lib->second || w[i + 1] == 0 || w[i + 1] > UINT32_MAX) continue;
       Code &c = codes[w[i]];
       ++c.allocations;

@@ -11,8 +11,8 @@
 // function called once per step goes back too (its next call starts at its first line again),
 // which is the same iteration.
 //
-// 1. Candidates: the code objects of the user's own code (library_python_file: not the standard
-//    library, site-packages, a framework's package, <frozen ...>): a loop in a library
+// 1. Candidates: the code objects of the user's own code (user_code.h: not the standard library,
+//    site-packages, a framework's package, <frozen ...>; a --user-code root is): a loop in a library
 //    (torch.nn.Sequential over its layers) is not the program's loop.
 // 2. Tally (one walk of the allocation sequence): per candidate, the allocations through it, how
 //    often its line went back, and the lowest line a pass started at (the loop's first allocating
@@ -54,12 +54,12 @@ struct Frames {
   std::vector<bool> python;                  // per site: it has Python frames at all
 };
 
-Frames user_frames(const format::Capture &capture, const SiteTable &sites) {
+Frames user_frames(const format::Capture &capture, const SiteTable &sites, const UserCode &user) {
   Frames out;
   out.site.resize(sites.sites.size());
   out.python.resize(sites.sites.size(), false);
   std::unordered_map<uint64_t, uint32_t> index;
-  std::unordered_map<uint32_t, bool> library;  // file string id -> library_file
+  std::unordered_map<uint32_t, bool> library;  // file string id -> not the user's
   for (size_t s = 0; s < sites.sites.size(); ++s) {
     auto it = capture.stacks.find(sites.sites[s].py_stack_id);
     if (sites.sites[s].py_stack_id == 0 || it == capture.stacks.end() || it->second.kind != 1) continue;
@@ -72,7 +72,7 @@ Frames user_frames(const format::Capture &capture, const SiteTable &sites) {
       const uint32_t file = static_cast<uint32_t>(key >> 32);
       if (line == 0 || line > UINT32_MAX || file == 0) continue;
       auto [lib, fresh] = library.try_emplace(file, false);
-      if (fresh) lib->second = library_python_file(capture.string(file));
+      if (fresh) lib->second = !is_user_python_file(capture.string(file), user);
       if (lib->second) continue;
       auto [c, added] = index.try_emplace(key, static_cast<uint32_t>(out.code_keys.size()));
       if (added) out.code_keys.push_back(key);
@@ -96,11 +96,12 @@ struct Tally {
 }  // namespace
 
 std::vector<Span> spans_from_python_loop(const format::Capture &capture, const Timeline &timeline,
-                                         const SiteTable &sites, int min_repetitions, double min_coverage) {
+                                         const SiteTable &sites, const UserCode &user, int min_repetitions,
+                                         double min_coverage) {
   const std::vector<uint32_t> &seq = sites.alloc_sequence;
   const uint32_t reps = static_cast<uint32_t>(std::max(2, min_repetitions));
   if (seq.size() < reps) return {};
-  const Frames frames = user_frames(capture, sites);
+  const Frames frames = user_frames(capture, sites, user);
   if (frames.code_keys.empty()) return {};
 
   std::vector<Tally> tally(frames.code_keys.size());

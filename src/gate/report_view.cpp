@@ -107,6 +107,12 @@ class Reader {
         s.via_file = opt_string(*via, "file", where + ".headline.via");
         s.via_line = opt_int(*via, "line", where + ".headline.via");
       }
+      // A helper's line is named with the user's line that called it, as the summary names it.
+      if (const json *caller = field(*h, "caller")) {
+        if (!caller->is_object()) fail(where + ".headline.caller", "an object");
+        const std::optional<std::string> from = opt_string(*caller, "text", where + ".headline.caller");
+        if (from && !from->empty() && s.headline_text) *s.headline_text += ", called from " + *from;
+      }
     }
     return s;
   }

@@ -28,7 +28,8 @@ std::unique_ptr<AnalyzedCapture> open_and_analyze(const std::string &path, const
     }
   }
   a->symbolizer_ = std::make_unique<Symbolizer>(a->capture_);
-  a->sites_ = std::make_unique<Sites>(caller_symbolizer(*a->symbolizer_), site_options(a->capture_, options.user_code));
+  a->sites_ =
+      std::make_unique<Sites>(caller_symbolizer(*a->symbolizer_), site_options(a->capture_, a->analysis_.user_code));
   return a;
 }
 

@@ -20,10 +20,9 @@ namespace gpuleak::output {
 // Everything a reader of a capture can be told; built once by the command line (tools/gpuleak
 // read_options.cpp) from flags and the environment.
 struct ReadOptions {
+  // With the folders that count as the user's code (analysis.user_code: --user-code,
+  // GPULEAK_USER_CODE), for the analysis and the headlines alike.
   analysis::AnalysisOptions analysis;
-  // Folders that count as the user's code besides the program's own (--user-code,
-  // GPULEAK_USER_CODE): user_code.h.
-  std::vector<std::string> user_code;
   // Keep every memory record in Capture::memory and every allocation's life in Analysis::lives
   // (the trace, the viewer and the exports draw memory over time); otherwise the records are
   // streamed from the file and never held (the report).

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "text/paths.h"
+
 namespace gpuleak::output {
 
 using nlohmann::json;
@@ -40,6 +42,14 @@ json advice_json(const std::vector<analysis::Advice> &advice,
     j["evidence"] = numbers(a.evidence);
     j["saving"] = numbers(a.saving);
     j["message"] = a.message;
+    // The user's line to change, when the finding knows it apart from its site.
+    if (a.change_line > 0)
+      j["change_at"] = {{"call", a.change_call},
+                        {"file", a.change_file},
+                        {"line", a.change_line},
+                        {"text", text::basename_of(a.change_file) + ":" + std::to_string(a.change_line)}};
+    else
+      j["change_at"] = nullptr;
     json sites = json::array();
     for (const auto &s : a.sites) {
       json x{{"bytes", s.bytes},

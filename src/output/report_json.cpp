@@ -71,6 +71,7 @@ json frame_json(const Frame &f) {
   if (native) {
     j["address"] = hex(f.address);
     j["build_id"] = text_or_null(f.build_id);
+    if (f.code_offset) j["offset"] = hex(f.code_offset);  // without a line: what site_id hashes instead
   }
   return j;
 }
@@ -93,6 +94,14 @@ json headline_json(const Headline &h) {
   } else {
     j["via"] = nullptr;
   }
+  if (h.caller)  // the user's frame that called a helper: "train.py:40 in main"
+    j["caller"] = {{"function", text_or_null(h.caller->function)},
+                   {"file", text_or_null(h.caller->file)},
+                   {"line", h.caller->line > 0 ? json(h.caller->line) : json(nullptr)},
+                   {"module", text_or_null(basename_of(h.caller->module))},
+                   {"text", h.caller_where}};
+  else
+    j["caller"] = nullptr;
   return j;
 }
 
@@ -497,7 +506,7 @@ std::string iso8601_utc(uint64_t realtime_ns) {
 
 json make_report(const format::Capture &capture, const analysis::Analysis &a, const SymbolizeFn &symbolize,
                  const ReportContext &ctx) {
-  Sites sites(symbolize, site_options(capture));
+  Sites sites(symbolize, site_options(capture, a.user_code));
   return make_report(capture, a, sites, ctx);
 }
 

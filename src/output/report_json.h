@@ -34,7 +34,7 @@ struct ReportContext {
 // Builds the report, naming every call site through `sites` (sites.h: frames, site_id, headline).
 nlohmann::json make_report(const format::Capture &capture, const analysis::Analysis &analysis, Sites &sites,
                            const ReportContext &ctx);
-// The same with Sites(symbolize, site_options(capture)): no --user-code roots.
+// The same with Sites(symbolize, site_options(capture, analysis.user_code)).
 nlohmann::json make_report(const format::Capture &capture, const analysis::Analysis &analysis,
                            const SymbolizeFn &symbolize, const ReportContext &ctx);
 

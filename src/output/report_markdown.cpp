@@ -100,10 +100,14 @@ std::string old_location(const json &stack) {
 }
 
 // Where an entry (leak, advice, OOM event, live site) points: its headline, as the analysis chose
-// it, escaped.
+// it, and the user's line that called it when the headline is in a helper, escaped.
 std::string location(const json &entry) {
   const json &headline = member(entry, "headline");
-  if (headline.is_object() && !text(headline, "text").empty()) return md(text(headline, "text"));
+  if (headline.is_object() && !text(headline, "text").empty()) {
+    const json &caller = member(headline, "caller");
+    const std::string from = caller.is_object() ? text(caller, "text") : std::string();
+    return md(text(headline, "text")) + (from.empty() ? "" : ", called from " + md(from));
+  }
   return old_location(member(entry, "stack"));
 }
 
@@ -250,8 +254,12 @@ void advice(std::string &out, const json &r) {
   out += "## Advice\n\n";
   for (const json &a : findings) {
     const json &stack = member(a, "stack");
+    const std::string change = text(member(a, "change_at"), "text");  // the line to change, when known
     out += "- **" + md(text(a, "kind")) + "** (device " + integer(a, "device") + ")";
-    if (stack.is_array() && !stack.empty()) out += " at " + location(a);
+    if (!change.empty())
+      out += " at " + md(change);
+    else if (stack.is_array() && !stack.empty())
+      out += " at " + location(a);
     out += ": " + md(text(a, "message")) + "\n";
   }
   out += "\n";

@@ -112,30 +112,35 @@ std::string frame_key(const Frame &f) {
          f.function + '\x1f' + f.file + '\x1f' + std::to_string(f.line);
 }
 
-// In a Python program the native frames before the interpreter are the framework's or ctypes'
-// (libffi), so they are the user's only when the user said so or they are in the program's folder.
-bool user_native_in_python(const Frame &f, const UserCode &user) {
-  if (f.kind != Frame::Kind::kNative || f.module.empty() || !is_user_native_frame(f, user)) return false;
-  auto under = [&](const std::string &root) {
-    return !root.empty() && f.module.compare(0, root.size(), root) == 0 && f.module.size() > root.size() &&
-           f.module[root.size()] == '/';
-  };
-  return under(user.program_dir) || std::any_of(user.roots.begin(), user.roots.end(), under);
-}
-
-// One frame of a site whose frames include Python source (`python`) or not.
-bool is_user_frame_in(const Frame &f, bool python, const UserCode &user) {
-  if (python) return is_python_source(f) ? is_user_python_file(f.file, user) : user_native_in_python(f, user);
-  return is_user_native_frame(f, user);
-}
-
 }  // namespace
 
-SiteOptions site_options(const format::Capture &capture, std::vector<std::string> user_code_roots) {
+SiteOptions site_options(const format::Capture &capture, std::optional<analysis::UserCode> user_code) {
   SiteOptions o;
   if (!capture.modules.empty()) o.executable = capture.modules.front().path;
-  o.user_code = user_code_for(capture, std::move(user_code_roots));
+  o.user_code = user_code ? std::move(*user_code) : analysis::user_code_for(capture, {});
   return o;
+}
+
+bool is_user_frame(const Frame &f, bool in_python, const analysis::UserCode &user) {
+  if (f.kind == Frame::Kind::kPython) return has_file(f) && analysis::is_user_python_file(f.file, user);
+  return analysis::is_user_native(f.module, f.function, in_python, user);
+}
+
+bool is_cuda_or_gpuleak_module(const std::string &module_path) {
+  std::string base = basename_of(module_path);
+  for (std::string_view p : {"libgpuleak", "libcuda.so", "libcudart", "libcupti", "libnvidia-"})
+    if (base.compare(0, p.size(), p) == 0) return true;
+  return false;
+}
+
+std::string short_path(const std::string &file) {
+  for (const char *marker : {"/site-packages/", "/dist-packages/"}) {
+    size_t at = file.rfind(marker);
+    if (at != std::string::npos) return file.substr(at + std::string_view(marker).size());
+  }
+  size_t stdlib = text::stdlib_prefix_end(file);
+  if (stdlib != std::string::npos && stdlib < file.size()) return file.substr(stdlib);
+  return basename_of(file);
 }
 
 Stack site_frames(const Stack &native, const Stack &python) {
@@ -178,27 +183,30 @@ std::string site_id(const Stack &frames, const std::string &executable) {
     mix(f.function);
     mix(short_path(f.file));  // not where the checkout or the venv happens to live
     mix(std::to_string(f.line));
+    // No line: the place in the function (or module) tells two calls apart; a frame with a line
+    // hashes as it always has.
+    if (f.kind == Frame::Kind::kNative && f.line <= 0 && f.code_offset) mix(hex(f.code_offset));
   }
   char buf[20];
   std::snprintf(buf, sizeof buf, "%016" PRIx64, h);
   return buf;
 }
 
-std::vector<bool> user_frames(const Stack &frames, const UserCode &user) {
+std::vector<bool> user_frames(const Stack &frames, const analysis::UserCode &user) {
   const bool python = std::any_of(frames.begin(), frames.end(), is_python_source);
   std::vector<bool> out(frames.size());
-  for (size_t i = 0; i < frames.size(); ++i) out[i] = is_user_frame_in(frames[i], python, user);
+  for (size_t i = 0; i < frames.size(); ++i) out[i] = is_user_frame(frames[i], python, user);
   return out;
 }
 
-Headline headline_of(const Stack &frames, const UserCode &user) {
+Headline headline_of(const Stack &frames, const analysis::UserCode &user) {
   Headline h;
   if (frames.empty()) {
     h.where = h.text = "an unknown site";
     return h;
   }
   const bool python = std::any_of(frames.begin(), frames.end(), is_python_source);
-  auto is_user = [&](const Frame &f) { return is_user_frame_in(f, python, user); };
+  auto is_user = [&](const Frame &f) { return is_user_frame(f, python, user); };
   auto pick = std::find_if(frames.begin(), frames.end(), is_user);
   h.user = pick != frames.end();
   if (!h.user) {  // nothing of the user's: the innermost Python line, else the program's caller of CUDA
@@ -229,6 +237,19 @@ Headline headline_of(const Stack &frames, const UserCode &user) {
   h.where = h.text = where(h.frame);
   if (h.via) h.text += " (via " + via_text(*h.via) + ")";
   h.key = frame_key(h.frame);
+  if (h.user) {
+    // The next user frame outward in another function (recursion is one function); only a frame
+    // with a place to go to (a file, or a name) says more than the headline.
+    auto same_function = [&](const Frame &f) { return f.function == pick->function && f.file == pick->file; };
+    auto caller = std::find_if(pick + 1, frames.end(), [&](const Frame &f) {
+      return is_user(f) && !same_function(f) && (has_file(f) || !f.function.empty());
+    });
+    if (caller != frames.end()) {
+      h.caller = *caller;
+      h.caller_where = where(*caller);
+      h.key += '\x1e' + frame_key(*caller);
+    }
+  }
   return h;
 }
 

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "analysis/site.h"
+#include "analysis/user_code.h"
 #include "format/capture_reader.h"
 #include "output/frame.h"
-#include "output/user_code.h"
 
 namespace gpuleak::output {
 
@@ -26,11 +26,13 @@ struct SiteOptions {
   // Path of the profiled executable (the capture's first module record): its frames are hashed
   // without its name, so that a renamed binary keeps its site ids. "" when unknown.
   std::string executable;
-  UserCode user_code;
+  // Whose code a frame is: the analysis's setting (Analysis::user_code), so that a headline and
+  // the analysis draw one line.
+  analysis::UserCode user_code;
 };
 
-// The options for a capture: its executable and user_code_for(capture, user_code_roots).
-SiteOptions site_options(const format::Capture &capture, std::vector<std::string> user_code_roots = {});
+// The options for a capture: its executable and `user_code` (default: user_code_for(capture, {})).
+SiteOptions site_options(const format::Capture &capture, std::optional<analysis::UserCode> user_code = std::nullopt);
 
 // The frame a person should be sent to for a site (docs/report-format.md "headline").
 struct Headline {
@@ -39,12 +41,19 @@ struct Headline {
   // The innermost frame of the same kind when it is not `frame`: the library code the user's
   // line called ("Linear.forward"), so a person sees both.
   std::optional<Frame> via;
+  // The user's frame that called `frame`'s function, when `frame` is the user's and one is
+  // further out (the next user frame of another function): a helper's line ("train.py:6 in
+  // alloc") does not say which of its calls keeps the memory; its caller does.
+  std::optional<Frame> caller;
   // "train.py:41 in train_step (via Linear.forward, torch/nn/modules/linear.py:134)";
   // "an unknown site" when the site has no frames.
   std::string text;
   // The same without the via part: "train.py:41 in train_step".
   std::string where;
-  // Sites with the same key differ only below the user's frame: one finding per user line.
+  // The caller as `where` shows a frame ("train.py:40 in main"); "" without a caller.
+  std::string caller_where;
+  // Sites with the same key differ only below the user's frame (and share its caller): one
+  // finding per user line.
   std::string key;
 };
 
@@ -81,7 +90,8 @@ Stack site_frames(const Stack &native, const Stack &python);
 
 // A call site's stable id: FNV-1a 64 over each frame's kind, module basename, function, file
 // (short_path: relative to site-packages or the standard library, else its basename) and line
-// (never the address), as 16 lowercase hex digits. Frames of `executable` are hashed without a
+// (never the address; a native frame without a line adds its code_offset: frame.h), as 16
+// lowercase hex digits. Frames of `executable` are hashed without a
 // module name. The same code gets the same id across runs, machines, checkouts, venvs, address
 // layouts and executable names.
 std::string site_id(const Stack &frames, const std::string &executable = {});
@@ -93,11 +103,22 @@ std::string site_id(const Stack &frames, const std::string &executable = {});
 std::string short_function(const std::string &name);
 
 // The headline of a site's frames (site_frames order) under `user`.
-Headline headline_of(const Stack &frames, const UserCode &user);
+Headline headline_of(const Stack &frames, const analysis::UserCode &user);
+
+// Whether a frame is the user's (analysis/user_code.h's rules); `in_python`: its site has Python
+// frames.
+bool is_user_frame(const Frame &frame, bool in_python, const analysis::UserCode &user);
+
+// A native frame a person would not look at even without a user frame: gpuleak's own and CUDA's.
+bool is_cuda_or_gpuleak_module(const std::string &module_path);
+
+// The path a person recognises: relative to site-packages/dist-packages for an installed package
+// ("torch/nn/modules/linear.py"), to lib/pythonX.Y for the standard library, else the basename.
+std::string short_path(const std::string &file);
 
 // Which of a site's frames (site_frames order) are the user's own code, by the rules headline_of
 // picks its frame with (the viewer's "hide library frames" keeps these).
-std::vector<bool> user_frames(const Stack &frames, const UserCode &user);
+std::vector<bool> user_frames(const Stack &frames, const analysis::UserCode &user);
 
 // "function (file:line)" with the file's basename; without a line, "function (module)"; without
 // a symbol, the address.

@@ -96,10 +96,14 @@ class ElfObject {
   bool usable() const { return module_ != nullptr; }
   const std::string &problem() const { return problem_; }
 
-  // Fills function, file and line for the instruction at module-relative address `pc`.
-  void lookup(uint64_t pc, Frame *frame) {
+  // Fills function, file and line for the instruction at module-relative address `pc`; *start is
+  // the function symbol's module-relative start when one holds it (else left as it is).
+  void lookup(uint64_t pc, Frame *frame, uint64_t *start) {
     if (!usable() || pc < low_ || pc >= high_) return;
-    if (const Symbol *sym = symbol_at(pc)) frame->function = name_of(sym);
+    if (const Symbol *sym = symbol_at(pc)) {
+      frame->function = name_of(sym);
+      *start = sym->start;
+    }
     if (Dwfl_Line *line = dwfl_module_getsrc(module_, pc)) {
       int lineno = 0;
       const char *file = dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr);
@@ -239,7 +243,10 @@ struct Symbolizer::Impl {
     const format::Module &m = capture.modules[piece->module];
     f.module = m.path;
     f.build_id = m.build_id;
-    object(piece->module)->lookup(pc - m.load_bias, &f);
+    const uint64_t relative = pc - m.load_bias;
+    uint64_t function_start = 0;  // without a symbol: the offset into the module
+    object(piece->module)->lookup(relative, &f, &function_start);
+    if (f.line <= 0) f.code_offset = relative + 1 - function_start;  // of the return address, as captured
     return f;
   }
 

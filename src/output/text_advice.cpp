@@ -26,8 +26,14 @@ std::string advice_summary(const nlohmann::json &report, size_t max_lines) {
       if (c == '_') c = ' ';
     auto stack = a.find("stack");
     bool located = stack != a.end() && stack->is_array() && !stack->empty();
-    out +=
-        "  advice (" + kind + ")" + (located ? " at " + site_text(a) : std::string()) + ": " + field("message") + "\n";
+    // The line to change leads when the finding knows it (an empty_cache() call), else the site.
+    auto change = a.find("change_at");
+    std::string at =
+        change != a.end() && change->is_object() && change->contains("text") && (*change)["text"].is_string()
+            ? text::printable((*change)["text"].get<std::string>())
+        : located ? site_text(a)
+                  : std::string();
+    out += "  advice (" + kind + ")" + (at.empty() ? std::string() : " at " + at) + ": " + field("message") + "\n";
   }
   return out;
 }

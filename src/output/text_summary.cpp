@@ -61,11 +61,15 @@ std::string where_in_old_report(const nlohmann::json &stack) {
   return stack.empty() ? "an unknown site" : "an unsymbolized site";
 }
 
-// The site of a leak, advice or live_at_exit entry: its headline as the analysis chose it.
+// The site of a leak, advice or live_at_exit entry: its headline as the analysis chose it, and
+// the user's line that called it when the headline is in a helper.
 std::string where(const nlohmann::json &entry) {
   auto headline = entry.find("headline");
   if (headline != entry.end() && headline->is_object()) {
     std::string t = text(*headline, "text");
+    auto caller = headline->find("caller");
+    if (!t.empty() && caller != headline->end() && caller->is_object() && !text(*caller, "text").empty())
+      t += ", called from " + text(*caller, "text");
     if (!t.empty()) return t;
   }
   auto stack = entry.find("stack");

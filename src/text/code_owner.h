@@ -1,7 +1,6 @@
-// Whose code a file or a loaded module is, by its path alone: the rules that the analysis (loops
-// found from Python frames, advice at framework internals: src/analysis/frameworks.cpp) and the
-// outputs (the headline frame: src/output/user_code.cpp) share, so that both draw one line between
-// the user's code and everything else. Header-only, like the rest of src/text.
+// Whose code a file or a loaded module is, by its path alone: the path rules of the one classifier
+// (src/analysis/user_code.h, which the analysis and the outputs both use), and the names the
+// outputs need beside it (the caching allocator's module). Header-only, like the rest of src/text.
 #pragma once
 
 #include <string>
@@ -15,6 +14,15 @@ namespace gpuleak::text {
 inline bool in_installed_packages(std::string_view path) {
   return path.find("/site-packages/") != std::string_view::npos ||
          path.find("/dist-packages/") != std::string_view::npos;
+}
+
+// A framework's package folder, wherever it is installed (site-packages, an editable install, a
+// source tree): torch/, jax/, cupy/, triton/...
+inline bool in_framework_package(std::string_view path) {
+  for (std::string_view dir :
+       {"/torch/", "/jax/", "/jaxlib/", "/jax_plugins/", "/cupy/", "/cupy_backends/", "/triton/"})
+    if (path.find(dir) != std::string_view::npos) return true;
+  return false;
 }
 
 // Where the standard library's own part of a path starts: after lib/python3.12/, lib64/python3.11/,

@@ -88,6 +88,7 @@ build gpu_memory_kinds_shared "$here/memory_kinds.cu" -- "${shared_rt[@]}"
 build gpu_graph_mem_nodes "$here/graph_mem_nodes.cu"
 build gpu_oom "$here/oom.cu"
 build gpu_threads "$here/threads.cu" -- -Xcompiler -pthread
+build gpu_cublas_paths "$here/cublas_paths.cu" -- -lcublas
 # The loop advice programs (run_advice.sh): the C API header for iteration marks.
 build gpu_advice_loops "$here/advice_loops.cu" -- -I"$repo/include"
 # The overhead benchmark (bench/run_overhead.sh), against the real static runtime.

@@ -45,7 +45,7 @@ md=$out_dir/advice.md
 } >"$md"
 failed=0
 
-# case NAME EXPECT(kind|none|!kind) [gpuleak run options...] -- COMMAND...
+# case NAME EXPECT(kind|none|!kind|kind@FILE:LINE) [gpuleak run options...] -- COMMAND...
 case_() {
   local name=$1 expect=$2
   shift 2
@@ -77,7 +77,10 @@ kinds = [a["kind"] for a in r["advice"]]
 saving = "; ".join("%s: %s" % (a["kind"], ", ".join("%s=%s" % kv for kv in a["saving"].items())) for a in r["advice"])
 m = re.search(r"per_iteration_us=([0-9.]+)", out)
 wall = (m.group(1) + " us") if m else "?"
-if expect == "none":
+if "@" in expect:  # KIND@FILE:LINE: that kind, leading with the user's line to change (change_at)
+    kind, line = expect.split("@", 1)
+    ok = any(a["kind"] == kind and (a.get("change_at") or {}).get("text") == line for a in r["advice"])
+elif expect == "none":
     ok = not kinds
 elif expect.startswith("!"):
     ok = expect[1:] not in kinds
@@ -111,7 +114,9 @@ case_ cuda-pool-reserve fragmentation -- "$prog" pool-reserve 300
 case_ cuda-pool-reserve-fixed '!fragmentation' -- "$prog" pool-reserve-fixed 300
 
 if "$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
-  case_ torch-empty_cache cache_thrash -- "$python" "$here/torch_advice.py" empty_cache 30
+  # The finding names the empty_cache() line itself (issue #28: gpuleak._hooks marks its caller).
+  empty_line=$(grep -n '^ *torch.cuda.empty_cache()$' "$here/torch_advice.py" | head -n 1 | cut -d: -f1)
+  case_ torch-empty_cache "cache_thrash@torch_advice.py:$empty_line" -- "$python" "$here/torch_advice.py" empty_cache 30
   case_ torch-empty_cache-fixed '!cache_thrash' -- "$python" "$here/torch_advice.py" empty_cache-fixed 30
   case_ torch-late late_release --torch per-tensor -- "$python" "$here/torch_advice.py" late 30
   case_ torch-late-fixed none --torch per-tensor -- "$python" "$here/torch_advice.py" late-fixed 30

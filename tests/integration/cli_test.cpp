@@ -38,7 +38,10 @@ TEST(Cli, LeakyStaticProgramGetsALeakVerdictAtTheLeakingFunction) {
   EXPECT_EQ(leak["stack"][0]["function"], "cache_activation") << leak["stack"].dump();
   // The headline: the program's own line, file first (docs/report-format.md "headline").
   EXPECT_NE(r.err.find("leak: 1.0 MiB per iteration at leaky_loop.cpp:"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find(" in cache_activation, 30 allocations"), std::string::npos) << r.err;
+  // ... with the program's line that called it (issue #28: a helper's caller).
+  EXPECT_NE(r.err.find(" in cache_activation, called from leaky_loop.cpp:28 in main, 30 allocations"),
+            std::string::npos)
+      << r.err;
 }
 
 nlohmann::json run_and_load_report(const std::string &name, const std::vector<std::string> &args) {

@@ -46,14 +46,15 @@ TEST(ReportFormat, MarkdownHasTheLeakRowWithItsSourceLine) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.rfind("# gpuleak report: prog\\_leaky\\_static (pid ", 0), 0u) << r.out;
   EXPECT_NE(r.out.find("**Verdict: leak**"), std::string::npos) << r.out;
-  // The leaks table: header, separator, then the leak at its headline, leaky_loop.cpp:N in cache_activation.
+  // The leaks table: header, separator, then the leak at its headline, leaky_loop.cpp:N in cache_activation,
+  // with the line of main() that called it.
   std::istringstream in(r.out);
   std::string line, row;
   bool in_leaks = false;
   while (std::getline(in, line)) {
     if (line == "## Leaks") in_leaks = true;
     if (in_leaks && line.find("| leaky\\_loop.cpp:") != std::string::npos &&
-        line.find(" in cache\\_activation |") != std::string::npos)
+        line.find(" in cache\\_activation, called from leaky\\_loop.cpp:28 in main |") != std::string::npos)
       row = line;
   }
   ASSERT_FALSE(row.empty()) << r.out;

@@ -22,6 +22,8 @@ Each --expect is checked against `gpuleak report --json` of the one capture:
   oom_api, oom_requested: the newest OOM event's api / requested_bytes;
   oom_live: the newest OOM event's live_by_site has a site whose stack has FILE:LINE VALUE;
   no_advice: no advice of kind VALUE;
+  advice_at: an advice finding leads with the line to change VALUE (change_at.text, "FILE:LINE"),
+      and the text summary's advice line says "at VALUE: ";
   kept_by: the first leak group's retained_by text contains VALUE ("none": no group has one), and
       the text summary's "kept by" line says the same ("none": the summary has no "kept by");
   walks: the run.retention walks, their events joined by "," ("exit", "oom,exit"; "none": none).
@@ -197,6 +199,9 @@ def main():
             ok = value in seen.get("oom_live", [])
         elif key == "no_advice":
             ok = value not in seen["advice"]
+        elif key == "advice_at":
+            ok = any(((x.get("change_at") or {}).get("text")) == value for x in r.get("advice") or []) and \
+                ") at %s: " % value in summary
         elif key == "kept_by":
             kept = [line.strip() for line in summary.splitlines() if line.strip().startswith("kept by ")]
             if value == "none":

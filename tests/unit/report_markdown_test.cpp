@@ -195,6 +195,33 @@ TEST(ReportMarkdown, AdviceOneLineEachWithItsSiteWhenItHasOne) {
       << md;
 }
 
+// Issue #28: a helper's line is named with its caller, and advice that knows the line to change
+// (an empty_cache() call) leads with that line instead of the site's.
+TEST(ReportMarkdown, HelpersCallerAndTheLineToChange) {
+  json r = report_with("alloc", "/p/train.py");
+  json headline = {
+      {"kind", "python"},
+      {"function", "alloc"},
+      {"file", "/p/train.py"},
+      {"line", 6},
+      {"user", true},
+      {"text", "train.py:6 in alloc"},
+      {"caller", {{"function", "main"}, {"file", "/p/train.py"}, {"line", 40}, {"text", "train.py:40 in main"}}}};
+  r["leaks"][0]["headline"] = headline;
+  json frame = {{"kind", "python"}, {"function", "step"}, {"file", "/p/train.py"}, {"line", 52}};
+  r["advice"] =
+      json::array({{{"kind", "cache_thrash"},
+                    {"device", 0},
+                    {"stack", json::array({frame})},
+                    {"change_at", {{"call", "torch.cuda.empty_cache()"}, {"line", 34}, {"text", "train.py:34"}}},
+                    {"message", "torch.cuda.empty_cache() at train.py:34 returns ..."}}});
+  std::string md = report_markdown(r);
+  EXPECT_NE(md.find("train.py:6 in alloc, called from train.py:40 in main"), std::string::npos) << md;
+  EXPECT_NE(md.find("- **cache\\_thrash** (device 0) at train.py:34: torch.cuda.empty\\_cache() at train.py:34"),
+            std::string::npos)
+      << md;
+}
+
 TEST(ReportMarkdown, AnyJsonRendersWithoutThrowing) {
   for (const char *text : {"{}", "null", "[]", "5", R"({"run": null, "leaks": [null, 3], "devices": [null, {}]})",
                            R"({"leaks": [{"stack": [null, 3, {"line": "x"}]}], "oom": {"events": [{}]}})"}) {

@@ -1,15 +1,19 @@
-// Call sites resolved once (src/output/sites.h, user_code.h): whose code a frame is, the headline
+// Call sites resolved once (src/output/sites.h, analysis/user_code.h): whose code a frame is, the headline
 // a finding gets, and a site_id that survives a renamed executable. Synthetic paths of the
 // layouts people run Python from: venvs, conda, Debian's dist-packages, editable installs,
 // `python -m pkg`, a script run from another folder, zipapps.
 #include <gtest/gtest.h>
 
-#include "analysis/internal.h"
+#include "analysis/user_code.h"
 #include "output/sites.h"
-#include "output/user_code.h"
 
 namespace gpuleak::output {
 namespace {
+
+using analysis::is_user_python_file;
+using analysis::split_user_code;
+using analysis::user_code_for;
+using analysis::UserCode;
 
 Frame py(const std::string &function, const std::string &file, int line) {
   Frame f;
@@ -29,6 +33,8 @@ Frame native(const std::string &function, const std::string &module, const std::
   f.address = 0x401000;
   return f;
 }
+
+bool is_user_native_frame(const Frame &f, const UserCode &u) { return is_user_frame(f, false, u); }
 
 UserCode project(const std::string &dir = "/home/ana/proj") {
   UserCode u;
@@ -247,28 +253,68 @@ TEST(Headline, TheUsersNativeLineIsShownViaTheOpNotTheAllocator) {
   EXPECT_EQ(h.text, "step.cpp:12 in step (via at::native::empty_cuda, libtorch_cuda.so)");
 }
 
-// One line between the user's code and the rest (src/text/code_owner.h): the analysis (loops from
-// Python frames, advice filters) and the headline agree on every module and file, except the
-// frameworks' own source trees, which the analysis keeps as the framework's wherever they are.
+// One classifier (analysis/user_code.h): the analysis's CodeOwner, which judges raw addresses and
+// file ids, and the headline, which judges symbolized frames, give every module and file the same
+// answer under the same setting, --user-code roots included.
 TEST(UserCode, TheAnalysisAndTheHeadlineDrawTheSameLine) {
-  UserCode none;  // no program folder, no --user-code
-  for (const std::string module :
-       {"/home/ana/proj/build/train", "/home/ana/proj/build/libkernels.so", "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
-        "/venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so", "/usr/lib/libcublasLt.so.13",
-        "/usr/bin/python3.11", "/usr/lib/python3.12/lib-dynload/_ctypes.cpython-312-x86_64-linux-gnu.so",
-        "/usr/lib/x86_64-linux-gnu/libstdc++.so.6", "/opt/conda/lib/libgomp.so.1", "/work/gpuleak/lib/libgpuleak.so"}) {
-    EXPECT_EQ(analysis::detail::library_native_module(module), !is_user_native_frame(native("f", module), none))
-        << module;
+  format::Capture c;
+  c.run.emplace();
+  c.run->command = {"/usr/bin/python3", "/home/ana/proj/train.py"};
+  const std::vector<std::string> modules = {"/home/ana/proj/build/train",
+                                            "/home/ana/proj/ext/_kernels.cpython-312-x86_64-linux-gnu.so",
+                                            "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+                                            "/venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so",
+                                            "/usr/lib/libcublasLt.so.13",
+                                            "/usr/bin/python3.11",
+                                            "/usr/lib/python3.12/lib-dynload/_ctypes.cpython-312.so",
+                                            "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
+                                            "/usr/lib/x86_64-linux-gnu/libopenblas.so.0",
+                                            "/opt/mine/libmine.so",
+                                            "/work/gpuleak/lib/libgpuleak.so"};
+  for (size_t i = 0; i < modules.size(); ++i) {
+    const uint64_t lo = 0x10000000ull * (i + 1);
+    c.modules.push_back({lo, modules[i], "", {{lo, lo + 0x1000}}});
   }
-  for (const std::string file :
-       {"/home/ana/proj/train.py", "/venv/lib/python3.12/site-packages/torch/nn/modules/linear.py",
-        "/usr/lib/python3.12/threading.py", "<frozen importlib._bootstrap>", "/opt/pypy/lib/pypy3.10/os.py",
-        "/usr/lib/python312.zip/json/__init__.py", "/usr/lib/python3/dist-packages/numpy/core/numeric.py"}) {
-    EXPECT_EQ(analysis::detail::library_python_file(file), !is_user_python_file(file, none)) << file;
+  const std::vector<std::string> files = {"/home/ana/proj/train.py",
+                                          "/venv/lib/python3.12/site-packages/torch/nn/modules/linear.py",
+                                          "/usr/lib/python3.12/threading.py",
+                                          "<frozen importlib._bootstrap>",
+                                          "/opt/pypy/lib/pypy3.10/os.py",
+                                          "/usr/lib/python312.zip/json/__init__.py",
+                                          "/src/pytorch/torch/nn/modules/linear.py",
+                                          "/home/ana/proj/torch/nn/patched.py",
+                                          "/opt/mine/helpers.py",
+                                          "<string>"};
+  for (size_t i = 0; i < files.size(); ++i) c.strings[static_cast<uint32_t>(i + 1)] = files[i];
+  for (const std::vector<std::string> &roots : {std::vector<std::string>{}, std::vector<std::string>{"/opt/mine"}}) {
+    const UserCode user = user_code_for(c, roots);
+    const analysis::CodeOwner owner(c, user);
+    for (size_t i = 0; i < modules.size(); ++i)
+      for (bool in_python : {false, true}) {
+        Frame f = native("f", modules[i]);
+        EXPECT_EQ(owner.native_address(c.modules[i].segments[0].first + 8, in_python),
+                  is_user_frame(f, in_python, user))
+            << modules[i] << " in_python " << in_python << " roots " << roots.size();
+      }
+    for (size_t i = 0; i < files.size(); ++i)
+      EXPECT_EQ(owner.python_file(static_cast<uint32_t>(i + 1)), is_user_frame(py("f", files[i], 1), true, user))
+          << files[i];
   }
-  // the documented difference: a framework's source tree outside site-packages (an editable install)
-  EXPECT_TRUE(analysis::detail::library_python_file("/src/pytorch/torch/nn/modules/linear.py"));
-  EXPECT_TRUE(is_user_python_file("/src/pytorch/torch/nn/modules/linear.py", none));
+  const UserCode user = user_code_for(c, {});
+  // a framework's source tree outside site-packages (an editable install) is the framework's ...
+  EXPECT_FALSE(is_user_python_file("/src/pytorch/torch/nn/modules/linear.py", user));
+  // ... and so is one inside the project; the project's own files in a folder named like one are not
+  EXPECT_FALSE(is_user_python_file("/home/ana/proj/torch/nn/patched.py", user));
+  EXPECT_TRUE(is_user_python_file("/home/ana/torch/train.py", project("/home/ana/torch")));
+  // in a Python program a native library outside the program's folder is a library it called
+  EXPECT_FALSE(is_user_frame(native("cblas_sgemm", "/usr/lib/x86_64-linux-gnu/libopenblas.so.0"), true, user));
+  EXPECT_TRUE(
+      is_user_frame(native("launch", "/home/ana/proj/ext/_kernels.cpython-312-x86_64-linux-gnu.so"), true, user));
+  // a frame outside every module is nobody's code
+  EXPECT_FALSE(is_user_frame(native("", ""), false, user));
+  // exec'd code (a dataclass's generated __init__, python -c) and the frozen modules are nobody's
+  EXPECT_FALSE(is_user_python_file("<string>", user));
+  EXPECT_FALSE(is_user_python_file("<frozen runpy>", user));
 }
 
 TEST(SiteId, RenamedExecutableKeepsItsIds) {
@@ -288,6 +334,60 @@ TEST(SiteId, RenamedExecutableKeepsItsIds) {
   Stack lib1 = {native("f", "/a/libone.so")}, lib2 = {native("f", "/a/libtwo.so")};
   EXPECT_NE(site_id(lib1, "/build/train_v1"), site_id(lib2, "/build/train_v1"));
   EXPECT_EQ(site_id({native("f", "/a/libone.so")}), site_id({native("f", "/b/libone.so")}));
+}
+
+// Two leaks through one library function without line tables (a stripped cuBLAS), from two call
+// paths inside it: the frames differ only by where their return addresses sit, so the site ids
+// must too (two different cuBLAS leaks shared one id on the H200). A frame with a line hashes as
+// before; the same path in another run (another load address, same build) keeps its id.
+TEST(SiteId, DistinctCallPathsThroughOneLibraryFunctionGetDistinctIds) {
+  const std::string cublas = "/usr/local/cuda/lib64/libcublas.so.13";
+  auto path = [&](uint64_t inner, uint64_t outer, uint64_t base) {
+    Frame a = native("", cublas), b = native("cublasCreate_v2", cublas);
+    a.address = base + inner, a.code_offset = inner;  // no symbol: the offset into the module
+    b.address = base + outer, b.code_offset = 0x40;   // the offset into cublasCreate_v2
+    return Stack{a, b, native("main", "/home/ana/proj/build/train", "/home/ana/proj/main.cpp", 9)};
+  };
+  const Stack one = path(0x12345, 0x40, 0x7f0000000000), two = path(0x54321, 0x40, 0x7f0000000000);
+  EXPECT_NE(site_id(one), site_id(two));
+  EXPECT_EQ(site_id(one), site_id(path(0x12345, 0x40, 0x7e0000000000)));  // another load address
+  // the same function called from two places in it, no line tables either
+  Stack here = one, there = one;
+  there[1].code_offset = 0x80;
+  EXPECT_NE(site_id(here), site_id(there));
+  // a frame with a line: the line decides, as it always did (ids in older baselines hold)
+  Stack lined = {native("cache_activation", "/p/app", "/p/leaky.cpp", 17)}, moved = lined;
+  moved[0].address += 0x100;
+  EXPECT_EQ(site_id(lined), site_id(moved));
+}
+
+// A thin helper's line ("train.py:6 in alloc") does not say which call keeps the memory: the
+// headline carries the user's line that called it, and sites that differ only in that caller
+// are different findings.
+TEST(Headline, AThinHelperIsShownWithItsCaller) {
+  Stack from40 = {py("alloc", "/p/train.py", 6), py("main", "/p/train.py", 40), py("<module>", "/p/train.py", 60)};
+  Stack from45 = {py("alloc", "/p/train.py", 6), py("main", "/p/train.py", 45), py("<module>", "/p/train.py", 60)};
+  Headline h = headline_of(from40, project("/p"));
+  EXPECT_EQ(h.text, "train.py:6 in alloc");
+  ASSERT_TRUE(h.caller);
+  EXPECT_EQ(h.caller->line, 40);
+  EXPECT_EQ(h.caller_where, "train.py:40 in main");
+  EXPECT_NE(h.key, headline_of(from45, project("/p")).key);
+  // recursion is one function: the caller is the first frame of another one
+  Stack recursive = {py("walk", "/p/tree.py", 3), py("walk", "/p/tree.py", 5), py("main", "/p/tree.py", 9)};
+  EXPECT_EQ(headline_of(recursive, project("/p")).caller_where, "tree.py:9 in main");
+  // library frames between them are skipped; no user frame outward: no caller
+  const std::string torch = "/v/lib/python3.12/site-packages/torch/nn/modules/";
+  Stack hook = {py("alloc", "/p/train.py", 6), py("Module._call_impl", torch + "module.py", 1750),
+                py("main", "/p/train.py", 40)};
+  EXPECT_EQ(headline_of(hook, project("/p")).caller_where, "train.py:40 in main");
+  EXPECT_FALSE(headline_of({py("<module>", "/p/train.py", 3)}, project("/p")).caller);
+  // a headline that is not the user's has no caller
+  EXPECT_FALSE(headline_of({py("Thread.run", "/v/lib/python3.12/site-packages/w.py", 7)}, project("/p")).caller);
+  // native: the helper's caller in the program
+  Stack native_stack = {native("cache_activation", "/p/app", "/p/leaky.cpp", 17),
+                        native("main", "/p/app", "/p/leaky.cpp", 40)};
+  EXPECT_EQ(headline_of(native_stack, project("/p")).caller_where, "leaky.cpp:40 in main");
 }
 
 TEST(SiteId, StartFramesAreDroppedEvenWithoutMain) {

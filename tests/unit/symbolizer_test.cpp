@@ -130,6 +130,7 @@ TEST(Symbolizer, ResolvesFunctionFileAndLineInLibraryAndExecutable) {
   EXPECT_EQ(stack[0].build_id, lib.build_id);
   EXPECT_EQ(stack[0].address, s.lib);
   EXPECT_EQ(stack[0].kind, Frame::Kind::kNative);
+  EXPECT_EQ(stack[0].code_offset, 0u);  // it has a line: the line identifies it
 
   EXPECT_EQ(stack[1].function, "gpuleak::output::(anonymous namespace)::exe_site(int*)");
   EXPECT_EQ(basename_of(stack[1].file), "symbolizer_test.cpp");
@@ -225,6 +226,9 @@ TEST(Symbolizer, MissingFileKeepsModuleAndAddress) {
   EXPECT_EQ(f.function, "");
   EXPECT_EQ(f.file, "");
   EXPECT_EQ(f.line, 0);
+  // No line: where the address sits in the module, the same wherever the module was loaded
+  // (site_id hashes it: two call paths through one unsymbolized library are two sites).
+  EXPECT_EQ(f.code_offset, s.lib - m.load_bias);
   ASSERT_EQ(symbolizer.problems().size(), 1u);
   EXPECT_NE(symbolizer.problems()[0].find("file not found"), std::string::npos);
 }

@@ -74,6 +74,26 @@ TEST(TextSummary, ShowsTheHeadlineWhole) {
   EXPECT_NE(s.find("at train.py:42 in " + name + " (via forward, lib/m.py:3), "), std::string::npos) << s;
 }
 
+// Issue #28: a helper's line with the user's line that called it; advice that knows the line to
+// change leads with it.
+TEST(TextSummary, AHelpersCallerAndTheLineToChange) {
+  nlohmann::json r = nlohmann::json::parse(R"({"verdict": "leak", "leaks": [{"bytes_per_iteration": 1048576,
+    "live_count": 2, "live_bytes": 2097152, "stack": [{"kind": "python", "function": "alloc", "file": "/p/train.py",
+    "line": 6}], "headline": {"text": "train.py:6 in alloc", "caller": {"text": "train.py:40 in main"}}}],
+    "advice": [{"kind": "cache_thrash", "device": 0, "stack": [{"kind": "python", "function": "step"}],
+      "headline": {"text": "train.py:52 in step"}, "change_at": {"text": "train.py:34"},
+      "message": "torch.cuda.empty_cache() at train.py:34 returns 8 segments ..."}]})");
+  std::string s = text_summary(r, "");
+  EXPECT_NE(s.find("per iteration at train.py:6 in alloc, called from train.py:40 in main, 2 allocations"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("  advice (cache thrash) at train.py:34: torch.cuda.empty_cache() at train.py:34 returns"),
+            std::string::npos)
+      << s;
+  r["advice"][0].erase("change_at");  // without it: the site
+  EXPECT_NE(text_summary(r, "").find("advice (cache thrash) at train.py:52 in step: "), std::string::npos);
+}
+
 // Who keeps it (issue #30): the group's retained_by under its leak line, control bytes made inert;
 // none without one.
 TEST(TextSummary, KeptByLineUnderTheLeak) {

@@ -296,6 +296,13 @@ int run_command(const RunOptions &o) {
   if (torch_tracker && hooks) setenv("GPULEAK_TORCH_TRACKER", "1", 0);
   if (!o.loop.empty()) setenv("GPULEAK_PY_LOOP", o.loop.c_str(), 1);
   if (!retention) setenv("GPULEAK_RETENTION", "0", 1);
+  // --user-code: the program's loop observer (gpuleak._observe) draws the user's code with the same
+  // folders as the report after it, which reads them from the flag and the variable alike.
+  if (!o.read.user_code.empty()) {
+    std::string roots = std::getenv("GPULEAK_USER_CODE") ? std::getenv("GPULEAK_USER_CODE") : "";
+    for (const std::string &root : o.read.user_code) roots += (roots.empty() ? "" : ":") + root;
+    setenv("GPULEAK_USER_CODE", roots.c_str(), 1);
+  }
 
   GPULEAK_LOG_DEBUG("run: LD_PRELOAD=%s GPULEAK_OUT=%s; running %s (%zu arguments)", preload.c_str(), out.c_str(),
                     o.command[0].c_str(), o.command.size() - 1);

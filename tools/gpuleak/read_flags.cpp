@@ -3,15 +3,16 @@
 // GPULEAK_USER_CODE, GPULEAK_ADVICE*), also honoured by `gpuleak run`'s report and `merge`. Built
 // here once, so that every output of one capture agrees. A flag wins over its variable; a bad flag
 // is a usage error, a bad variable is ignored with a warning.
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 
 #include <CLI/CLI.hpp>
 
+#include "analysis/user_code.h"
 #include "cli.h"
 #include "log/log.h"
-#include "output/user_code.h"
 
 namespace gpuleak::cli {
 
@@ -120,9 +121,12 @@ output::ReadOptions read_options(const ReadFlags &flags) {
   if (!range.empty()) r.analysis.iteration_range_regex = range;
   if (flags.warmup >= 0) r.analysis.warmup_iterations = flags.warmup;
   apply_advice_options(flags, &r.analysis.advice);
-  r.user_code = flags.user_code;
+  // One setting for the analysis (its loops, its advice) and the headlines (Analysis::user_code).
+  r.analysis.user_code = flags.user_code;
   if (const char *v = std::getenv("GPULEAK_USER_CODE"))
-    for (std::string &root : output::split_user_code(v)) r.user_code.push_back(std::move(root));
+    for (std::string &root : analysis::split_user_code(v))  // `gpuleak run --user-code` passed them on as well
+      if (std::find(r.analysis.user_code.begin(), r.analysis.user_code.end(), root) == r.analysis.user_code.end())
+        r.analysis.user_code.push_back(std::move(root));
   return r;
 }
 

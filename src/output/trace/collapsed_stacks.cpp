@@ -76,7 +76,7 @@ std::vector<std::pair<int, uint32_t>> moments(const MemoryReplay &replay, const 
 
 bool collapsed_stacks(const format::Capture &capture, const analysis::Analysis &analysis, const SymbolizeFn &symbolize,
                       Moment at, std::string *out, std::string *error) {
-  Sites sites(symbolize, site_options(capture));
+  Sites sites(symbolize, site_options(capture, analysis.user_code));
   return collapsed_stacks(capture, analysis, sites, at, out, error);
 }
 

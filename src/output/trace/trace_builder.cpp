@@ -202,7 +202,7 @@ std::vector<Item> plan_items(const Plan &p) {
 
 TraceSummary build_trace(const format::Capture &capture, const analysis::Analysis &analysis,
                          const SymbolizeFn &symbolize, const TraceOptions &options, TraceSink *sink, bool *ok) {
-  Sites sites(symbolize, site_options(capture));
+  Sites sites(symbolize, site_options(capture, analysis.user_code));
   return build_trace(capture, analysis, sites, options, sink, ok);
 }
 

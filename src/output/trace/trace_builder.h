@@ -51,7 +51,7 @@ struct TraceSummary {
 // for any capture content; returns sink->end()'s verdict in `ok`.
 TraceSummary build_trace(const format::Capture &capture, const analysis::Analysis &analysis, Sites &sites,
                          const TraceOptions &options, TraceSink *sink, bool *ok = nullptr);
-// The same with Sites(symbolize, site_options(capture)).
+// The same with Sites(symbolize, site_options(capture, analysis.user_code)).
 TraceSummary build_trace(const format::Capture &capture, const analysis::Analysis &analysis,
                          const SymbolizeFn &symbolize, const TraceOptions &options, TraceSink *sink,
                          bool *ok = nullptr);

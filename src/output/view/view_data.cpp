@@ -143,7 +143,7 @@ json temporal_json(const AllocationLives &lives, const analysis::Analysis &a, Si
 
 json make_view_data(const format::Capture &capture, const analysis::Analysis &a, const SymbolizeFn &symbolize,
                     const ViewOptions &o) {
-  Sites resolved(symbolize, site_options(capture));
+  Sites resolved(symbolize, site_options(capture, a.user_code));
   return make_view_data(capture, a, resolved, o);
 }
 

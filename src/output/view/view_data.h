@@ -33,7 +33,7 @@ struct ViewOptions {
 // report's. Never throws for any capture content.
 nlohmann::json make_view_data(const format::Capture &capture, const analysis::Analysis &analysis, Sites &sites,
                               const ViewOptions &options = {});
-// The same with Sites(symbolize, site_options(capture)).
+// The same with Sites(symbolize, site_options(capture, analysis.user_code)).
 nlohmann::json make_view_data(const format::Capture &capture, const analysis::Analysis &analysis,
                               const SymbolizeFn &symbolize, const ViewOptions &options = {});
 

@@ -93,6 +93,8 @@ class CaptureBuilder {
     return mem(op, kind, device);
   }
 
+  // gpuleak_mark(label): a labelled instant (the Python hooks' empty_cache() mark).
+  void mark(const std::string &label, uint32_t tid = 1) { marker(format::MarkerOp::kMark, label, tid); }
   void begin(const std::string &loop, uint32_t tid = 1) { marker(format::MarkerOp::kIterationBegin, loop, tid); }
   void end(const std::string &loop = "", uint32_t tid = 1) { marker(format::MarkerOp::kIterationEnd, loop, tid); }
 

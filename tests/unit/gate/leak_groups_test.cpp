@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 
 #include "gate/diff.h"
 #include "gate/evaluate.h"
@@ -94,6 +95,19 @@ TEST(GateLeakGroups, APerSiteBudgetJudgesTheSitesItNames) {
   // Linear.forward's 9 MiB under its own 20 MiB rule; the other 9 MiB at the line within 10 MiB.
   EXPECT_FALSE(o.failed()) << write_plain({o}, Suppressions{}, WriteOptions{});
   EXPECT_EQ(of(o, Kind::kLeak, Status::kPass).size(), 2u);
+}
+
+// A helper's line is named with the user's line that called it (headline.caller), as the summary
+// names it: "train.py:6 in alloc" alone does not say which call leaks.
+TEST(GateLeakGroups, AHelpersLineIsNamedWithItsCaller) {
+  std::ifstream in(kFixtures + "torch_three_sites.report.json");
+  json doc = json::parse(in);
+  for (json &l : doc["leaks"]) l["headline"]["caller"] = {{"text", "train.py:80 in main"}};
+  doc["leak_groups"][0]["headline"]["caller"] = {{"text", "train.py:80 in main"}};
+  Report r = parse(doc);
+  EXPECT_EQ(r.leak_groups[0].describe(), "train.py:52 in train_step, called from train.py:80 in main");
+  doc["leak_groups"][0]["headline"]["caller"] = nullptr;  // none: as before
+  EXPECT_EQ(parse(doc).leak_groups[0].describe(), "train.py:52 in train_step");
 }
 
 TEST(GateLeakGroups, AReportWithoutLeakGroupsJudgesEachSite) {

@@ -12,7 +12,8 @@ GPULEAK_TORCH_TRACKER=1    right after `import torch`, PyTorch's caching allocat
     block (tensor) it hands out or takes back to the shim (gpuleak._torch), so leaks are per tensor
     call site with no allocator switch.
 (always)                   the loop observer (gpuleak._observe): the user's loops and callbacks as
-    the interpreter runs them, for the analysis to choose the iteration from (GPULEAK_PY_OBSERVE=0: off).
+    the interpreter runs them, for the analysis to choose the iteration from (GPULEAK_PY_OBSERVE=0: off);
+    and torch.cuda.empty_cache() marks the timeline with its caller's line (the cache_thrash advice).
 CuPy and JAX by default  right after `import cupy`, CuPy's default pool reports every array it
     hands out or takes back (gpuleak._cupy); right after `import jax`, JAX's live arrays are
     sampled at each iteration boundary, at exit and at an out-of-memory (gpuleak._jax).
@@ -61,6 +62,7 @@ def install_from_environment():
         after_import("jax", _framework_hook("_jax"))  # the arena kept, live arrays sampled
     if os.environ.get("GPULEAK_TORCH_TRACKER", "") == "1":
         install_torch()
+    after_import("torch", watch_empty_cache)  # the line of an empty_cache() in the loop (docs/advice.md)
     from gpuleak import _retention  # who keeps the leaks alive, at exit, at an OOM, at main()'s return (issue #30)
     _retention.install_retention()
     # The loops and callbacks as they run (gpuleak._observe). sys.monitoring has two tool ids free
@@ -103,10 +105,12 @@ class _Passes:
     def __init__(self, label):
         self.label = label
         self.open = False
+        self.count = 0  # iterations begun
 
     def begin(self):
         gpuleak._begin(self.label)
         self.open = True
+        self.count += 1
 
     def end(self):
         if self.open:
@@ -201,7 +205,22 @@ def install_loop(spec):
         _install_monitoring(loop)
     else:
         _install_trace(loop)
+    import atexit
+    atexit.register(said_if_never_ran, loop, spec)
     return loop
+
+
+def said_if_never_ran(loop, spec):
+    """At exit: a --loop that never began an iteration (a misspelt function, a line never
+    reached) says so in one line, instead of a report that silently found no iterations."""
+    if loop.passes.count:
+        return
+    if isinstance(loop, FunctionLoop):
+        _warn("--loop %s: no function of that name ran; no iteration was marked (a qualified name "
+              "such as Trainer.step, or FILE:LINE of the loop)" % spec)
+    else:
+        _warn("--loop %s: no iteration began at that line (never reached, or a loop that made no pass); "
+              "no iteration was marked" % spec)
 
 
 def _install_trace(loop):
@@ -362,6 +381,36 @@ def _attach_torch(module):
         _torch.attach(module)
     except Exception as e:  # never the program's problem
         _torch.not_seen("%s: %s" % (type(e).__name__, e))
+
+
+# The mark's label: src/analysis/advice.h kEmptyCacheMark, then "FILE:LINE" of the caller.
+EMPTY_CACHE_MARK = "torch.cuda.empty_cache() at "
+
+
+def watch_empty_cache(torch):
+    """torch.cuda.empty_cache marks gpuleak's timeline with its caller's line before it runs: the
+    frees of the segments it returns carry no stack, and the cache_thrash advice names this line
+    (docs/advice.md). The function is otherwise the same: arguments, result and exceptions."""
+    cuda = getattr(torch, "cuda", None)
+    original = getattr(cuda, "empty_cache", None)
+    if original is None or getattr(original, "_gpuleak_watched", False):
+        return
+    import functools
+
+    @functools.wraps(original)
+    def empty_cache(*args, **kwargs):
+        try:
+            caller = sys._getframe(1)
+            gpuleak.mark("%s%s:%d" % (EMPTY_CACHE_MARK, caller.f_code.co_filename, caller.f_lineno))
+        except Exception:  # never the program's problem
+            pass
+        return original(*args, **kwargs)
+
+    empty_cache._gpuleak_watched = True
+    cuda.empty_cache = empty_cache
+    memory = getattr(cuda, "memory", None)  # torch.cuda.memory.empty_cache is the same function
+    if getattr(memory, "empty_cache", None) is original:
+        memory.empty_cache = empty_cache
 
 
 def install_torch():

@@ -78,8 +78,8 @@ def _roots():
 
 
 class UserCode:
-    """The analysis's line between the user's Python files and the rest (library_python_file in
-    src/analysis/frameworks.cpp, with src/output/user_code.h's GPULEAK_USER_CODE roots first), plus
+    """The analysis's line between the user's Python files and the rest (src/analysis/user_code.h,
+    with its GPULEAK_USER_CODE roots first; `gpuleak run --user-code` sets the variable too), plus
     gpuleak's own package."""
 
     def __init__(self, roots=None):

@@ -57,6 +57,9 @@ def _where(stack, headline=None):
     """The report's headline text ("train.py:41 in train_step (via ...)"), as the analysis chose
     it; a report from before headlines: "function (file:line)" of _user_frame(stack)."""
     if isinstance(headline, dict) and isinstance(headline.get("text"), str) and headline["text"]:
+        caller = headline.get("caller")
+        if isinstance(caller, dict) and isinstance(caller.get("text"), str) and caller["text"]:
+            return headline["text"] + ", called from " + caller["text"]
         return headline["text"]
     f = _user_frame(stack)
     if f is not None:
