@@ -1,6 +1,7 @@
 // analyze(): runs the stages of internal.h in order and assembles the public Analysis.
 #include <algorithm>
 #include <iterator>
+#include <memory>
 #include <unordered_map>
 
 #include "analysis/advice_internal.h"
@@ -312,6 +313,113 @@ void fill_live_at_exit(std::vector<LiveSite> live, const AnalysisOptions &o, Ana
   out->live_at_exit = std::move(live);
 }
 
+// A loop judged beside the primary: its passes as a Primary of its own, and its survivors.
+struct LoopRun {
+  size_t judgment = 0;  // index into Analysis::loops
+  Primary primary;
+  std::unique_ptr<SurvivorObserver> survivors;
+};
+
+// Fills the primary's LoopJudgment and the rest of `loops` (observed levels come described from
+// spans_from_observed; marked and inferred loops are described here), and returns the loops
+// other than the primary with enough passes, their passes in end order.
+std::vector<LoopRun> loops_to_judge(const std::vector<Span> &spans, const std::string &primary_loop,
+                                    IterationSource source, uint64_t anchor, const AnalysisOptions &o,
+                                    std::vector<LoopJudgment> *loops) {
+  if (loops->empty() && !primary_loop.empty()) {
+    std::unordered_map<std::string, uint32_t> count;
+    std::vector<std::string> order;
+    for (const Span &s : spans)
+      if (count[s.loop]++ == 0) order.push_back(s.loop);
+    const bool marked = source == IterationSource::kApi || source == IterationSource::kNvtx;
+    const uint32_t reps = static_cast<uint32_t>(std::max(2, o.min_auto_repetitions));
+    for (const std::string &name : order) {
+      if (name != primary_loop && (!marked || count[name] < reps)) continue;
+      LoopJudgment j;
+      j.name = name;
+      j.kind = marked ? "marked" : "inferred";
+      j.primary = name == primary_loop;
+      loops->push_back(std::move(j));
+    }
+  }
+  std::unordered_map<std::string, size_t> by_name;
+  for (size_t i = 0; i < loops->size(); ++i) by_name.emplace((*loops)[i].name, i);
+  std::vector<LoopRun> runs;
+  std::vector<size_t> run_of(loops->size(), SIZE_MAX);
+  for (size_t i = 0; i < loops->size(); ++i)
+    if (!(*loops)[i].primary) run_of[i] = runs.size(), runs.emplace_back(), runs.back().judgment = i;
+  for (uint32_t s = 0; s < spans.size(); ++s) {
+    auto it = by_name.find(spans[s].loop);
+    if (it == by_name.end()) continue;
+    LoopJudgment &j = (*loops)[it->second];
+    const uint64_t start = since_start(spans[s].start_ns, anchor), end = since_start(spans[s].end_ns, anchor);
+    if (j.passes++ == 0) j.start_ns = start;
+    j.start_ns = std::min(j.start_ns, start);
+    j.end_ns = std::max(j.end_ns, end);
+    if (run_of[it->second] != SIZE_MAX) runs[run_of[it->second]].primary.spans.push_back(s);
+  }
+  for (LoopRun &r : runs) {
+    std::vector<uint32_t> &v = r.primary.spans;
+    std::stable_sort(v.begin(), v.end(), [&](uint32_t a, uint32_t b) { return spans[a].end < spans[b].end; });
+    for (uint32_t s : v) r.primary.end_pos.push_back(spans[s].end);
+    r.primary.warmup = warmup_for(static_cast<uint32_t>(v.size()), o.warmup_iterations);
+  }
+  return runs;
+}
+
+// After decide(): each loop's verdict and leaks, and the run's verdict the worst of them.
+void judge_loops(const Ledger &ledger, const SiteTable &sites, std::vector<LoopRun> &others, const AnalysisOptions &o,
+                 const RetentionJoin *retention, Analysis *out) {
+  auto growth = [](const Analysis &a) {
+    double most = 0;
+    for (const DeviceSummary &d : a.devices) most = std::max(most, d.growth_bytes_per_iteration);
+    return most;
+  };
+  for (Leak &l : out->leaks) l.loop = out->primary_loop;
+  for (LoopJudgment &j : out->loops) {
+    if (!j.primary) continue;
+    j.verdict = out->verdict;
+    j.warmup = out->warmup_iterations;
+    j.leaks = out->leaks;
+    j.growth_bytes_per_iteration = growth(*out);
+  }
+  auto listed = [&](const Leak &l) {
+    for (const Leak &x : out->leaks)
+      if (x.device == l.device && x.site == l.site) return true;
+    return false;
+  };
+  for (LoopRun &r : others) {
+    Analysis scratch;
+    scratch.devices = out->devices;
+    for (DeviceSummary &d : scratch.devices) {  // the same devices, none judged yet
+      DeviceSummary fresh;
+      fresh.index = d.index, fresh.name = d.name, fresh.total_bytes = d.total_bytes;
+      d = std::move(fresh);
+    }
+    decide(ledger, sites, r.primary, r.survivors.get(), o, &scratch);
+    r.survivors.reset();
+    if (retention) retention->apply(ledger.devices, sites, &scratch);
+    LoopJudgment &j = out->loops[r.judgment];
+    j.verdict = scratch.verdict;
+    j.warmup = r.primary.warmup;
+    j.growth_bytes_per_iteration = growth(scratch);
+    for (Leak &l : scratch.leaks) l.loop = j.name;
+    for (size_t d = 0; d < scratch.devices.size() && d < out->devices.size(); ++d) {
+      const Verdict v = scratch.devices[d].verdict;
+      if (v == Verdict::kLeak || v == Verdict::kGrowth) out->devices[d].verdict = std::max(out->devices[d].verdict, v);
+    }
+    for (const Leak &l : scratch.leaks)
+      if (!listed(l)) out->leaks.push_back(l);
+    j.leaks = std::move(scratch.leaks);
+  }
+  std::stable_sort(out->leaks.begin(), out->leaks.end(),
+                   [](const Leak &a, const Leak &b) { return a.bytes_per_iteration > b.bytes_per_iteration; });
+  out->verdict = Verdict::kClean;
+  for (const DeviceSummary &d : out->devices) out->verdict = std::max(out->verdict, d.verdict);
+  std::stable_sort(out->loops.begin(), out->loops.end(),
+                   [](const LoopJudgment &a, const LoopJudgment &b) { return a.start_ns < b.start_ns; });
+}
+
 }  // namespace
 }  // namespace detail
 
@@ -329,7 +437,8 @@ Analysis analyze(const format::Capture &capture, const format::MemorySource &mem
   const Frameworks frameworks = detect_frameworks(capture);
   const HidingPool pool = hiding_pool(capture, frameworks);
   if (spans.empty() && pool.mode.empty()) {
-    spans = spans_from_observed(capture, timeline, sites, options.min_auto_repetitions, &out.iteration_choice);
+    spans =
+        spans_from_observed(capture, timeline, sites, options.min_auto_repetitions, &out.iteration_choice, &out.loops);
     if (!spans.empty()) out.iteration_source = IterationSource::kObserved;
   } else {
     for (const format::Observer &o : capture.observers) {
@@ -357,6 +466,8 @@ Analysis analyze(const format::Capture &capture, const format::MemorySource &mem
 
   Primary primary;
   out.primary_loop = primary_loop(spans);
+  for (const LoopJudgment &j : out.loops)  // observed: the level chosen, not the one with the most passes
+    if (j.primary) out.primary_loop = j.name;
   for (uint32_t s = 0; s < spans.size(); ++s)
     if (spans[s].loop == out.primary_loop) primary.spans.push_back(s);
   auto by_end = [&](uint32_t a, uint32_t b) { return spans[a].end < spans[b].end; };
@@ -366,6 +477,9 @@ Analysis analyze(const format::Capture &capture, const format::MemorySource &mem
   primary.warmup = warmup_for(static_cast<uint32_t>(primary.spans.size()), options.warmup_iterations);
   out.primary_iterations = static_cast<uint32_t>(primary.spans.size());
   out.warmup_iterations = primary.warmup;
+  // Every other loop with enough passes is judged on its own passes, in the same replay.
+  std::vector<LoopRun> others =
+      loops_to_judge(spans, out.primary_loop, out.iteration_source, capture.header.monotonic_ns, options, &out.loops);
 
   // Pass 1: the ledger, and everything that must see allocations while they live.
   ooms.place(oom_positions, timeline.devices);
@@ -377,10 +491,12 @@ Analysis analyze(const format::Capture &capture, const format::MemorySource &mem
   const PoolBlocks *segments = blocks ? &*blocks : nullptr;
   ooms.use_pool(segments);
   SurvivorObserver survivors(primary, segments);
+  for (LoopRun &o : others) o.survivors = std::make_unique<SurvivorObserver>(o.primary, segments, true);
   LiveAtExit live_at_exit(timeline.devices, sites, segments);
   Advisor advisor(capture, timeline, sites, spans, primary, options);
   std::vector<Observer *> observers = {&ooms, &survivors, &live_at_exit};
   if (blocks) observers.insert(observers.begin(), &*blocks);
+  for (LoopRun &o : others) observers.push_back(o.survivors.get());
   for (Observer *o : advisor.observers()) observers.push_back(o);
   std::optional<LifeRecorder> lives;
   if (options.record_lives) observers.push_back(&lives.emplace(sites, segments));
@@ -417,6 +533,8 @@ Analysis analyze(const format::Capture &capture, const format::MemorySource &mem
   out.ooms = ooms.events();
   fill_live_at_exit(std::move(live_at_exit.live), options, &out);
   advisor.finish(&out);  // may replay once more (advice_internal.h)
+  // Last: the forecast and the advice are the primary's; the other loops add leaks and verdicts.
+  judge_loops(ledger, sites, others, options, retention ? &*retention : nullptr, &out);
   out.device_live = std::move(ledger.live_steps);
   out.iteration_cells = std::move(ledger.cells);  // by span, and the iterations are the spans in order
   return out;

@@ -177,6 +177,9 @@ struct DeviceSummary {
 struct Leak {
   int device = 0;
   Site site;
+  // The loop whose passes it leaks over (Iteration::loop): the primary's, or another judged loop's
+  // (issue #33); then every number below is per pass of that loop and indexes its passes.
+  std::string loop;
   // Theil-Sen slope of the site's live bytes at iteration ends, from first_iteration (or the end of
   // warm-up, whichever is later) to the last iteration: the rate the leak has, not diluted by the
   // iterations before it started.
@@ -307,6 +310,29 @@ struct IterationChoice {
   std::string suggested_loop;
 };
 
+// A loop of the run judged on its own passes (issue #33; report: loops[]). Judged: every marked
+// loop (C API names, NVTX ranges) with enough passes; with no marks, of each group of observed
+// levels nested in one another, the level that explains the memory (observed_loops.cpp); else the
+// one loop found. The primary loop is one of them, and its numbers are Analysis's own.
+struct LoopJudgment {
+  std::string name;  // the Iteration::loop of its passes
+  std::string kind;  // "loop" or "callback" (observed), "marked" (C API, NVTX), "inferred" (python_loop, auto)
+  std::string file, function;  // observed: the code object holding it; "" otherwise
+  uint32_t first_line = 0, last_line = 0;
+  // The test that ran it: the innermost function of the loop's parent chain (its own function
+  // first) named test* in a file named as pytest collects them (test_*.py, *_test.py), as
+  // "test_file.py::TestClass::test_name"; "" when none.
+  std::string test;
+  bool primary = false;
+  uint32_t passes = 0;
+  uint32_t warmup = 0;                    // passes left out of the fits
+  uint32_t threads = 0;                   // threads and asyncio tasks its passes ran on (observed; 0: not known)
+  uint64_t start_ns = 0, end_ns = 0;      // its first pass's start, its last pass's end, since the run's start
+  Verdict verdict = Verdict::kClean;      // worst over its devices, judged on its passes alone
+  double growth_bytes_per_iteration = 0;  // the largest device slope over its passes
+  std::vector<Leak> leaks;                // largest bytes_per_iteration first
+};
+
 struct Analysis {
   Verdict verdict = Verdict::kClean;  // worst over devices
   IterationSource iteration_source = IterationSource::kNone;
@@ -326,7 +352,13 @@ struct Analysis {
   // Per device of `devices` (same order): its live bytes as steps (LiveStep), the rows of the
   // iterations it did not touch.
   std::vector<std::vector<LiveStep>> device_live;
-  std::vector<Leak> leaks;             // largest bytes_per_iteration first
+  // Every judged loop's leaks (Leak::loop), largest bytes_per_iteration first; a site leaking in
+  // several loops is listed once, for the primary or the loop judged first.
+  std::vector<Leak> leaks;
+  // Every judged loop, by first pass start (issue #33). A device's verdict, and so `verdict`, is
+  // the worst of the primary's and the other loops' leak or growth on it (their `inconclusive`
+  // does not count: a loop of a few passes beside a judged one is no reason to doubt the run).
+  std::vector<LoopJudgment> loops;
   std::vector<LiveSite> live_at_exit;  // at most max_live_at_exit_sites
   uint64_t live_at_exit_sites = 0;     // how many sites had live memory before the cut
   std::vector<OomEvent> ooms;          // newest first

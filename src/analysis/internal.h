@@ -158,8 +158,10 @@ std::vector<Span> spans_from_python_loop(const format::Capture &capture, const T
 // Iterations from the observed Python loops (observed_loops.cpp, capture format 1.5): the passes
 // of the loop level or callback whose passes explain the memory; `choice` says which, and what the
 // observer said. Empty when none has min_repetitions passes (or the capture has no loop records).
+// With them, the passes of one level per other group of nested levels (issue #33), each level
+// described in *judged (name, kind, place, test, threads; the primary flagged).
 std::vector<Span> spans_from_observed(const format::Capture &capture, const Timeline &timeline, const SiteTable &sites,
-                                      int min_repetitions, IterationChoice *choice);
+                                      int min_repetitions, IterationChoice *choice, std::vector<LoopJudgment> *judged);
 // The `--loop FILE:LINE` to suggest when no iterations were found: the outermost observed loop
 // the allocations pass through, else the outermost user frame of the first allocation with Python
 // frames; "" when the program has no Python frames of the user's.
@@ -323,10 +325,12 @@ struct Primary {
 
 // Per (device, site): the live bytes and counts at the primary iteration ends, as changes at
 // the ends where an allocation started or stopped counting (verdicts.cpp).
+// With own_births, the loop is not the replay's primary (Life::ends_at_birth counts another
+// loop's ends): each allocation's birth iteration is searched for in `primary`'s ends.
 class SurvivorObserver : public Observer {
  public:
-  SurvivorObserver(const Primary &primary, const PoolBlocks *pool)
-      : primary_(primary), pool_(pool), ends_(primary.end_pos) {}
+  SurvivorObserver(const Primary &primary, const PoolBlocks *pool, bool own_births = false)
+      : primary_(primary), pool_(pool), ends_(primary.end_pos), own_births_(own_births) {}
   void died(uint32_t k, const format::MemoryRecord &r, const Life &a) override;
   void finish(const LiveSet &live) override;
 
@@ -351,7 +355,8 @@ class SurvivorObserver : public Observer {
   void add(const Life &a, uint32_t ub);
   const Primary &primary_;
   const PoolBlocks *pool_;
-  PositionCursor ends_;                           // over primary_.end_pos, at the replay's position
+  PositionCursor ends_;  // over primary_.end_pos, at the replay's position
+  bool own_births_ = false;
   std::unordered_map<uint64_t, uint32_t> index_;  // (slot, site) -> series
 };
 // Fills out->leaks, the devices' verdicts and growth fits, and out->verdict.

@@ -2,9 +2,10 @@
 // observer is tools/python/gpuleak/_observe.py): every loop level and callback of the user's code
 // is a candidate, and the one whose passes explain the memory is chosen (DESIGN.md "Iterations").
 //
-// 1. Passes. A loop's back edges end its passes. One thread per loop (the one that ran most of
-//    its passes; threads and asyncio tasks apart are #33's). Consecutive back edges are one pass
-//    unless a pass of an enclosing level (its parent chain, on the same thread) ran in between:
+// 1. Passes. A loop's back edges end its passes. Each run (a thread, an asyncio task) has passes
+//    of its own (issue #33: a handler called on four worker threads makes one pass per call, a
+//    coroutine per request one per request). Consecutive back edges of a run are one pass
+//    unless a pass of an enclosing level (its parent chain, on the same run) ran in between:
 //    then the loop ran again from the start (an instance per request, say). An instance's first
 //    pass starts at its first allocation through the loop's own lines (the loop's code object, a
 //    line of its body), after the enclosing level's last event; its last, when the loop was left
@@ -21,6 +22,11 @@
 //    cache, not the token loop where most passes keep nothing); levels within 0.1 of it are a
 //    tie, and the one with the fewest passes, the outer, wins. When no level keeps anything, the
 //    outer level wins.
+// 4. Every loop of the run (issue #33): the candidates are grouped by their outermost candidate
+//    ancestor (levels nested in one another: a request loop and its token loop), groups whose
+//    passes overlap in time are merged (a dispatcher's loop and its handler on worker threads),
+//    and step 3 picks one level per group; the group of the level picked over all candidates
+//    keeps that one, the primary. Each picked level is judged on its own passes (analysis.cpp).
 //
 // Cost: one replay to time the allocations, one to place the candidates' passes, one to score
 // them; memory proportional to sites, allocations through user lines, passes and live allocations.
@@ -43,11 +49,18 @@ struct Event {
   uint8_t op;
 };
 
+// Where a pass runs: its thread and its asyncio task (0: none). Passes of one run follow each
+// other; runs apart overlap (a handler on four worker threads, requests in flight on one thread).
+using Run = std::pair<uint32_t, uint64_t>;
+
 struct Level {
   const LoopRecord *loop = nullptr;
-  uint32_t tid = 0;
-  std::vector<Event> events;    // on `tid`, in time order
-  std::vector<uint64_t> outer;  // the enclosing levels' events on `tid`, in time order
+  std::map<Run, std::vector<Event>> runs;  // each in time order
+  size_t event_count = 0;
+  // While its passes are placed, one run at a time: that run's events and the enclosing levels'
+  // events on the same run, in time order.
+  std::vector<Event> events;
+  std::vector<uint64_t> outer;
   std::vector<Span> spans;
   // Scoring.
   uint64_t allocations = 0;   // born inside its passes
@@ -216,83 +229,17 @@ void score(const Timeline &timeline, std::vector<Level *> &levels) {
 
 }  // namespace
 
-std::vector<Span> spans_from_observed(const format::Capture &capture, const Timeline &timeline, const SiteTable &sites,
-                                      int min_repetitions, IterationChoice *choice) {
-  for (const format::Observer &o : capture.observers) {
-    choice->observer = o.note;
-    choice->observed = o.method == static_cast<uint32_t>(format::ObserverMethod::kMonitoring);
-  }
-  if (capture.loops.empty() || sites.alloc_positions.empty()) return {};
-  const uint32_t reps = static_cast<uint32_t>(std::max(2, min_repetitions));
+namespace {
 
-  std::unordered_map<uint32_t, size_t> index;
-  std::vector<Level> levels(capture.loops.size());
-  for (size_t i = 0; i < capture.loops.size(); ++i) {
-    levels[i].loop = &capture.loops[i];
-    index.emplace(capture.loops[i].id, i);
-  }
-  // Events per level and thread; the thread with the most events is the level's.
-  std::vector<std::map<uint32_t, std::vector<Event>>> by_thread(levels.size());
-  for (const format::LoopPassRecord &p : capture.loop_passes) {
-    auto it = index.find(p.loop_id);
-    if (it != index.end()) by_thread[it->second][p.tid].push_back({p.ts_ns, p.op});
-  }
-  for (size_t i = 0; i < levels.size(); ++i) {
-    size_t most = 0;
-    for (auto &[tid, ev] : by_thread[i])
-      if (ev.size() > most) most = ev.size(), levels[i].tid = tid;
-    if (most == 0) continue;
-    levels[i].events = by_thread[i][levels[i].tid];
-    std::stable_sort(levels[i].events.begin(), levels[i].events.end(),
-                     [](const Event &a, const Event &b) { return a.ts < b.ts; });
-  }
-  // The enclosing levels' events on the level's own thread.
-  for (size_t i = 0; i < levels.size(); ++i) {
-    std::vector<uint64_t> &outer = levels[i].outer;
-    uint32_t parent = levels[i].loop->parent_id;
-    for (int guard = 0; parent != 0 && guard < 64; ++guard) {  // a cycle in untrusted records ends here
-      auto it = index.find(parent);
-      if (it == index.end() || it->second == i) break;
-      auto ev = by_thread[it->second].find(levels[i].tid);
-      if (ev != by_thread[it->second].end())
-        for (const Event &e : ev->second) outer.push_back(e.ts);
-      parent = levels[it->second].loop->parent_id;
-    }
-    std::sort(outer.begin(), outer.end());
-  }
-
-  // The allocations' times, once, for the first and last passes of each instance.
-  const std::vector<uint64_t> alloc_ts = times_at(timeline, sites.alloc_positions);
-  std::vector<Level *> candidates;
-  for (Level &l : levels) {
-    if (l.events.size() + 1 < reps) continue;
-    const std::vector<bool> in = sites_in(capture, sites, *l.loop);
-    std::vector<uint64_t> own;
-    for (size_t a = 0; a < sites.alloc_sequence.size() && a < alloc_ts.size(); ++a)
-      if (in[sites.alloc_sequence[a]]) own.push_back(alloc_ts[a]);
-    std::sort(own.begin(), own.end());
-    const std::string name = capture.string(l.loop->function_id) + " (" + where(capture, *l.loop) + ")";
-    if (l.loop->kind == static_cast<uint8_t>(format::LoopKind::kCallback))
-      callback_passes(l, name, own, timeline.end_ns);
-    else
-      loop_passes(l, name, own, timeline.end_ns);
-    if (l.spans.size() >= reps) candidates.push_back(&l);
-  }
-  choice->levels = static_cast<uint32_t>(candidates.size());
-  if (candidates.empty()) return {};
-
-  std::vector<Span *> all;
-  for (Level *l : candidates)
-    for (Span &s : l->spans) all.push_back(&s);
-  place_spans(timeline, all);
-  score(timeline, candidates);
-
+// The level that explains the memory among `candidates` (step 3 of the top comment), null when
+// none holds allocations.
+Level *choose(const std::vector<Level *> &candidates) {
   uint64_t most = 0;
   for (Level *l : candidates) most = std::max(most, l->allocations);
   std::vector<Level *> eligible;
   for (Level *l : candidates)
     if (most > 0 && l->allocations * 2 >= most) eligible.push_back(l);
-  if (eligible.empty()) return {};
+  if (eligible.empty()) return nullptr;
   int64_t most_kept = 0;
   for (Level *l : eligible) most_kept = std::max(most_kept, l->kept_total);
   double best_regular = 0;
@@ -306,6 +253,112 @@ std::vector<Span> spans_from_observed(const format::Capture &capture, const Time
         (l->spans.size() == pick->spans.size() && l->loop->depth < pick->loop->depth))
       pick = l;
   }
+  return pick;
+}
+
+bool test_file(const std::string &file) {
+  const std::string base = text::basename_of(file);
+  const size_t n = base.size();
+  return n > 3 && base.compare(n - 3, 3, ".py") == 0 &&
+         (base.compare(0, 5, "test_") == 0 || (n > 8 && base.compare(n - 8, 8, "_test.py") == 0));
+}
+
+// LoopJudgment::test: the innermost function named test* of `level`'s chain, its own first.
+std::string test_of(const format::Capture &capture, const std::vector<Level> &levels,
+                    const std::unordered_map<uint32_t, size_t> &index, const Level &level) {
+  const LoopRecord *l = level.loop;
+  for (int guard = 0; l && guard < 64; ++guard) {
+    const std::string qualname = capture.string(l->function_id);
+    const size_t dot = qualname.rfind('.');
+    const std::string name = dot == std::string::npos ? qualname : qualname.substr(dot + 1);
+    const std::string file = capture.string(l->file_id);
+    if (name.compare(0, 4, "test") == 0 && test_file(file) && qualname.find('<') == std::string::npos) {
+      std::string id = text::basename_of(file);
+      size_t from = 0;
+      for (size_t to; (to = qualname.find('.', from)) != std::string::npos; from = to + 1)
+        id += "::" + qualname.substr(from, to - from);
+      return id + "::" + qualname.substr(from);
+    }
+    auto it = index.find(l->parent_id);
+    l = l->parent_id != 0 && it != index.end() ? levels[it->second].loop : nullptr;
+  }
+  return {};
+}
+
+}  // namespace
+
+std::vector<Span> spans_from_observed(const format::Capture &capture, const Timeline &timeline, const SiteTable &sites,
+                                      int min_repetitions, IterationChoice *choice, std::vector<LoopJudgment> *judged) {
+  for (const format::Observer &o : capture.observers) {
+    choice->observer = o.note;
+    choice->observed = o.method == static_cast<uint32_t>(format::ObserverMethod::kMonitoring);
+  }
+  if (capture.loops.empty() || sites.alloc_positions.empty()) return {};
+  const uint32_t reps = static_cast<uint32_t>(std::max(2, min_repetitions));
+
+  std::unordered_map<uint32_t, size_t> index;
+  std::vector<Level> levels(capture.loops.size());
+  for (size_t i = 0; i < capture.loops.size(); ++i) {
+    levels[i].loop = &capture.loops[i];
+    index.emplace(capture.loops[i].id, i);
+  }
+  // Events per level and run (thread, asyncio task).
+  for (const format::LoopPassRecord &p : capture.loop_passes) {
+    auto it = index.find(p.loop_id);
+    if (it == index.end()) continue;
+    levels[it->second].runs[{p.tid, p.task_id}].push_back({p.ts_ns, p.op});
+    ++levels[it->second].event_count;
+  }
+  for (Level &l : levels)
+    for (auto &[run, ev] : l.runs)
+      std::stable_sort(ev.begin(), ev.end(), [](const Event &a, const Event &b) { return a.ts < b.ts; });
+
+  // The allocations' times, once, for the first and last passes of each instance.
+  const std::vector<uint64_t> alloc_ts = times_at(timeline, sites.alloc_positions);
+  std::vector<Level *> candidates;
+  for (size_t i = 0; i < levels.size(); ++i) {
+    Level &l = levels[i];
+    if (l.event_count + 1 < reps) continue;
+    const std::vector<bool> in = sites_in(capture, sites, *l.loop);
+    std::vector<uint64_t> own;
+    for (size_t a = 0; a < sites.alloc_sequence.size() && a < alloc_ts.size(); ++a)
+      if (in[sites.alloc_sequence[a]]) own.push_back(alloc_ts[a]);
+    std::sort(own.begin(), own.end());
+    const std::string name = capture.string(l.loop->function_id) + " (" + where(capture, *l.loop) + ")";
+    // Each run on its own: a pass belongs to its thread or task (issue #33).
+    for (const auto &[run, ev] : l.runs) {
+      l.events = ev;
+      l.outer.clear();
+      uint32_t parent = l.loop->parent_id;
+      for (int guard = 0; parent != 0 && guard < 64; ++guard) {  // a cycle in untrusted records ends here
+        auto it = index.find(parent);
+        if (it == index.end() || it->second == i) break;
+        auto same = levels[it->second].runs.find(run);
+        if (same != levels[it->second].runs.end())
+          for (const Event &e : same->second) l.outer.push_back(e.ts);
+        parent = levels[it->second].loop->parent_id;
+      }
+      std::sort(l.outer.begin(), l.outer.end());
+      if (l.loop->kind == static_cast<uint8_t>(format::LoopKind::kCallback))
+        callback_passes(l, name, own, timeline.end_ns);
+      else
+        loop_passes(l, name, own, timeline.end_ns);
+    }
+    std::vector<Event>().swap(l.events);
+    std::vector<uint64_t>().swap(l.outer);
+    if (l.spans.size() >= reps) candidates.push_back(&l);
+  }
+  choice->levels = static_cast<uint32_t>(candidates.size());
+  if (candidates.empty()) return {};
+
+  std::vector<Span *> all;
+  for (Level *l : candidates)
+    for (Span &s : l->spans) all.push_back(&s);
+  place_spans(timeline, all);
+  score(timeline, candidates);
+
+  Level *pick = choose(candidates);
+  if (!pick) return {};
   const LoopRecord &chosen = *pick->loop;
   const bool callback = chosen.kind == static_cast<uint8_t>(format::LoopKind::kCallback);
   choice->kind = callback ? "callback" : "loop";
@@ -316,9 +369,67 @@ std::vector<Span> spans_from_observed(const format::Capture &capture, const Time
   choice->passes = static_cast<uint32_t>(pick->spans.size());
   choice->summary = std::to_string(pick->spans.size()) + (callback ? " calls of " : " passes of the loop at ") +
                     (callback ? choice->function + " at " : std::string()) + where(capture, chosen);
+
+  // Every other group of levels nested in one another (by their outermost candidate) is judged
+  // too, by its own choice: the loops of a run one after the other, the tests of a suite.
+  std::map<size_t, std::vector<Level *>> groups;
+  auto root_of = [&](Level *l) {
+    size_t root = static_cast<size_t>(l - levels.data());
+    uint32_t parent = l->loop->parent_id;
+    for (int guard = 0; parent != 0 && guard < 64; ++guard) {
+      auto it = index.find(parent);
+      if (it == index.end()) break;
+      if (levels[it->second].spans.size() >= reps) root = it->second;
+      parent = levels[it->second].loop->parent_id;
+    }
+    return root;
+  };
+  for (Level *l : candidates) groups[root_of(l)].push_back(l);
+  // Groups whose passes overlap in time are one: a dispatcher's loop and the handler it runs on
+  // other threads or tasks explain the same memory, and the step-3 choice picks between them.
+  struct Cluster {
+    uint64_t start = UINT64_MAX, end = 0;
+    std::vector<Level *> members;
+  };
+  std::vector<Cluster> clusters;
+  for (auto &[root, members] : groups) {
+    Cluster c;
+    for (Level *l : members)
+      for (const Span &sp : l->spans) c.start = std::min(c.start, sp.start_ns), c.end = std::max(c.end, sp.end_ns);
+    c.members = std::move(members);
+    clusters.push_back(std::move(c));
+  }
+  std::sort(clusters.begin(), clusters.end(), [](const Cluster &a, const Cluster &b) { return a.start < b.start; });
+  std::vector<Cluster> merged;
+  for (Cluster &c : clusters) {
+    if (!merged.empty() && c.start < merged.back().end) {
+      merged.back().end = std::max(merged.back().end, c.end);
+      merged.back().members.insert(merged.back().members.end(), c.members.begin(), c.members.end());
+    } else {
+      merged.push_back(std::move(c));
+    }
+  }
+  std::vector<Level *> chosen_levels;
+  for (Cluster &c : merged) {
+    const bool has_pick = std::find(c.members.begin(), c.members.end(), pick) != c.members.end();
+    Level *p = has_pick ? pick : choose(c.members);
+    if (p) chosen_levels.push_back(p);
+  }
   std::vector<Span> out;
-  out.reserve(pick->spans.size());
-  for (Span &s : pick->spans) out.push_back(std::move(s));
+  for (Level *l : chosen_levels) {
+    LoopJudgment j;
+    j.name = l->spans.front().loop;
+    j.kind = l->loop->kind == static_cast<uint8_t>(format::LoopKind::kCallback) ? "callback" : "loop";
+    j.file = capture.string(l->loop->file_id);
+    j.function = capture.string(l->loop->function_id);
+    j.first_line = l->loop->first_line;
+    j.last_line = l->loop->last_line;
+    j.test = test_of(capture, levels, index, *l);
+    j.primary = l == pick;
+    j.threads = static_cast<uint32_t>(l->runs.size());
+    if (judged) judged->push_back(std::move(j));
+    for (Span &s : l->spans) out.push_back(std::move(s));
+  }
   return out;
 }
 

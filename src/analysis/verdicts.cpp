@@ -135,7 +135,13 @@ std::vector<double> fits_after_warmup(const std::vector<double> &y, uint32_t cou
 void SurvivorObserver::add(const Life &a, uint32_t ub) {
   const auto &ends = primary_.end_pos;
   const uint32_t n = static_cast<uint32_t>(ends.size());
-  const uint32_t lb = std::min(a.ends_at_birth, n);
+  // Another loop's survivors: most allocations die before its first end or are born after its
+  // last (a test suite's loops are one after the other), and need no search.
+  if (own_births_ && (ub == 0 || ends.empty() || a.birth >= ends.back())) return;
+  const uint32_t at_birth =
+      own_births_ ? static_cast<uint32_t>(std::upper_bound(ends.begin(), ends.end(), a.birth) - ends.begin())
+                  : a.ends_at_birth;
+  const uint32_t lb = std::min(at_birth, n);
   if (lb >= ub) return;  // born and gone between two iteration ends
   auto [it, fresh] =
       index_.try_emplace(static_cast<uint64_t>(a.slot) << 32 | a.site, static_cast<uint32_t>(series.size()));

@@ -50,6 +50,48 @@ uint64_t Budgets::leak_budget_for(const Stack &stack, const std::string &site_id
   return max_leak_per_iteration;
 }
 
+namespace {
+
+bool glob(const char *p, const char *t) {
+  for (; *p; ++p, ++t) {
+    if (*p == '*') {
+      while (p[1] == '*') ++p;
+      for (const char *u = t;; ++u) {
+        if (glob(p + 1, u)) return true;
+        if (!*u) return false;
+      }
+    }
+    if (!*t || *p != *t) return false;
+  }
+  return !*t;
+}
+
+}  // namespace
+
+bool loop_rule_matches(const std::string &pattern, const Loop &loop) {
+  for (const std::optional<std::string> &name :
+       {loop.test, loop.function, std::optional<std::string>(loop.name), std::optional<std::string>(loop.location())})
+    if (name && glob(pattern.c_str(), name->c_str())) return true;
+  return false;
+}
+
+const LoopBudget *Budgets::loop_budget_for(const Loop *loop) const {
+  if (!loop) return nullptr;
+  for (const LoopBudget &l : loops)
+    if (loop_rule_matches(l.pattern, *loop)) return &l;
+  return nullptr;
+}
+
+void apply_loop_budget(const std::string &value, const std::string &what, Budgets *budgets) {
+  const size_t eq = value.rfind('=');
+  if (eq == std::string::npos || eq == 0)
+    throw GateError(what +
+                    ": expected PATTERN=SIZE (a test, function, loop name or FILE:LINE; * matches any text), "
+                    "got \"" +
+                    value + "\"");
+  budgets->loops.push_back({value.substr(0, eq), parse_size(value.substr(eq + 1), what)});
+}
+
 std::optional<uint64_t> Budgets::peak_budget_for(int device) const {
   auto it = max_peak_by_device.find(device);
   if (it != max_peak_by_device.end()) return it->second;
@@ -142,12 +184,31 @@ void load_config_file(const std::string &path, GateConfig *config) {
         if (!s.contains("max_leak_per_iteration")) throw GateError(w + " needs \"max_leak_per_iteration\"");
         b.sites.push_back(std::move(sb));
       }
+    } else if (key == "loops") {
+      if (!v.is_array()) throw GateError(what + " is not an array");
+      for (size_t i = 0; i < v.size(); ++i) {
+        const std::string w = what + "[" + std::to_string(i) + "]";
+        const json &l = v[i];
+        if (!l.is_object() || !l.contains("match") || !l["match"].is_string() || l["match"].get<std::string>().empty())
+          throw GateError(w + " needs \"match\": \"PATTERN\" (a test, function, loop name or FILE:LINE)");
+        if (!l.contains("max_leak_per_iteration")) throw GateError(w + " needs \"max_leak_per_iteration\"");
+        LoopBudget lb;
+        lb.pattern = l["match"].get<std::string>();
+        for (auto f = l.begin(); f != l.end(); ++f) {
+          if (f.key() == "max_leak_per_iteration")
+            lb.max_leak_per_iteration = size_value(*f, w + ".max_leak_per_iteration");
+          else if (f.key() != "match" && !(f.key() == "reason" && f->is_string()))
+            throw GateError(w + ": unknown key \"" + f.key() + "\" (expected match, max_leak_per_iteration, reason)");
+        }
+        b.loops.push_back(std::move(lb));
+      }
     } else if (key == "$schema" || key == "comment") {
       // allowed for editors and humans
     } else {
-      throw GateError(path + ": unknown key \"" + key +
-                      "\" (expected max_leak_per_iteration, sites, max_growth, max_peak, min_oom_horizon, warmup, "
-                      "fail_on_inconclusive, baseline, tolerance, suppressions)");
+      throw GateError(
+          path + ": unknown key \"" + key +
+          "\" (expected max_leak_per_iteration, sites, loops, max_growth, max_peak, min_oom_horizon, warmup, "
+          "fail_on_inconclusive, baseline, tolerance, suppressions)");
     }
   }
 }

@@ -39,17 +39,32 @@ bool warmup_only(const Leak &leak, int64_t warmup) {
   return lbi.back() <= lbi[static_cast<size_t>(warmup - 1)];
 }
 
-bool new_since(const Report *baseline, const std::vector<const Leak *> &sites, const LeakGroup &g) {
+// Baselines match loops by their user location (Loop::location): a leak the baseline had in the
+// same loop is not new. A report or baseline without loops[] (before 1.1) matches any loop.
+bool same_loop(const Report &r, const Leak &l, const Report &base, const Leak &b) {
+  const Loop *now = r.loop_of(l), *then = base.loop_of(b);
+  return !now || !then || now->location() == then->location();
+}
+
+bool new_since(const Report &r, const Report *baseline, const std::vector<const Leak *> &sites, const LeakGroup &g) {
   if (!baseline) return false;
   for (const Leak *l : sites)
     for (const Leak &b : baseline->leaks)
-      if (b.site_id == l->site_id) return false;
+      if (b.site_id == l->site_id && same_loop(r, *l, *baseline, b)) return false;
   // The same user line in the baseline (its library sites may differ) is the same finding.
   for (const LeakGroup &b : baseline->leak_groups)
     if (b.device == g.device && b.headline && g.headline && b.headline->file == g.headline->file &&
-        b.headline->line == g.headline->line && b.headline->function == g.headline->function)
+        b.headline->line == g.headline->line && b.headline->function == g.headline->function &&
+        same_loop(r, *sites[0], *baseline, baseline->leaks[b.sites[0]]))
       return false;
   return true;
+}
+
+// " in test_a.py::test_b, the loop at test_a.py:12 in test_b": said when the report has several
+// loops or the loop ran in a test; "" otherwise (and for reports before 1.1).
+std::string in_loop(const Report &r, const Loop *loop) {
+  if (!loop || (r.loops.size() < 2 && !loop->test)) return "";
+  return " in " + loop->describe();
 }
 
 // A finding about one site on its own (suppressed or warm-up), named by its own headline.
@@ -106,11 +121,19 @@ void evaluate_leaks(ReportOutcome *out, const Budgets &budgets, Suppressions &su
         bytes += l->bytes_per_iteration, live += l->live_bytes, count += l->live_count,
             since = std::min(since, l->first_iteration);
       if (whole) bytes = g.bytes_per_iteration, live = g.live_bytes, count = g.live_count, since = g.first_iteration;
-      const uint64_t budget = rule ? rule->max_leak_per_iteration : budgets.max_leak_per_iteration;
-      const bool is_new = new_since(baseline, sites, g);
+      const Loop *loop = r.loop_of(*sites[0]);
+      const LoopBudget *loop_rule = rule ? nullptr : budgets.loop_budget_for(loop);
+      const uint64_t budget = rule        ? rule->max_leak_per_iteration
+                              : loop_rule ? loop_rule->max_leak_per_iteration
+                                          : budgets.max_leak_per_iteration;
+      const std::string budget_from = rule        ? " from " + rule->match.text()
+                                      : loop_rule ? " from loop rule " + loop_rule->pattern
+                                                  : "";
+      const bool is_new = new_since(r, baseline, sites, g);
       Finding f;
       f.kind = Kind::kLeak;
       f.device = g.device;
+      if (loop && !in_loop(r, loop).empty()) f.loop = loop->name, f.test = loop->test.value_or("");
       f.site_id = sites[0]->site_id;
       for (const Leak *l : sites) f.site_ids.push_back(l->site_id);
       if (g.headline && (g.headline->file || g.headline->function)) {
@@ -125,8 +148,8 @@ void evaluate_leaks(ReportOutcome *out, const Budgets &budgets, Suppressions &su
           sites.size() == 1 ? "site " + sites[0]->site_id
           : whole           ? std::to_string(sites.size()) + " sites"
                             : std::to_string(sites.size()) + " of its " + std::to_string(g.sites.size()) + " sites";
-      f.message = what + " leaks " + rate(bytes) + " on device " + std::to_string(g.device) + " (budget " +
-                  rate(static_cast<double>(budget)) + (rule ? " from " + rule->match.text() : "") + "; " +
+      f.message = what + " leaks " + rate(bytes) + " on device " + std::to_string(g.device) + in_loop(r, loop) +
+                  " (budget " + rate(static_cast<double>(budget)) + budget_from + "; " +
                   format_size(static_cast<double>(live)) + " live in " + format::count_of(count, "allocation") +
                   " at the last iteration, since iteration " + std::to_string(since) +
                   (is_new ? "; new since the baseline" : "") + ") [" + which + "]" +
@@ -199,6 +222,23 @@ void evaluate_devices(ReportOutcome *out, const Budgets &budgets) {
       f.status = d.forecast->iterations_left < *budgets.min_oom_horizon ? Status::kFail : Status::kPass;
       out->findings.push_back(std::move(f));
     }
+  }
+}
+
+// A loop other than the primary whose device memory grows with no call site responsible (its
+// leaks are judged with the others, by evaluate_leaks): against the growth budget.
+void evaluate_loops(ReportOutcome *out, const Budgets &budgets) {
+  const Report &r = out->report;
+  for (const Loop &l : r.loops) {
+    if (l.primary || l.verdict != "growth") continue;
+    Finding f;
+    f.kind = Kind::kGrowth;
+    f.loop = l.name;
+    f.test = l.test.value_or("");
+    f.message = l.describe() + ": device memory grows " + rate(l.growth_bytes_per_iteration) +
+                " with no single call site responsible (budget " + rate(static_cast<double>(budgets.max_growth)) + ")";
+    f.status = l.growth_bytes_per_iteration > static_cast<double>(budgets.max_growth) ? Status::kFail : Status::kPass;
+    out->findings.push_back(std::move(f));
   }
 }
 
@@ -390,6 +430,7 @@ ReportOutcome evaluate(Report report, const Budgets &budgets, Suppressions &supp
   evaluate_ooms(&out, suppressions);
   evaluate_leaks(&out, budgets, suppressions, baseline);
   evaluate_devices(&out, budgets);
+  evaluate_loops(&out, budgets);
   if (baseline) evaluate_baseline(&out, budgets, *baseline);
   evaluate_run(&out, budgets);
   // Failures first, then warnings, suppressed, ignored, passes: the screenful that matters on top.

@@ -38,6 +38,9 @@ struct Finding {
   std::optional<std::string> file, function;
   std::optional<int64_t> line;
   std::string note;  // suppression reason and rule, or why ignored
+  // (issue #33) The loop a leak or growth was judged in, and the test that ran it: "" when the
+  // report has one loop and no test, or the finding is not about a loop.
+  std::string loop, test;
 };
 
 struct ReportOutcome {

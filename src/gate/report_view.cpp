@@ -172,6 +172,32 @@ void parse_leak_groups(const Reader &r, const json &doc, const std::string &path
   }
 }
 
+// loops[] (1.1): every loop judged on its own passes; leaks[].loop names the one a leak is of.
+void parse_loops(const Reader &r, const json &doc, Report *rep) {
+  auto loops = r.objects(doc, "loops", "");
+  for (size_t i = 0; i < loops.size(); ++i) {
+    const json &l = *loops[i];
+    const std::string w = "loops[" + std::to_string(i) + "]";
+    Loop loop;
+    // The program's own text (file, function and test names): made inert for a terminal here.
+    auto printable = [](std::optional<std::string> v) {
+      if (v) v = text::printable(*v);
+      return v;
+    };
+    loop.name = text::printable(r.string_or(l, "name", w));
+    loop.kind = r.string_or(l, "kind", w);
+    loop.file = printable(r.opt_string(l, "file", w));
+    loop.function = printable(r.opt_string(l, "function", w));
+    loop.test = printable(r.opt_string(l, "test", w));
+    loop.first_line = r.opt_int(l, "first_line", w);
+    loop.primary = r.bool_or(l, "primary", w, false);
+    loop.passes = r.size_or_zero(l, "passes", w);
+    loop.verdict = r.string_or(l, "verdict", w);
+    loop.growth_bytes_per_iteration = r.number_or_zero(l, "growth_bytes_per_iteration", w);
+    rep->loops.push_back(std::move(loop));
+  }
+}
+
 void check_schema(const json &doc, const std::string &path) {
   const std::string problem = output::report_schema_problem(doc);
   if (!problem.empty()) throw GateError(path + ": " + problem);
@@ -239,6 +265,27 @@ std::string Stack::via_text() const {
   std::string where = via_file ? *via_file + (via_line ? ":" + std::to_string(*via_line) : "") : "";
   if (!via_function) return where;
   return *via_function + (where.empty() ? "" : " (" + where + ")");
+}
+
+const Loop *Report::loop_of(const Leak &leak) const {
+  for (const Loop &l : loops)
+    if (leak.loop.empty() ? l.primary : l.name == leak.loop) return &l;
+  return nullptr;
+}
+
+std::string Loop::location() const {
+  if (!file || !first_line) return name;
+  return text::basename_of(*file) + ":" + std::to_string(*first_line);
+}
+
+std::string Loop::describe() const {
+  std::string what;
+  if (kind == "loop" || kind == "callback")
+    what = (kind == "loop" ? "the loop at " : "the calls of " + function.value_or("?") + " at ") + location() +
+           (kind == "loop" && function ? " in " + *function : "");
+  else
+    what = "loop '" + name + "'";
+  return test ? *test + ", " + what : what;
 }
 
 const Device *Report::device(int index) const {
@@ -358,6 +405,7 @@ Report parse_report(const nlohmann::json &doc, const std::string &path) {
     std::string w = "leaks[" + std::to_string(i) + "]";
     Leak leak;
     leak.site_id = r.string_or(l, "site_id", w);
+    leak.loop = text::printable(r.string_or(l, "loop", w));  // as Loop::name is
     leak.device = static_cast<int>(r.opt_int(l, "device", w).value_or(0));
     // The rate is what budgets and diffs judge: a leak without one cannot be judged, and a gate
     // that read it as 0 would pass it under any budget.
@@ -404,6 +452,7 @@ Report parse_report(const nlohmann::json &doc, const std::string &path) {
   check_verdicts_agree(rep, path);
 
   parse_leak_groups(r, doc, path, &rep);
+  parse_loops(r, doc, &rep);
 
   if (const json *oom = r.field(doc, "oom")) {
     if (!oom->is_object()) r.fail("oom", "an object");

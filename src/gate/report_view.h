@@ -97,6 +97,9 @@ struct Leak {
   Stack stack;
   // Who keeps it (issue #30): its leak group's retained_by text, "" when none (older reports too).
   std::string retained_by;
+  // (1.1) The loop whose passes it leaks over (Report::loops' name; its rate is per pass of that
+  // loop); "" in older reports: the primary loop.
+  std::string loop;
 };
 
 // One finding per device and user line (leak_groups[]): the unit the gate judges and counts.
@@ -111,6 +114,24 @@ struct LeakGroup {
   std::vector<size_t> sites;      // indexes into Report::leaks, largest first
 
   const std::string &describe() const { return text; }
+};
+
+// A loop of the run judged on its own passes (loops[], gpuleak.report/1.1, issue #33); its leaks
+// are in Report::leaks, named by Leak::loop. Absent in older reports: Report::loops is empty.
+struct Loop {
+  std::string name, kind;
+  std::optional<std::string> file, function, test;
+  std::optional<int64_t> first_line;
+  bool primary = false;
+  uint64_t passes = 0;
+  std::string verdict;
+  double growth_bytes_per_iteration = 0;
+
+  // "test_a.py::test_b, the loop at test_a.py:12 in test_b", "loop 'train'".
+  std::string describe() const;
+  // The user location baselines match loops by: "FILE:LINE" (the file's base name) of an
+  // observed loop, the name of a marked one.
+  std::string location() const;
 };
 
 // What held the memory when an allocation failed, one call site (oom.events[].live_by_site[]).
@@ -147,8 +168,11 @@ struct Report {
   std::vector<Leak> leaks;
   std::vector<LeakGroup> leak_groups;  // every leak is in exactly one
   std::vector<OomEvent> ooms;          // newest first
+  std::vector<Loop> loops;             // by first pass; empty in reports before 1.1
 
   const Device *device(int index) const;
+  // The loop a leak was judged in (its Leak::loop, or the primary); nullptr when loops[] has none.
+  const Loop *loop_of(const Leak &leak) const;
   // A short name for messages and JUnit: "program (pid N[, rank R])".
   std::string display_name() const;
   // Live bytes of `device` at the end of each post-warm-up primary iteration, in order.

@@ -1,5 +1,7 @@
 // JUnit XML (writers.h): one testcase per report, for CI systems that collect test results
-// (GitLab's junit report, Jenkins, the GitHub test-reporter actions).
+// (GitLab's junit report, Jenkins, the GitHub test-reporter actions); and one per test whose
+// loops the report judged (a pytest run: report loops[].test, issue #33), named by its test id,
+// failing with that test's own findings.
 #include <algorithm>
 #include <map>
 #include <sstream>
@@ -59,12 +61,50 @@ std::vector<std::string> junit_test_names(const std::vector<ReportOutcome> &outc
   return names;
 }
 
+namespace {
+
+// The tests a report's loops ran in, in the order of their loops, each once.
+std::vector<std::string> tests_of(const Report &r) {
+  std::vector<std::string> tests;
+  for (const Loop &l : r.loops)
+    if (l.test && std::find(tests.begin(), tests.end(), *l.test) == tests.end()) tests.push_back(*l.test);
+  return tests;
+}
+
+bool test_failed(const ReportOutcome &o, const std::string &test) {
+  return std::any_of(o.findings.begin(), o.findings.end(),
+                     [&](const Finding &f) { return f.status == Status::kFail && f.test == test; });
+}
+
+void write_test_case(std::ostringstream &x, const ReportOutcome &o, const std::string &suite, const std::string &test) {
+  x << "    <testcase classname=\"gpuleak.check." << xml_escape(suite, true) << "\" name=\"" << xml_escape(test, true)
+    << "\" file=\"" << xml_escape(o.report.path, true) << "\">\n";
+  std::string text;
+  const Finding *first = nullptr;
+  for (const Finding &f : o.findings) {
+    if (f.test != test) continue;
+    if (f.status == Status::kFail && !first) first = &f;
+    if (f.status == Status::kFail || listed(f)) text += std::string(listed_status(f)) + " " + finding_line(f) + "\n";
+  }
+  if (first)
+    x << "      <failure type=\"" << xml_escape(kind_name(first->kind), true) << "\" message=\""
+      << xml_escape(finding_line(*first), true) << "\">" << xml_escape(text) << "</failure>\n";
+  else if (!text.empty())
+    x << "      <system-out>" << xml_escape(text) << "</system-out>\n";
+  x << "    </testcase>\n";
+}
+
+}  // namespace
+
 std::string write_junit(const std::vector<ReportOutcome> &outcomes) {
-  size_t failures = 0;
-  for (const ReportOutcome &o : outcomes) failures += o.failed() ? 1 : 0;
+  size_t failures = 0, tests = outcomes.size();
+  for (const ReportOutcome &o : outcomes) {
+    failures += o.failed() ? 1 : 0;
+    for (const std::string &t : tests_of(o.report)) ++tests, failures += test_failed(o, t) ? 1 : 0;
+  }
   std::ostringstream x;
   const std::string counts =
-      " tests=\"" + std::to_string(outcomes.size()) + "\" failures=\"" + std::to_string(failures) + "\" errors=\"0\"";
+      " tests=\"" + std::to_string(tests) + "\" failures=\"" + std::to_string(failures) + "\" errors=\"0\"";
   x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   x << "<testsuites name=\"gpuleak check\"" << counts << ">\n";
   x << "  <testsuite name=\"gpuleak check\"" << counts << " skipped=\"0\">\n";
@@ -94,6 +134,7 @@ std::string write_junit(const std::vector<ReportOutcome> &outcomes) {
                       "\n" + other_text;
     x << "      <system-out>" << xml_escape(out) << "</system-out>\n";
     x << "    </testcase>\n";
+    for (const std::string &t : tests_of(o.report)) write_test_case(x, o, names[i], t);
   }
   x << "  </testsuite>\n</testsuites>\n";
   return x.str();

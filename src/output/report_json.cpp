@@ -146,7 +146,7 @@ json retention_json(const analysis::Analysis &a) {
   return {{"walks", std::move(walks)}};
 }
 
-json leak_groups_json(const format::Capture &capture, const analysis::Analysis &a, Sites &sites) {
+json leak_groups_json(const format::Capture &capture, const std::vector<analysis::Leak> &leaks, Sites &sites) {
   struct Group {
     const ResolvedSite *first;
     int device;
@@ -158,10 +158,11 @@ json leak_groups_json(const format::Capture &capture, const analysis::Analysis &
     std::vector<const analysis::Leak *> leaks;
   };
   std::vector<Group> groups;
-  for (const auto &l : a.leaks) {
+  for (const auto &l : leaks) {
     const ResolvedSite &r = sites.resolve(l.site);
     auto g = std::find_if(groups.begin(), groups.end(), [&](const Group &x) {
-      return x.device == l.device && !r.frames.empty() && x.first->headline.key == r.headline.key;
+      return x.device == l.device && x.leaks[0]->loop == l.loop && !r.frames.empty() &&
+             x.first->headline.key == r.headline.key;
     });
     if (g == groups.end())
       g = groups.insert(groups.end(), Group{&r, l.device, 0, 0, 0, 0, 0, l.first_iteration, 0, {}, {}});
@@ -191,7 +192,37 @@ json leak_groups_json(const format::Capture &capture, const analysis::Analysis &
                    {"first_iteration", g.first_iteration},
                    {"confidence", number(g.confidence)},
                    {"retained_by", retained_by_json(capture, g.leaks)},
+                   {"loop", text_or_null(g.leaks[0]->loop)},
                    {"site_ids", g.ids}});
+  }
+  return out;
+}
+
+// (gpuleak.report/1.1, issue #33) Every judged loop with its own verdict and leak groups.
+json loops_json(const format::Capture &capture, const analysis::Analysis &a, Sites &sites) {
+  json out = json::array();
+  for (const analysis::LoopJudgment &l : a.loops) {
+    json groups = leak_groups_json(capture, l.leaks, sites);
+    // What the loop kept, released before the end of the run (the function around it returned).
+    bool released = false;
+    for (const json &g : groups) released |= g["live_at_exit_bytes"].get<uint64_t>() < g["live_bytes"].get<uint64_t>();
+    out.push_back({{"name", l.name},
+                   {"kind", l.kind},
+                   {"file", text_or_null(l.file)},
+                   {"function", text_or_null(l.function)},
+                   {"first_line", l.first_line > 0 ? json(l.first_line) : json(nullptr)},
+                   {"last_line", l.last_line > 0 ? json(l.last_line) : json(nullptr)},
+                   {"test", text_or_null(l.test)},
+                   {"primary", l.primary},
+                   {"passes", l.passes},
+                   {"warmup_passes", l.warmup},
+                   {"threads", l.threads},
+                   {"start_ns", l.start_ns},
+                   {"end_ns", l.end_ns},
+                   {"verdict", analysis::verdict_name(l.verdict)},
+                   {"growth_bytes_per_iteration", number(l.growth_bytes_per_iteration)},
+                   {"released", released},
+                   {"leak_groups", std::move(groups)}});
   }
   return out;
 }
@@ -516,7 +547,7 @@ namespace {
 json report_without_iterations(const format::Capture &capture, const analysis::Analysis &a, Sites &sites,
                                const ReportContext &ctx) {
   json r;
-  r["schema"] = kReportSchema;
+  r["schema"] = kReportSchemaWritten;
   r["run"] = run_json(capture, a, ctx);
   r["verdict"] = analysis::verdict_name(a.verdict);
   r["iteration_source"] = analysis::iteration_source_name(a.iteration_source);
@@ -527,6 +558,7 @@ json report_without_iterations(const format::Capture &capture, const analysis::A
     json j;
     describe(sites, l.site, j);
     j["device"] = l.device;
+    j["loop"] = text_or_null(l.loop);
     j["bytes_per_iteration"] = number(l.bytes_per_iteration);
     j["live_bytes"] = l.live_bytes;
     j["live_count"] = l.live_count;
@@ -541,7 +573,8 @@ json report_without_iterations(const format::Capture &capture, const analysis::A
     leaks.push_back(std::move(j));
   }
   r["leaks"] = std::move(leaks);
-  r["leak_groups"] = leak_groups_json(capture, a, sites);
+  r["leak_groups"] = leak_groups_json(capture, a.leaks, sites);
+  r["loops"] = loops_json(capture, a, sites);
   json live = json::array();
   for (const auto &s : a.live_at_exit) {
     json j;

@@ -205,7 +205,12 @@ std::string text_summary(const nlohmann::json &r, const std::string &report_path
   // several; reports from before leak_groups list each site.
   const auto &leaks = field(r, "leaks", none);
   const bool grouped = r.contains("leak_groups") && r["leak_groups"].is_array();
+  // (1.1) Another loop's leaks are in its own block (loops_summary), under the loop's name.
+  std::string primary_loop;
+  for (const auto &loop : field(r, "loops", none))
+    if (loop.value("primary", false)) primary_loop = text(loop, "name");
   for (const auto &leak : grouped ? field(r, "leak_groups", none) : leaks) {
+    if (!primary_loop.empty() && !text(leak, "loop").empty() && text(leak, "loop") != primary_loop) continue;
     // live_* are counted at the end of the last iteration; a leak the program released at exit (an
     // interpreter tearing down its objects) still grew every iteration, and says so. Reports from
     // before live_at_exit_* counted live_* at the end of the capture.
@@ -236,6 +241,7 @@ std::string text_summary(const nlohmann::json &r, const std::string &report_path
              text(site, "site_id") + ")\n";
     }
   }
+  out += loops_summary(r);
   for (const auto &d : field(r, "devices", none)) {
     out += "  device " + std::to_string(integer(d, "index")) + ": peak " + human_bytes(number(d, "peak_live_bytes")) +
            ", live at exit " + human_bytes(number(d, "live_at_exit_bytes"));

@@ -20,6 +20,12 @@ std::string site_text(const nlohmann::json &entry);
 // text_advice.cpp.
 std::string advice_summary(const nlohmann::json &report, size_t max_lines = 6);
 
+// The loops[] of a report (issue #33): a block per loop that leaks or grows, a line counting the
+// others; "" when the report has one loop and no test. text_loops.cpp.
+std::string loops_summary(const nlohmann::json &report);
+// A loop of loops[] in a few words: "test_a.py::test_b, the loop at test_a.py:12-14 in test_b".
+std::string loop_label(const nlohmann::json &loop);
+
 // The summary of one report (as built by make_report), ending with a newline.
 std::string text_summary(const nlohmann::json &report, const std::string &report_path);
 

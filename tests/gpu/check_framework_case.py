@@ -11,6 +11,8 @@ keep line (`# @keep-FRAMEWORK`); that entry's bytes_per_iteration is within the 
 kept_bytes_per_step. A --clean run passes when verdict is clean. --iteration-source also requires
 the report's iteration_source (e.g. python_loop for the runs without marks; A|B accepts either:
 observed|python_loop, since Python 3.12+ observes the loop and 3.10/3.11 infers it).
+--loops VERDICTS also requires the verdicts of the report's loops[] (issue #33), joined by ",", in
+their order ("clean,leak": a clean training loop, then a leaking evaluation loop).
 --pool-refusal-ok TEXT also passes the documented refusal of a framework pool without marks
 (src/analysis/frameworks.cpp): verdict inconclusive, iteration_source none, and run.allocator_note
 containing TEXT (the per-object mode it recommends); the line says which of the two it saw.
@@ -107,6 +109,7 @@ def main():
     ap.add_argument("--tolerance", type=float, default=0.10)
     ap.add_argument("--iteration-source", default=None)
     ap.add_argument("--pool-refusal-ok", default=None, metavar="TEXT")
+    ap.add_argument("--loops", default=None, metavar="VERDICTS")
     a = ap.parse_args()
     measured = load(a.measured, "program's result")
     if measured.get("skipped"):
@@ -118,6 +121,13 @@ def main():
             return 2
     report = load(a.report, "report")
     ok, text = judge(report, measured, a.tolerance, a.iteration_source, a.pool_refusal_ok)
+    if a.loops is not None:
+        verdicts = ",".join(l.get("verdict", "?") for l in report.get("loops") or [])
+        lines = [f"{l.get('name')}: {l.get('verdict')}" for l in report.get("loops") or []]
+        if verdicts != a.loops:
+            ok, text = False, f"expected loops {a.loops}, the report has {lines}; " + text
+        else:
+            text += f"; loops {lines}"
     snap = snapshot_check(report, measured)
     if snap is not None:
         ok = ok and snap[0]

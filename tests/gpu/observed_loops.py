@@ -10,7 +10,13 @@
                torch.cuda.OutOfMemoryError (the process limited to a share of the device), then a
                break; --clean stops after STEPS steps keeping nothing;
   torch_serve  REQUESTS requests, each decoding TOKENS tokens over LAYERS layers; --leak keeps each
-               request's KV cache (the request loop is the iteration: bytes per request).
+               request's KV cache (the request loop is the iteration: bytes per request);
+  torch_train_eval  (issue #33) a clean training loop, then an evaluation loop; --leak keeps each
+               evaluation step's output until evaluate() returns (the growth is released when it
+               returns, and is still the evaluation loop's leak);
+  torch_threads  (issue #33) a handler called on a pool of 4 worker threads
+               (ThreadPoolExecutor.map) for REQUESTS requests; --leak keeps one tensor per call
+               (bytes per request).
 
 The program measures what it keeps itself and writes FILE as framework_loops.py does, for
 check_framework_case.py: {"framework", "mode", "file", "keep_line" (the `# @keep-SHAPE` line),
@@ -109,9 +115,73 @@ def run_torch_serve(a):
     return kept, f"torch {torch.__version__}", REQUESTS
 
 
+def run_torch_train_eval(a):
+    import torch
+    if not torch.cuda.is_available():
+        return None, "torch sees no CUDA device", 0
+    dev = torch.device("cuda", 0)
+    torch.manual_seed(0)
+    model = torch.nn.Linear(1024, 1024).to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    x = torch.randn(256, 1024, device=dev)
+    for _ in range(STEPS):
+        loss = model(x).square().mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    def evaluate():
+        outputs = []
+        with torch.no_grad():
+            for i in range(STEPS):
+                out = model(x + i)  # @keep-torch_train_eval
+                if a.leak:
+                    outputs.append(out)
+        kept = outputs[-1].numel() * outputs[-1].element_size() if outputs else 0
+        outputs.clear()  # released when evaluate() returns
+        return kept
+
+    kept = evaluate()
+    torch.cuda.synchronize()
+    return kept, f"torch {torch.__version__}", STEPS
+
+
+def run_torch_threads(a):
+    import concurrent.futures
+    import threading
+    import torch
+    if not torch.cuda.is_available():
+        return None, "torch sees no CUDA device", 0
+    dev = torch.device("cuda", 0)
+    weight = torch.randn(1024, 1024, device=dev)
+    lock = threading.Lock()
+    sizes = []
+
+    def handle(request):
+        with torch.no_grad():
+            h = torch.randn(128, 1024, device=dev)
+            for _ in range(3):
+                h = torch.tanh(h @ weight)
+            answer = h.sum(dim=0)  # @keep-torch_threads
+            if a.leak:
+                with lock:
+                    _KEPT.append(answer)
+                    sizes.append(answer.numel() * answer.element_size())
+            torch.cuda.current_stream().synchronize()
+        return request
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(handle, range(REQUESTS * 2)))
+    torch.cuda.synchronize()
+    # The caching allocator rounds a block up to 512 bytes: the bytes kept per request.
+    kept = ((sizes[0] + 511) // 512) * 512 if sizes else 0
+    return kept, f"torch {torch.__version__}", REQUESTS * 2
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--shape", required=True, choices=("jax_step", "torch_oom", "torch_serve"))
+    ap.add_argument("--shape", required=True,
+                    choices=("jax_step", "torch_oom", "torch_serve", "torch_train_eval", "torch_threads"))
     kind = ap.add_mutually_exclusive_group(required=True)
     kind.add_argument("--leak", dest="leak", action="store_true")
     kind.add_argument("--clean", dest="leak", action="store_false")
@@ -122,7 +192,8 @@ def main():
               "file": os.path.abspath(__file__), "keep_line": keep_line(a.shape)}
     try:
         kept, note, steps = {"jax_step": run_jax_step, "torch_oom": run_torch_oom,
-                             "torch_serve": run_torch_serve}[a.shape](a)
+                             "torch_serve": run_torch_serve, "torch_train_eval": run_torch_train_eval,
+                             "torch_threads": run_torch_threads}[a.shape](a)
     except ImportError as e:
         kept, note, steps = None, f"{framework} not importable ({e})", 0
     if kept is None:

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The loop shapes of issue #26 on a real GPU, with no marks (tests/gpu/observed_loops.py): a JAX
 # loop of one jitted call per step (XLA_PYTHON_CLIENT_ALLOCATOR=platform, and `--jax per-buffer`),
-# a torch `while True` loop to an out-of-memory error, and a torch serving loop (requests, tokens,
-# layers), each leaking and clean, under `gpuleak run`.
+# a torch `while True` loop to an out-of-memory error, a torch serving loop (requests, tokens,
+# layers), and (issue #33) a training loop then an evaluation loop, a handler on 4 worker threads,
+# each leaking and clean, under `gpuleak run`; then a pytest run of test_gpu_suite.py, one test
+# leaking among clean ones (`gpuleak check` exits 1 naming it).
 #
 #   tests/gpu/run_observed_loops.sh BUILD_DIR [OUT_DIR]
 #
@@ -55,6 +57,8 @@ cases=(
   "jax_step per-buffer --jax,per-buffer -"
   "torch_oom default - -"
   "torch_serve default - -"
+  "torch_train_eval default - -"
+  "torch_threads default - -"
 )
 pass=0 fail=0 skip=0
 for spec in "${cases[@]}"; do
@@ -86,8 +90,11 @@ for spec in "${cases[@]}"; do
       detail="expected one report in $dir/captures"
       verdict=FAIL
     else
+      loops_opt=()
+      # Every loop judged on its own (issue #33): the training loop clean, the evaluation loop's.
+      [[ $shape == torch_train_eval ]] && loops_opt=(--loops "clean,$kind")
       detail=$("$python" "$here/check_framework_case.py" --report "${reports[0]}" --measured "$dir/result.json" \
-        --iteration-source "$source_ok" 2>&1)
+        --iteration-source "$source_ok" "${loops_opt[@]}" 2>&1)
       case $? in
         0) verdict=PASS ;;
         77) verdict=SKIP ;;
@@ -106,6 +113,77 @@ for spec in "${cases[@]}"; do
     esac
   done
 done
+
+# A pytest run of a GPU test file with one leaking test (issue #33, test_gpu_suite.py): `gpuleak
+# check` exits 1 naming the test and its `# @keep-pytest` line, the rate within 10 % of the bytes
+# the test kept per step, its JUnit case failing; the other tests' loops clean.
+name=pytest-suite
+if [[ -z ${ONLY:-} || $name =~ $ONLY ]]; then
+  dir=$out_dir/cases/$name
+  mkdir -p "$dir/captures"
+  if ! "$python" -c 'import pytest' 2>/dev/null; then
+    verdict=SKIP detail="pytest is not installed for $python"
+  else
+    start=$(date +%s%N)
+    (cd "$dir" && env -u PYTORCH_CUDA_ALLOC_CONF -u GPULEAK_PY_OBSERVE GPULEAK_SUITE_RESULT="$dir/result.json" \
+      timeout -k 10 300 "$gpuleak" run --out "$dir/captures" -- "$python" -m pytest -q -p no:cacheprovider \
+      "$here/test_gpu_suite.py" >"$dir/stdout" 2>"$dir/stderr")
+    status=$?
+    reports=("$dir"/captures/*.report.json)
+    if [[ $status -ne 0 ]]; then
+      verdict=FAIL detail="pytest under gpuleak run exited with $status (see $dir/stdout)"
+    elif [[ ! -f $dir/result.json ]]; then
+      verdict=SKIP detail="$(grep -m1 -i skip "$dir/stdout")"
+    elif [[ ${#reports[@]} -ne 1 || ! -f ${reports[0]} ]]; then
+      verdict=FAIL detail="expected one report in $dir/captures"
+    else
+      "$gpuleak" check --format plain --junit "$dir/junit.xml" "${reports[0]}" >"$dir/check.txt" 2>&1
+      check=$?
+      keep=$(grep -n '# @keep-pytest' "$here/test_gpu_suite.py" | cut -d: -f1)
+      detail=$("$python" - "${reports[0]}" "$dir/result.json" "$dir/check.txt" "$dir/junit.xml" "$check" "$keep" <<'PY'
+import json, sys
+import xml.etree.ElementTree as ET
+report, measured = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+check, junit, status, keep = open(sys.argv[3]).read(), sys.argv[4], int(sys.argv[5]), int(sys.argv[6])
+test = "test_gpu_suite.py::test_leaky_step"
+loops = report.get("loops") or []
+leaky = [l for l in loops if l.get("test") == test]
+others = [l for l in loops if l.get("test") != test and l.get("verdict") not in ("clean", "inconclusive")]
+problems = []
+if status != 1 or test not in check or f"test_gpu_suite.py:{keep}" not in check:
+    problems.append(f"gpuleak check exited {status}; its output names the test: {test in check}, "
+                    f"the line test_gpu_suite.py:{keep}: {f'test_gpu_suite.py:{keep}' in check}")
+if len(leaky) != 1 or leaky[0].get("verdict") != "leak":
+    problems.append(f"the leaky test's loop: {[(l.get('name'), l.get('verdict')) for l in leaky]}")
+else:
+    g = (leaky[0].get("leak_groups") or [{}])[0]
+    rate, want = g.get("bytes_per_iteration") or 0, measured["kept_bytes_per_step"]
+    if abs(rate - want) > 0.1 * want:
+        problems.append(f"rate {rate} B/step, the test kept {want} B/step")
+if others:
+    problems.append(f"other loops not clean: {[(l.get('test'), l.get('verdict')) for l in others]}")
+failing = [c.get("name") for c in ET.parse(junit).iter("testcase") if c.find("failure") is not None]
+if test not in failing:
+    problems.append(f"JUnit failing cases {failing}")
+print(("FAIL: " + "; ".join(problems)) if problems else
+      f"ok: check exit 1 naming {test} at line {keep}; loops {[(l.get('test'), l.get('verdict')) for l in loops]}")
+sys.exit(1 if problems else 0)
+PY
+)
+      case $? in
+        0) verdict=PASS ;;
+        *) verdict=FAIL ;;
+      esac
+    fi
+    ms=$((($(date +%s%N) - start) / 1000000))
+  fi
+  say "$verdict $name (${ms:-0} ms): $detail"
+  case $verdict in
+    PASS) pass=$((pass + 1)) ;;
+    SKIP) skip=$((skip + 1)) ;;
+    *) fail=$((fail + 1)) ;;
+  esac
+fi
 
 say "run_observed_loops: $pass PASS, $fail FAIL, $skip SKIP; log $log"
 [[ $fail -gt 0 ]] && exit 1

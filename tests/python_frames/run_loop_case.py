@@ -27,6 +27,13 @@ Each --expect is checked against `gpuleak report --json` of the one capture:
   kept_by: the first leak group's retained_by text contains VALUE ("none": no group has one), and
       the text summary's "kept by" line says the same ("none": the summary has no "kept by");
   walks: the run.retention walks, their events joined by "," ("exit", "oom,exit"; "none": none).
+  loops: the verdicts of loops[] (issue #33) joined by ",", in their order ("clean,leak");
+  loopN.verdict, loopN.test, loopN.passes, loopN.released: loops[N]'s (released: true/false);
+  loopN.line: loops[N]'s first leak group's headline text starts with VALUE ("none": no group);
+  loopN.rate~: loops[N] has one leak group, its bytes_per_iteration within 10 % of VALUE;
+  check: `gpuleak check` of the report exits VALUE; check_has: its output contains VALUE;
+  junit_fails: its --junit XML has a failing testcase named VALUE (and no other failing test);
+  summary_has: the text summary contains VALUE.
 --env NAME=VALUE sets a variable for the program (gpuleak's own are cleared first).
 --preload: run the program under plain LD_PRELOAD (GPULEAK_OUT set, no `gpuleak run`, no PYTHONPATH
 entry of gpuleak's) instead of `gpuleak run`; no gpuleak run options are allowed then.
@@ -139,6 +146,13 @@ def main():
         r = json.loads(rep.stdout)
         summary = subprocess.run([a.cli, "report", "--format", "text", captures[0]], capture_output=True,
                                  text=True, timeout=120).stdout
+        report_file = os.path.join(out, "case.report.json")
+        with open(report_file, "w", encoding="utf-8") as f:
+            f.write(rep.stdout)
+        junit_file = os.path.join(out, "check.junit.xml")
+        check = subprocess.run([a.cli, "check", "--format", "plain", "--junit", junit_file, report_file],
+                               capture_output=True, text=True, timeout=120)
+        junit = open(junit_file, encoding="utf-8").read() if os.path.exists(junit_file) else ""
 
     analysis = r.get("analysis") or {}
     run_info = r.get("run") or {}
@@ -160,9 +174,43 @@ def main():
         seen.update(oom_api=events[0].get("api"), oom_requested=events[0].get("requested_bytes"),
                     oom_pool=events[0].get("pool"),
                     oom_live=sorted({line for s in events[0].get("live_by_site", []) for line in stack_lines(s)}))
+    loops = r.get("loops") or []
     for e in a.expect:
         key, _, value = e.partition("=")
-        if key == "iterations":
+        if key.startswith("loop") and "." in key:
+            index, _, what = key[4:].partition(".")
+            loop = loops[int(index)] if int(index) < len(loops) else None
+            groups = (loop or {}).get("leak_groups") or []
+            if loop is None:
+                ok = False
+            elif what == "line":
+                text = ((groups[0].get("headline") or {}).get("text") or "") if groups else None
+                ok = text is None if value == "none" else text is not None and text.startswith(value)
+            elif what == "rate~":
+                ok = len(groups) == 1 and abs(groups[0]["bytes_per_iteration"] - float(value)) <= 0.1 * float(value)
+            elif what == "released":
+                ok = str(loop.get("released")).lower() == value
+            elif what in ("verdict", "test", "passes", "threads", "kind"):
+                ok = str(loop.get(what)) == value
+            else:
+                fail(f"unknown expectation {key}")
+            if not ok:
+                fail(f"expected {e}; loops[] says {json.dumps(loops)}")
+            continue
+        if key == "loops":
+            ok = ",".join(l.get("verdict", "?") for l in loops) == value
+        elif key == "check":
+            ok = check.returncode == int(value)
+        elif key == "check_has":
+            ok = value in check.stdout
+        elif key == "junit_fails":
+            import xml.etree.ElementTree as ET
+            cases = ET.fromstring(junit).iter("testcase") if junit else []
+            failing = [c.get("name") for c in cases if c.find("failure") is not None]
+            ok = value in failing and all(n == value for n in failing if "::" in n)
+        elif key == "summary_has":
+            ok = value in summary
+        elif key == "iterations":
             ok = seen["iterations"] == int(value)
         elif key == "rate~":
             ok = len(seen["leaks"]) == 1 and abs(seen["leaks"][0][0] - float(value)) <= 0.1 * float(value)
@@ -215,7 +263,8 @@ def main():
         else:
             fail(f"unknown expectation {key}")
         if not ok:
-            fail(f"expected {e}; the report says {json.dumps(seen)}")
+            fail(f"expected {e}; the report says {json.dumps(seen)}\nloops: {json.dumps(loops)}\n"
+                 f"check ({check.returncode}):\n{check.stdout}\nsummary:\n{summary}")
     print(f"ok: {len(a.expect)} expectations ({' '.join(options) or 'no options'}, Python {sys.version.split()[0]})")
 
 

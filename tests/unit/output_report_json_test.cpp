@@ -162,7 +162,7 @@ TEST(ReportJson, HasTheDocumentedShape) {
   ctx.nvml_used_bytes[0] = (256 + 20) * kMiB + 1000;
   json r = report_of(b.capture, ctx);
 
-  EXPECT_EQ(r["schema"], "gpuleak.report/1");
+  EXPECT_EQ(r["schema"], "gpuleak.report/1.1");
   const json &run = r["run"];
   EXPECT_EQ(run["command"], json({"python3", "train.py", "--epochs", "1"}));
   EXPECT_EQ(run["program"], "train.py");

@@ -29,7 +29,7 @@ struct CheckOptions {
   std::vector<std::string> reports;
   std::string config;
   std::optional<std::string> max_leak, max_growth, tolerance;
-  std::vector<std::string> max_peak;
+  std::vector<std::string> max_peak, loop_budgets;
   std::optional<int64_t> min_oom_horizon, warmup;
   bool fail_on_inconclusive = false;
   std::vector<std::string> baselines, suppressions;
@@ -49,6 +49,10 @@ gate::GateConfig build_config(const CheckOptions &o) {
   if (o.max_leak) b.max_leak_per_iteration = gate::parse_size(*o.max_leak, "--max-leak-per-iteration");
   if (o.max_growth) b.max_growth = gate::parse_size(*o.max_growth, "--max-growth");
   for (const std::string &p : o.max_peak) gate::apply_max_peak(p, "--max-peak", &b);
+  // Flags come first: the first rule that matches a loop wins, and flags win over the file.
+  gate::Budgets flags;
+  for (const std::string &l : o.loop_budgets) gate::apply_loop_budget(l, "--loop-budget", &flags);
+  b.loops.insert(b.loops.begin(), flags.loops.begin(), flags.loops.end());
   if (o.min_oom_horizon) b.min_oom_horizon = static_cast<uint64_t>(*o.min_oom_horizon);
   if (o.warmup) b.warmup = *o.warmup;
   if (o.fail_on_inconclusive) b.fail_on_inconclusive = true;
@@ -154,6 +158,9 @@ void register_check(CLI::App &app, Action *action) {
   cmd->add_option("reports", o->reports, "Report files (.report.json)")->required();
   cmd->add_option("--config", o->config, "JSON file of budgets, baseline, suppressions (docs/ci.md)");
   cmd->add_option("--max-leak-per-iteration", o->max_leak, "Budget for each leaking site, e.g. \"1 MiB\" (default 0)");
+  cmd->add_option("--loop-budget", o->loop_budgets,
+                  "Leak budget of the loops a PATTERN names, PATTERN=SIZE: a test (test_a.py::test_b), function, loop "
+                  "name or FILE:LINE, * for any text (repeat the flag for several; the first match wins)");
   cmd->add_option("--max-growth", o->max_growth, "Budget per iteration for a device whose verdict is growth");
   cmd->add_option("--max-peak", o->max_peak,
                   "Peak live memory per device: SIZE, or DEVICE=SIZE (repeat the flag for several)");

@@ -75,7 +75,8 @@ function memorySection(model, width, plots) {
     const parts = [h('h3', {}, deviceName(report, d.index)), deviceFacts(report, d)];
     if (series && series.t.length > 0) {
       if (series.coarse) parts.push(h('p', { class: 'note' }, 'From the report: one point per iteration (its peak and its end). Run `gpuleak view` on the capture for every event.'));
-      const tl = new Timeline({ series, iterations: model.primary, warmup: model.warmup, ooms, total: d.total_bytes, width });
+      const tl = new Timeline({ series, iterations: model.primary, warmup: model.warmup, ooms, total: d.total_bytes,
+        loops: report.loops ?? [], width });
       plots.push(tl.plot);
       parts.push(h('h4', {}, 'Live device memory over time'), tl.el,
         h('p', { class: 'legend-note small muted' }, 'Shaded: iterations (orange: warm-up, left out of every fit). ',

@@ -19,6 +19,9 @@ export const COLOURS = {
   peak: '#D55E00',
   oom: '#B00020',
   total: '#555555',
+  loop: 'rgba(0, 0, 0, 0.35)',
+  loopLeak: '#B00020',
+  loopGrowth: '#D55E00',
 };
 
 export function bytesAxis() {
@@ -40,8 +43,10 @@ export function loopRange(iterations, [t0, t1], marks = []) {
 
 export class Timeline {
   // series: {device, t, y, peak, coarse}; iterations: primary ones; warmup: how many are warm-up;
-  // ooms: [{t_ns, index}] on this device; total: device memory or null.
-  constructor({ series, iterations, warmup, ooms, total, width = 1180, height = 300 }) {
+  // ooms: [{t_ns, index}] on this device; total: device memory or null; loops: the report's
+  // loops[] (each judged on its own passes), drawn as a strip along the top when there are several.
+  constructor({ series, iterations, warmup, ooms, total, loops = [], width = 1180, height = 300 }) {
+    this.loops = loops.length > 1 || loops.some((l) => l.test) ? loops : [];
     this.full = series;
     this.iterations = iterations;
     this.warmup = warmup;
@@ -257,6 +262,15 @@ export class Timeline {
       this.fillLabel(u, `OOM #${o.index + 1}`, x + 4 * dpr, top + height - 8 * dpr, x - 4 * dpr);
     }
     ctx.setLineDash([]);
+    // Each judged loop's span: a strip along the top, red when it leaks, orange when it grows,
+    // labelled with its test (or function) where there is room.
+    for (const l of this.loops) {
+      const x0 = u.valToPos(l.start_ns, 'x', true), x1 = u.valToPos(l.end_ns, 'x', true);
+      ctx.fillStyle = l.verdict === 'leak' ? COLOURS.loopLeak : l.verdict === 'growth' ? COLOURS.loopGrowth : COLOURS.loop;
+      ctx.fillRect(x0, top, Math.max(x1 - x0, 2 * dpr), 4 * dpr);
+      const label = `${l.test ?? l.function ?? l.name}: ${l.verdict}`;
+      if (x1 - x0 > ctx.measureText(label).width + 8 * dpr) this.fillLabel(u, label, x0 + 2 * dpr, top + 16 * dpr);
+    }
     const peak = this.full.peak;
     if (peak && peak.t_ns >= u.scales.x.min && peak.t_ns <= u.scales.x.max) {
       const x = u.valToPos(peak.t_ns, 'x', true);

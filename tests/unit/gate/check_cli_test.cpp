@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -419,6 +420,85 @@ TEST(GateDiffCli, NamesFromReportsAreInert) {
   EXPECT_EQ(r.out.find("\xC2\x9B"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("tr\xEF\xBF\xBD]0;pwned"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("cache\xEF\xBF\xBD[31m_activation"), std::string::npos) << r.out;
+}
+
+// Issue #33: a test suite's report (loops[] with tests): the leak of one test's loop fails the
+// gate naming the test and the loop, its JUnit case fails, a per-test budget passes it, and a bad
+// --loop-budget is one line with exit 2.
+json suite_report() {
+  json doc = report("leak");
+  json l = leak("00000000000000bb", "test_leaky_step", "/ws/test_suite.py", 27, 1048576);
+  l["loop"] = "test_leaky_step (test_suite.py:26-27)";
+  doc["leaks"] = json::array({l});
+  auto loop = [](const std::string &test, int line, const std::string &verdict, bool primary) {
+    return json{{"name", test + " (test_suite.py:" + std::to_string(line) + "-" + std::to_string(line + 1) + ")"},
+                {"kind", "loop"},
+                {"file", "/ws/test_suite.py"},
+                {"function", test},
+                {"first_line", line},
+                {"last_line", line + 1},
+                {"test", "test_suite.py::" + test},
+                {"primary", primary},
+                {"passes", 40},
+                {"verdict", verdict},
+                {"leak_groups", json::array()}};
+  };
+  doc["loops"] = json::array({loop("test_clean", 12, "clean", true), loop("test_leaky_step", 26, "leak", false)});
+  return doc;
+}
+
+TEST(GateCheckCli, LoopsNameTheTest) {
+  ScratchDir dir;
+  std::string suite = dir.write("suite.report.json", suite_report().dump());
+  std::string junit = dir.file("junit.xml");
+  Result r = gpuleak(dir, {"check", "--junit", junit, suite});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("leaks 1 MiB/iteration on device 0 in test_suite.py::test_leaky_step, the loop at "
+                       "test_suite.py:26 in test_leaky_step (budget 0 B/iteration"),
+            std::string::npos)
+      << r.out;
+  const std::string xml = slurp(junit);
+  EXPECT_NE(xml.find("tests=\"3\" failures=\"2\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("name=\"test_suite.py::test_leaky_step\""), std::string::npos) << xml;
+  // The clean test's case passes: no <failure> between its name and the next testcase.
+  const size_t clean = xml.find("name=\"test_suite.py::test_clean\"");
+  ASSERT_NE(clean, std::string::npos) << xml;
+  EXPECT_EQ(xml.substr(clean, xml.find("</testcase>", clean) - clean).find("<failure"), std::string::npos) << xml;
+  // Per test, per function, per location; the first match wins.
+  EXPECT_EQ(gpuleak(dir, {"check", "--loop-budget", "test_suite.py::test_leaky*=2 MiB", suite}).code, 0);
+  EXPECT_EQ(gpuleak(dir, {"check", "--loop-budget", "test_suite.py:26=2MiB", suite}).code, 0);
+  EXPECT_EQ(gpuleak(dir, {"check", "--loop-budget", "test_clean=2MiB", suite}).code, 1);
+  r = gpuleak(dir, {"check", "--loop-budget", "test_suite.py::*=512KiB", "--loop-budget", "*=2MiB", suite});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("from loop rule test_suite.py::*"), std::string::npos) << r.out;
+  std::string config =
+      dir.write("gate.json", R"({"loops": [{"match": "test_leaky_step", "max_leak_per_iteration": "1 MiB"}]})");
+  EXPECT_EQ(gpuleak(dir, {"check", "--config", config, suite}).code, 0);
+  for (const char *bad : {"test_suite.py::*", "=1MiB", "x=lots"}) {
+    r = gpuleak(dir, {"check", "--loop-budget", bad, suite});
+    EXPECT_EQ(r.code, 2) << bad;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find("--loop-budget"), std::string::npos) << r.err;
+  }
+  config = dir.write("bad.json", R"({"loops": [{"max_leak_per_iteration": "1 MiB"}]})");
+  r = gpuleak(dir, {"check", "--config", config, suite});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("needs \"match\""), std::string::npos) << r.err;
+}
+
+// Baselines match loops by location: the same line leaking in a loop elsewhere is new.
+TEST(GateCheckCli, BaselineMatchesLoopsByLocation) {
+  ScratchDir dir;
+  json base = suite_report();
+  std::string same = dir.write("base.report.json", base.dump());
+  base["loops"][1]["first_line"] = 30;
+  std::string moved = dir.write("moved.report.json", base.dump());
+  std::string now = dir.write("now.report.json", suite_report().dump());
+  Result r = gpuleak(dir, {"check", "--loop-budget", "*=2MiB", "--baseline", same, now});
+  EXPECT_EQ(r.code, 0) << r.out;
+  r = gpuleak(dir, {"check", "--loop-budget", "*=2MiB", "--baseline", moved, now});
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("new since the baseline"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -271,11 +271,26 @@ class Observer:
         self.next_id = 1
         self.tool = None
         self.no_interrupt = dis.opmap.get("JUMP_BACKWARD_NO_INTERRUPT", -1)
+        # Definitions are made once, under this lock: the shim's calls release the GIL, and a
+        # handler starting on four worker threads at once would otherwise be defined four times,
+        # its first calls' passes split between the copies (issue #33). Taken only to define.
+        self.defining = threading.RLock()
+        try:  # a fork while another thread defines must not leave the child's lock held for ever
+            os.register_at_fork(after_in_child=self._new_lock)
+        except Exception:
+            pass
+
+    def _new_lock(self):
+        self.defining = threading.RLock()
 
     # Each definition goes to the shim once, parents first.
     def _define(self, loop, frame):
         if loop.id:
             return loop.id
+        with self.defining:
+            return loop.id or self._define_locked(loop, frame)
+
+    def _define_locked(self, loop, frame):
         code = loop.code
         loop.first, loop.last = _lines(code, loop.head, loop.end)
         nodes = _loop_nodes(code.co_filename)
@@ -315,6 +330,11 @@ class Observer:
         return 0, None
 
     def _define_callback(self, code, info, frame):
+        with self.defining:
+            if info.callback is None:  # another thread may have defined it while this one waited
+                self._define_callback_locked(code, info, frame)
+
+    def _define_callback_locked(self, code, info, frame):
         cb = Loop(code, 0, 0)
         first, last = _lines(code, 0, 1 << 30)
         cb.first, cb.last = code.co_firstlineno, max(last, code.co_firstlineno)
@@ -370,7 +390,11 @@ class Observer:
         cb = info.callback
         if cb.off:
             return self.mon.DISABLE
-        if _quiet(cb, self.shim.passed(cb.id, 2, _task_id())):
+        task = _task_id()
+        clock = self.shim.passed(cb.id, 2, task)
+        # A coroutine per request starts in bursts (the requests queued behind a semaphore start
+        # before any allocates): its quiet streak is judged at its returns instead (issue #33).
+        if not task and _quiet(cb, clock):
             cb.off = True
         return None
 
@@ -383,7 +407,10 @@ class Observer:
             return self.mon.DISABLE
         caller = frame.f_back
         if caller is not None and not self.user.file(caller.f_code.co_filename):
-            self.shim.passed(cb.id, 3, _task_id())
+            task = _task_id()
+            clock = self.shim.passed(cb.id, 3, task)
+            if task and _quiet(cb, clock):
+                cb.off = True
         return None
 
     def _jump(self, code, src, dst, frame):

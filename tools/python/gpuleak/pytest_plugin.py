@@ -117,6 +117,11 @@ def _launch(config):
         lines.append("gpuleak: session %s: verdict %s, peak %s, %d leaking site(s)"
                      % (capture, rep.verdict, limits.format_size(peak), len(rep.leaks)))
         lines += ["  leak: %s %s/iteration" % (l.where, limits.format_size(l.bytes_per_iteration)) for l in rep.leaks]
+        # Each test's loops judged on their own passes (report loops[], issue #33).
+        for loop in rep.loops:
+            if loop.test and loop.verdict in ("leak", "growth"):
+                lines.append("  %s in %s (%d passes)%s" % (loop.verdict, loop.test, loop.passes,
+                                                           ", released when it returned" if loop.released else ""))
     lines.append("gpuleak: captures and reports in %s" % out)
     sys.stdout.write("\n".join(lines) + "\n")
     sys.stdout.flush()

@@ -141,12 +141,30 @@ class Leak:
     live_by_iteration: List[int] = field(default_factory=list)
     stack: List[Frame] = field(default_factory=list)
     headline: Optional[Dict[str, Any]] = None  # the frame to show (docs/report-format.md)
+    loop: Optional[str] = None  # (1.1) the loop whose passes it leaks over (a loops[].name)
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def where(self):
         """Where to look: the headline's text (the user's own line, with the library code it called)."""
         return _where(self.stack, self.headline)
+
+
+@dataclass
+class Loop:
+    """(gpuleak.report/1.1, issue #33) One loop of the run judged on its own passes."""
+    name: str = ""
+    kind: str = ""
+    file: Optional[str] = None
+    function: Optional[str] = None
+    first_line: Optional[int] = None
+    test: Optional[str] = None  # the pytest test that ran it ("test_a.py::test_b")
+    primary: bool = False
+    passes: int = 0
+    verdict: str = "clean"
+    released: bool = False
+    leak_groups: List[Dict[str, Any]] = field(default_factory=list)
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass
@@ -256,6 +274,7 @@ class Report:
     # A framework allocator's segments and the tensors in them (docs/report-format.md "segments").
     segments: List[Dict[str, Any]] = field(default_factory=list)
     oom: Optional[List[OomEvent]] = None  # None: no out-of-memory; else newest first
+    loops: List[Loop] = field(default_factory=list)  # (1.1) every judged loop; empty in older reports
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def device(self, index):
@@ -293,6 +312,7 @@ _NESTED = {
     (Report, "iterations"): Iteration,
     (Report, "leaks"): Leak,
     (Report, "live_at_exit"): LiveSite,
+    (Report, "loops"): Loop,
 }
 
 
