@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The loop shapes of issue #26 on a real GPU, with no marks (tests/gpu/observed_loops.py): a JAX
-# loop of one jitted call per step (XLA_PYTHON_CLIENT_ALLOCATOR=platform, and `--jax per-buffer`),
+# loop of one jitted call per step (XLA_PYTHON_CLIENT_ALLOCATOR=platform, `--jax per-buffer`, and
+# JAX's default arena, its live arrays sampled at each observed pass),
 # a torch `while True` loop to an out-of-memory error, and a torch serving loop (requests, tokens,
 # layers), each leaking and clean, under `gpuleak run`.
 #
@@ -53,6 +54,7 @@ source_ok=observed
 cases=(
   "jax_step platform - XLA_PYTHON_CLIENT_ALLOCATOR=platform,XLA_PYTHON_CLIENT_PREALLOCATE=false"
   "jax_step per-buffer --jax,per-buffer -"
+  "jax_step default - -"
   "torch_oom default - -"
   "torch_serve default - -"
 )
