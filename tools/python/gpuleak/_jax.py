@@ -320,7 +320,8 @@ def attach(jax):
     if shim is None:
         return False
     if not hasattr(jax, "live_arrays"):
-        _warn("JAX arrays not seen (this jax has no live_arrays); the report shows the arena")
+        if not per_buffer_allocator_in_use():  # per buffer, each buffer's own frames are still seen
+            _warn("JAX arrays not seen (this jax has no live_arrays); the report shows the arena")
         return False
     import gpuleak
 
