@@ -2,8 +2,8 @@
 """What gpuleak's per-object view of CuPy's pool and JAX's arena costs a training-style step
 (issue #27), plain against gpuleak in one run (docs/benchmarks.md has the method and results).
 
-    bench/pools_cost.py --framework cupy|jax --gpuleak BUILD/bin/gpuleak [--steps 200]
-                        [--arrays 1000] [--live 200] [--repeat 3]
+    bench/pools_cost.py --framework cupy|jax|both --gpuleak BUILD/bin/gpuleak [--steps 200]
+                        [--arrays 1000] [--live 200] [--repeat 3] [--json FILE]
 
 Runs this file's --child loop as four variants, alternating, --repeat times each:
   plain     python, no gpuleak;
@@ -11,8 +11,10 @@ Runs this file's --child loop as four variants, alternating, --repeat times each
             JAX's arena; no per-object view);
   default   `gpuleak run` with no option: CuPy's arrays through the allocator wrapper, JAX's live
             arrays sampled at every boundary (the mode this issue adds);
-and prints the median step time of each and the added share of `default` over `plain` and over
-`shim`. The CuPy step makes --arrays arrays (each one elementwise op on a 256 KiB array, freed at
+and prints the median step time of each, the overhead per step of `default` over `plain` (in
+microseconds and as a share of the step, against the issue's goal) and its share over `shim`.
+`both` measures CuPy, then JAX (a framework that does not import is said and skipped); --json
+writes the figures. scripts/gpu-session.sh's `pools_cost` stage runs `--framework both`. The CuPy step makes --arrays arrays (each one elementwise op on a 256 KiB array, freed at
 once) and keeps none; the JAX step runs one jitted update over --live parameter arrays (every
 parameter replaced, the new ones reported and the old ones gone at each boundary: the worst case
 for the sampler) between gpuleak.iterate boundaries.
@@ -31,9 +33,22 @@ import tempfile
 import time
 
 
+class SkipFramework(Exception):
+    pass
+
+
 def child(a):
-    import gpuleak
+    try:
+        import gpuleak
+    except ImportError:  # the plain variant, run from a checkout: the package of this tree
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "python"))
+        import gpuleak
     times = []
+    try:
+        __import__(a.framework)
+    except ImportError as e:
+        print("%s not importable (%s)" % (a.framework, e))
+        sys.exit(77)
     if a.framework == "cupy":
         import cupy as cp
         base = cp.ones(1 << 16, dtype=cp.float32) if hasattr(cp, "float32") else cp.ones(1 << 18)
@@ -47,7 +62,7 @@ def child(a):
                 cp.cuda.Device(0).synchronize()
     else:
         import jax
-        real = hasattr(jax, "jit")
+        real = hasattr(jax, "jit") and hasattr(jax, "devices")  # the stand-ins have one or neither
         if real:
             import jax.numpy as jnp
             params = [jnp.ones((256, 256), dtype=jnp.float32) for _ in range(a.live)]
@@ -84,15 +99,45 @@ def run_variant(a, variant, out):
         if k.startswith("GPULEAK_") and k not in ("GPULEAK_LIB", "GPULEAK_PYTHONDIR"):
             del env[k]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
+    if p.returncode == 77:
+        raise SkipFramework(p.stdout.strip() or p.stderr.strip()[-300:])
     if p.returncode != 0:
         raise SystemExit("%s failed (%d): %s" % (variant, p.returncode, p.stderr[-2000:]))
     with open(out) as f:
         return json.load(f)
 
 
+def measure(a, framework):
+    """The three variants of one framework, alternating, --repeat times; prints and returns the result."""
+    b = argparse.Namespace(**vars(a))
+    b.framework = framework
+    medians = {"plain": [], "shim": [], "default": []}
+    with tempfile.TemporaryDirectory(prefix="gpuleak-pools-cost-") as tmp:
+        for r in range(b.repeat):
+            for variant in medians:
+                sub = os.path.join(tmp, "%s-%d" % (variant, r))
+                os.mkdir(sub)
+                medians[variant].append(statistics.median(run_variant(b, variant, os.path.join(sub, "t.json"))))
+    m = {k: statistics.median(v) for k, v in medians.items()}
+    unit = "array" if framework == "cupy" else "step"
+    per = b.arrays if framework == "cupy" else 1
+    print("%s: %d steps x %d repeats; %s" % (framework, b.steps, b.repeat,
+                                            ("%d arrays a step" % b.arrays) if framework == "cupy"
+                                            else ("%d parameters replaced a step" % b.live)))
+    for k, v in m.items():
+        print("  %-8s median step %9.1f us  (%.3f us per %s; runs %s)" % (
+            k, v * 1e6, v * 1e6 / per, unit, ", ".join("%.1f" % (x * 1e6) for x in medians[k])))
+    added = m["default"] - m["plain"]
+    print("  overhead per step: %+.1f us, %+.1f %% of a step (goal: at most %d %%); over the shim alone: %+.1f %%" % (
+        added * 1e6, 100 * (m["default"] / m["plain"] - 1), 5 if framework == "cupy" else 2,
+        100 * (m["default"] / m["shim"] - 1)))
+    return {"framework": framework, "medians_s": m, "runs_s": medians, "overhead_s": added,
+            "overhead_share": m["default"] / m["plain"] - 1}
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--framework", choices=("cupy", "jax"), required=True)
+    ap.add_argument("--framework", choices=("cupy", "jax", "both"), required=True)
     ap.add_argument("--gpuleak", default="")
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=20)
@@ -108,24 +153,15 @@ def main():
         return 0
     if not a.gpuleak:
         ap.error("--gpuleak BUILD/bin/gpuleak is needed")
-    medians = {"plain": [], "shim": [], "default": []}
-    with tempfile.TemporaryDirectory(prefix="gpuleak-pools-cost-") as tmp:
-        for r in range(a.repeat):
-            for variant in medians:
-                sub = os.path.join(tmp, "%s-%d" % (variant, r))
-                os.mkdir(sub)
-                medians[variant].append(statistics.median(run_variant(a, variant, os.path.join(sub, "t.json"))))
-    m = {k: statistics.median(v) for k, v in medians.items()}
-    unit = "array" if a.framework == "cupy" else "step"
-    per = a.arrays if a.framework == "cupy" else 1
-    print("%s: %d steps x %d repeats; %s" % (a.framework, a.steps, a.repeat,
-                                            ("%d arrays a step" % a.arrays) if a.framework == "cupy"
-                                            else ("%d parameters replaced a step" % a.live)))
-    for k, v in m.items():
-        print("  %-8s median step %9.1f us  (%.3f us per %s; runs %s)" % (
-            k, v * 1e6, v * 1e6 / per, unit, ", ".join("%.1f" % (x * 1e6) for x in medians[k])))
-    print("  default over plain: %+.1f %% of a step; over the shim alone: %+.1f %%" % (
-        100 * (m["default"] / m["plain"] - 1), 100 * (m["default"] / m["shim"] - 1)))
+    results = []
+    for framework in (("cupy", "jax") if a.framework == "both" else (a.framework,)):
+        try:
+            results.append(measure(a, framework))
+        except SkipFramework as e:
+            print("%s: SKIPPED (%s)" % (framework, e))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(results, f, indent=1)
     return 0
 
 

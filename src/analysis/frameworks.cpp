@@ -106,7 +106,16 @@ HidingPool pool_objects(const format::Capture &capture, bool iterations) {
     notes.push_back("CuPy arrays were seen through " + cupy +
                     ": leaks are per array site; the pool's chunks (cudaMalloc) that hold them are listed apart");
   }
-  if (!jax.empty()) {
+  const std::string per_buffer = allocator_setting(capture, "XLA_PYTHON_CLIENT_ALLOCATOR");
+  if (!jax.empty() && (per_buffer == "platform" || per_buffer == "address")) {
+    // Every buffer its own CUDA allocation; the sampled arrays give the buffers that hold them
+    // their lines (XLA makes a jitted step's outputs on a thread with no Python frame of the user's).
+    modes.push_back("per-buffer (JAX's " + per_buffer + " allocator, live arrays sampled)");
+    notes.push_back("every JAX buffer was its own CUDA allocation (XLA_PYTHON_CLIENT_ALLOCATOR=" + per_buffer +
+                    "); the live arrays sampled at each iteration boundary (" + jax +
+                    ") give the buffers that hold them the lines that made them: leaks are per array site; "
+                    "buffers no array held are seen with their own frames");
+  } else if (!jax.empty()) {
     modes.push_back("per-array (JAX's arena, live arrays sampled)");
     std::string note = "JAX arrays were seen through " + jax +
                        ": leaks are per array site, from the arrays that survive boundaries; the arena that holds "

@@ -15,7 +15,6 @@ std::atomic<bool> g_observer_asked{false};
 
 namespace {
 
-bool g_observe = true;
 // The Python code the pending call runs, built at start-up (python_observer_configure): the hook
 // that schedules it then looks at no file and builds nothing.
 std::string *g_program = nullptr;
@@ -83,6 +82,13 @@ std::string program_for(const std::string &parent) {
       "    except Exception as e:\n"
       "        sys.stderr.write('gpuleak: the Python loop observer could not start (%s: %s); iterations are "
       "inferred\\n' % (type(e).__name__, e))\n"
+      "        return\n"
+      "    try:\n"
+      "        from gpuleak import _hooks\n"
+      "        _hooks.install_from_shim()\n"
+      "    except Exception as e:\n"
+      "        sys.stderr.write('gpuleak: the CuPy/JAX hooks could not start (%s: %s); the report shows their "
+      "pools\\n' % (type(e).__name__, e))\n"
       "_gpuleak_observe(bytes.fromhex('" +
       hex(parent) + "').decode('utf-8', 'surrogateescape'))\n";
   return "__import__('builtins').exec(bytes.fromhex('" + hex(body) + "').decode(), {'__name__': 'gpuleak_observer'})";
@@ -99,7 +105,6 @@ int run_program(void *) {
 namespace python_detail {
 void schedule_observer() {
   if (g_observer_asked.exchange(true)) return;
-  if (!g_observe) return;
   auto add = reinterpret_cast<int (*)(int (*)(void *), void *)>(dlsym(RTLD_DEFAULT, "Py_AddPendingCall"));
   if (!add || !dlsym(RTLD_DEFAULT, "PyRun_SimpleString")) return;
   if (g_program) add(&run_program, nullptr);
@@ -107,12 +112,10 @@ void schedule_observer() {
 }  // namespace python_detail
 
 const char *python_observer_configure() {
+  // GPULEAK_PY_OBSERVE=0 is read by the observer itself (it records that observation is off): the
+  // pending call still runs, for CuPy's and JAX's hooks.
   const char *v = std::getenv("GPULEAK_PY_OBSERVE");
-  if (v && *v && std::strcmp(v, "1") != 0) {
-    if (std::strcmp(v, "0") != 0) return "GPULEAK_PY_OBSERVE must be 0 or 1";
-    g_observe = false;
-    return "";
-  }
+  if (v && *v && std::strcmp(v, "1") != 0 && std::strcmp(v, "0") != 0) return "GPULEAK_PY_OBSERVE must be 0 or 1";
   // Three stat(2) calls at start-up, in every process under the preload, rather than a file
   // lookup inside the hook that first sees Python frames. Without a package next to the shim the
   // program imports the one on its path (gpuleak run's), or says in one line that there is none.

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "text/code_owner.h"
 #include "text/paths.h"
 
 namespace gpuleak::output {
@@ -321,6 +322,13 @@ Stack trim_to_caller(Stack stack) {
     return f.kind == Frame::Kind::kNative && is_gpuleak_or_cuda_frame(f);
   });
   stack.erase(stack.begin(), first);
+  // gpuleak's own Python hooks run inside the program's allocations (CuPy's pool calls
+  // gpuleak._cupy's allocator wrapper, which calls the pool's malloc): wherever they sit in the
+  // stack, they are none of the program's frames and never shown.
+  stack.erase(std::remove_if(
+                  stack.begin(), stack.end(),
+                  [](const Frame &f) { return f.kind == Frame::Kind::kPython && text::is_gpuleak_hook_file(f.file); }),
+              stack.end());
   return stack;
 }
 

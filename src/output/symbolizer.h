@@ -69,8 +69,9 @@ bool is_gpuleak_or_cuda_frame(const Frame &frame);
 
 // Drops the leading (innermost) native frames for which is_gpuleak_or_cuda_frame holds, so that
 // frame 0 is the program's code that called the CUDA API. Frames further out are kept even when
-// they are CUDA's (a callback from libcudart into the program, then back, stays whole); Python
-// frames are never dropped.
+// they are CUDA's (a callback from libcudart into the program, then back, stays whole). Python
+// frames are dropped only where they are gpuleak's own hooks (text::is_gpuleak_hook_file:
+// gpuleak._cupy's allocator wrapper sits inside every CuPy array's stack).
 Stack trim_to_caller(Stack stack);
 
 }  // namespace gpuleak::output

@@ -40,11 +40,19 @@ inline size_t stdlib_prefix_end(std::string_view file) {
 }
 
 // gpuleak's own Python hooks, which run inside the program's allocations (gpuleak._cupy's allocator
-// wrapper is the innermost frame of every CuPy array): never the user's code.
+// wrapper is the innermost frame of every CuPy array): never the user's code, and never shown. Any
+// private module of the gpuleak package (gpuleak/_cupy.py, _jax.py, _hooks.py, _observe.py, ...)
+// and its start-up folder; gpuleak/__init__.py (gpuleak.iterate, called by the user) is not one.
 inline bool is_gpuleak_hook_file(std::string_view file) {
-  for (std::string_view own : {"/gpuleak/_cupy.py", "/gpuleak/_jax.py", "/gpuleak/_hooks.py", "/gpuleak/_torch.py"})
-    if (file.size() >= own.size() && file.substr(file.size() - own.size()) == own) return true;
-  return false;
+  const size_t slash = file.rfind('/');
+  if (slash == std::string_view::npos) return false;
+  const std::string_view base = file.substr(slash + 1), dir = file.substr(0, slash);
+  auto ends_with = [](std::string_view s, std::string_view tail) {
+    return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
+  };
+  if (ends_with(dir, "/gpuleak/_startup")) return true;
+  return ends_with(dir, "/gpuleak") && base.size() > 4 && base[0] == '_' && ends_with(base, ".py") &&
+         base != "__init__.py" && base != "__main__.py";
 }
 
 // The standard library, and the interpreter's frozen modules ("<frozen importlib._bootstrap>").

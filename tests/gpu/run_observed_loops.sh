@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The loop shapes of issue #26 on a real GPU, with no marks (tests/gpu/observed_loops.py): a JAX
-# loop of one jitted call per step (XLA_PYTHON_CLIENT_ALLOCATOR=platform, and `--jax per-buffer`),
-# a torch `while True` loop to an out-of-memory error, a torch serving loop (requests, tokens,
-# layers), and (issue #33) a training loop then an evaluation loop, a handler on 4 worker threads,
-# each leaking and clean, under `gpuleak run`; then a pytest run of test_gpu_suite.py, one test
-# leaking among clean ones (`gpuleak check` exits 1 naming it).
+# loop of one jitted call per step (XLA_PYTHON_CLIENT_ALLOCATOR=platform, `--jax per-buffer`, and
+# JAX's default arena, its live arrays sampled at each observed pass), a torch `while True` loop to
+# an out-of-memory error, a torch serving loop (requests, tokens, layers), and (issue #33) a
+# training loop then an evaluation loop, a handler on 4 worker threads, each leaking and clean,
+# under `gpuleak run`; then a pytest run of test_gpu_suite.py, one test leaking among clean ones
+# (`gpuleak check` exits 1 naming it).
 #
 #   tests/gpu/run_observed_loops.sh BUILD_DIR [OUT_DIR]
 #
@@ -55,6 +56,7 @@ source_ok=observed
 cases=(
   "jax_step platform - XLA_PYTHON_CLIENT_ALLOCATOR=platform,XLA_PYTHON_CLIENT_PREALLOCATE=false"
   "jax_step per-buffer --jax,per-buffer -"
+  "jax_step default - -"
   "torch_oom default - -"
   "torch_serve default - -"
   "torch_train_eval default - -"

@@ -9,7 +9,11 @@ Each leaking shape keeps KEPT bytes per iteration at the line marked `# @keep_SH
   callback  a library's loop (steplib.Trainer.fit) calls the user's training_step once per step;
   hot       a pure-Python loop of HOT passes first (no GPU work), then the one_line loop;
   few       a loop of 3 passes, too few to be an iteration: nothing is found, and the summary says
-            what was tried and which --loop line would mark it.
+            what was tried and which --loop line would mark it;
+  jax_step  JAX's idiom against the fake JAX: `params, loss, h = step(params, x)`, one jitted call
+            per step, whose outputs' buffers the fake's executor thread makes (no Python frame of the
+            user's, as XLA's); the parameters and the loss are replaced each step, `leak` keeps h.
+            Run with XLA_PYTHON_CLIENT_ALLOCATOR=platform, or under `gpuleak run --jax per-buffer`.
 """
 import os
 import sys
@@ -94,6 +98,23 @@ def few(leak):
     return kept
 
 
+def jax_step(leak):
+    import jax
+
+    def body(params, x):
+        h = jax.ones(KEPT)
+        loss = jax.ones(4)
+        return jax.ones(KEPT), loss, h
+
+    step = jax.jit(body)
+    params, x = jax.ones(KEPT), jax.ones(OUT)
+    kept = []
+    for i in range(STEPS):
+        params, loss, h = step(params, x); kept.append(h) if leak else None  # @keep_jax_step
+    return kept
+
+
 if __name__ == "__main__":
     shape, mode = sys.argv[1], sys.argv[2]
-    {"one_line": one_line, "while": while_true, "serve": serve, "callback": callback, "hot": hot, "few": few}[shape](mode == "leak")
+    {"one_line": one_line, "while": while_true, "serve": serve, "callback": callback, "hot": hot, "few": few,
+     "jax_step": jax_step}[shape](mode == "leak")

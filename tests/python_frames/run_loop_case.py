@@ -13,6 +13,7 @@ Each --expect is checked against `gpuleak report --json` of the one capture:
   a VALUE of the form A|B accepts either (iteration_source=python_loop|observed).
   note: allocator_note contains VALUE ("none": it is null);
   headline: the first leak group's headline text starts with VALUE;
+  no_frame: no leak's stack, headline or via (nor the text summary) names a file holding VALUE;
   no_rate: no leak of VALUE bytes per iteration;
   env.NAME: run.allocator_env[NAME] == VALUE;
   native_frames: the first leak's stack has VALUE native frames ("some": at least one);
@@ -161,6 +162,10 @@ def main():
             "allocator_mode": run_info.get("allocator_mode"), "note": run_info.get("allocator_note"),
             "leaks": [(l["bytes_per_iteration"], l["live_count"]) for l in r.get("leaks", [])],
             "headline": [((g.get("headline") or {}).get("text")) for g in r.get("leak_groups", [])],
+            "files": sorted({f.get("file") or "" for l in r.get("leaks", []) for f in l.get("stack", [])} |
+                            {((g.get("headline") or {}).get("file") or "") for g in r.get("leak_groups", [])} |
+                            {((((g.get("headline") or {}).get("via")) or {}).get("file") or "")
+                             for g in r.get("leak_groups", [])}),
             "choice": (analysis.get("iteration_choice") or {}),
             "native_frames": [sum(f.get("kind") == "native" for f in l.get("stack", [])) for l in r.get("leaks", [])],
             "pool_tracker": run_info.get("pool_tracker"),
@@ -230,6 +235,9 @@ def main():
             ok = seen["note"] is None if value == "none" else value in (seen["note"] or "")
         elif key == "headline":
             ok = bool(seen["headline"]) and (seen["headline"][0] or "").startswith(value)
+        elif key == "no_frame":
+            ok = bool(seen["leaks"]) and not any(value in f for f in seen["files"]) and \
+                not any(value in (h or "") for h in seen["headline"]) and value not in summary
         elif key == "native_frames":
             n = seen["native_frames"][0] if seen["native_frames"] else None
             ok = n is not None and (n > 0 if value == "some" else n == int(value))

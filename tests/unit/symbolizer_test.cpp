@@ -433,6 +433,38 @@ TEST(TrimToCaller, DropsLeadingGpuleakAndCudaFrames) {
   EXPECT_EQ(trim_to_caller({frame("/a.out", "f")}).size(), 1u);
 }
 
+// CuPy's pool calls gpuleak._cupy's allocator wrapper, which calls the pool: the wrapper's frame
+// sits between CuPy's frames, and is never one of the program's (docs/python.md).
+TEST(TrimToCaller, DropsGpuleaksOwnPythonFramesWhereverTheySit) {
+  auto py = [](std::string file, std::string function, uint32_t line) {
+    Frame f;
+    f.kind = Frame::Kind::kPython;
+    f.file = std::move(file);
+    f.function = std::move(function);
+    f.line = line;
+    return f;
+  };
+  const std::string pkg = "/opt/gpuleak/lib/python3.12/site-packages/gpuleak/";
+  const std::string cupy = "/venv/lib/python3.12/site-packages/cupy/_creation/basic.py";
+  Frame ffi;
+  ffi.module = "/usr/lib/x86_64-linux-gnu/libffi.so.8";
+  ffi.function = "ffi_call";
+  Stack stack = {ffi,
+                 py(pkg + "_cupy.py", "wrap_pool.<locals>.malloc", 56),
+                 py(cupy, "ones", 220),
+                 py("/home/u/train.py", "step", 135),
+                 py(pkg + "_startup/sitecustomize.py", "_gpuleak_start", 12),
+                 py(pkg + "__init__.py", "iterate", 140)};
+  Stack trimmed = trim_to_caller(stack);
+  ASSERT_EQ(trimmed.size(), 4u);
+  EXPECT_EQ(trimmed[0].function, "ffi_call");
+  EXPECT_EQ(trimmed[1].function, "ones");
+  EXPECT_EQ(trimmed[2].function, "step");
+  EXPECT_EQ(trimmed[3].function, "iterate");  // gpuleak.iterate is the user's call, kept
+  // A user's own module that happens to be named like one of gpuleak's, outside a gpuleak folder.
+  EXPECT_EQ(trim_to_caller({py("/home/u/_cupy.py", "malloc", 3)}).size(), 1u);
+}
+
 // 10,000 distinct stacks of depth 32 over real code addresses of every loaded object (the test
 // executable and the fixture carry DWARF; system libraries have symbol tables only).
 TEST(Symbolizer, TenThousandStacksOfDepth32InSeconds) {

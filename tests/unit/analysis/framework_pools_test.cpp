@@ -93,6 +93,79 @@ TEST(FrameworkPools, JaxCleanLoopIsClean) {
   EXPECT_TRUE(a.leaks.empty());
 }
 
+// JAX's idiom, one jitted call per step: `params, loss, h = step(params, x)`. The three outputs
+// share a site (the call's line, their traceback); the new parameters and the loss are replaced in
+// the next step, and the leak keeps each step's h. Sampled at each end boundary.
+CaptureBuilder jax_jitted_step(bool leak, bool per_buffer) {
+  CaptureBuilder b;
+  b.device(0, "GPU", 140ull << 30);
+  tracker(b, PoolFramework::kJax, "jax 0.11.2 live arrays at each iteration boundary");
+  if (per_buffer) {
+    b.capture.run.emplace();
+    b.capture.run->allocator_env = "XLA_PYTHON_CLIENT_ALLOCATOR=platform;XLA_PYTHON_CLIENT_PREALLOCATE=false";
+  }
+  // Per buffer, XLA makes each output on a thread of its own: no Python frame of the user's.
+  const uint32_t xla_thread = b.py_stack({{"/usr/lib/python3/site-packages/jax/_src/dispatch.py", "run", 90}});
+  const uint64_t arena = per_buffer ? 0 : b.alloc(100ull << 30, kArenaSite, Kind::kDevice, 0, 0x7f0000000000);
+  const uint32_t call = b.py_stack({{"train.py", "<module>", 56}});
+  const auto api = format::Api::jaxLiveArrays;
+  uint64_t top = per_buffer ? 0x7e0000000000 : arena;
+  auto buffer = [&](uint64_t size) {  // per buffer: its own cudaMalloc, made by XLA
+    const uint64_t at = top;
+    top += size;
+    if (per_buffer) b.alloc(size, 50, Kind::kDevice, 0, at, xla_thread);
+    return at;
+  };
+  uint64_t params = buffer(4 * kMiB);
+  object(b, params, 4 * kMiB, call, api, 1);
+  uint64_t loss = 0, h = 0;
+  for (int i = 0; i < 40; ++i) {
+    b.begin("train");
+    const uint64_t new_params = buffer(4 * kMiB), new_loss = buffer(4), new_h = buffer(4 * kMiB);
+    const uint64_t temp = buffer(8 * kMiB);  // inside the step: never an array
+    if (per_buffer) b.free(temp);
+    b.advance(1000000);
+    // The old parameters and loss dropped by the program (and, per buffer, freed), then sampled.
+    if (per_buffer) b.free(params);
+    if (per_buffer && loss) b.free(loss);
+    if (per_buffer && h && !leak) b.free(h);
+    gone(b, params, api, 1);
+    if (loss) gone(b, loss, api, 1);
+    if (h && !leak) gone(b, h, api, 1);
+    params = new_params, loss = new_loss, h = new_h;
+    object(b, params, 4 * kMiB, call, api, 1);
+    object(b, loss, 4, call, api, 1);
+    object(b, h, 4 * kMiB, call, api, 1);
+    b.end();
+  }
+  return b;
+}
+
+TEST(FrameworkPools, JittedStepKeepingOneOfItsOutputsLeaksAtTheCall) {
+  for (bool per_buffer : {false, true}) {
+    SCOPED_TRACE(per_buffer ? "per buffer" : "arena");
+    const CaptureBuilder b = jax_jitted_step(true, per_buffer);
+    Analysis a = analyze(b.capture);
+    EXPECT_EQ(a.verdict, Verdict::kLeak);
+    ASSERT_EQ(a.leaks.size(), 1u);
+    EXPECT_NEAR(a.leaks[0].bytes_per_iteration, static_cast<double>(4 * kMiB), 0.1 * 4 * kMiB);
+    EXPECT_EQ(a.primary_iterations, 40u);
+    ASSERT_EQ(b.capture.stacks.count(a.leaks[0].site.py_stack_id), 1u);
+    const format::Stack &py = b.capture.stacks.at(a.leaks[0].site.py_stack_id);
+    ASSERT_EQ(py.frames.size(), 2u);
+    EXPECT_EQ(py.frames[1], 56u);  // the call's line, not XLA's thread
+    Analysis clean = analyze(jax_jitted_step(false, per_buffer).capture);
+    EXPECT_EQ(clean.verdict, Verdict::kClean);
+    EXPECT_TRUE(clean.leaks.empty());
+    if (per_buffer) {
+      EXPECT_EQ(a.allocator_mode, "per-buffer (JAX's platform allocator, live arrays sampled)");
+      EXPECT_EQ(a.devices[0].live_at_exit_bytes, 41 * 4 * kMiB + 4);  // the buffers are the bytes
+      ASSERT_FALSE(a.segments.empty());                               // the buffers that held arrays
+      EXPECT_EQ(a.segments[0].site.stack_id, 50u);
+    }
+  }
+}
+
 // An array placed outside every allocation gpuleak saw (an arena made before it started) is still
 // the program's object, but in no segment.
 TEST(FrameworkPools, AnArrayOutsideEveryArenaJoinsNoSegment) {

@@ -16,10 +16,12 @@ GPULEAK_TORCH_TRACKER=1    right after `import torch`, PyTorch's caching allocat
     and torch.cuda.empty_cache() marks the timeline with its caller's line (the cache_thrash advice).
 CuPy and JAX by default  right after `import cupy`, CuPy's default pool reports every array it
     hands out or takes back (gpuleak._cupy); right after `import jax`, JAX's live arrays are
-    sampled at each iteration boundary, at exit and at an out-of-memory (gpuleak._jax).
+    sampled at each iteration boundary, at exit and at an out-of-memory (gpuleak._jax). Under
+    plain LD_PRELOAD the shim's pending call installs the same (install_from_shim).
     GPULEAK_CUPY=segments / GPULEAK_JAX=segments leave them alone (the pool's chunks, the arena).
-GPULEAK_JAX=per-buffer     XLA_PYTHON_CLIENT_ALLOCATOR=address (or platform, on a JAX without it)
-    before JAX starts: every buffer its own CUDA allocation.
+GPULEAK_JAX=per-buffer     XLA_PYTHON_CLIENT_ALLOCATOR=address (or platform, on a JAX before 0.10
+    without it; one line and the arena kept when there is neither) before JAX starts: every buffer
+    its own CUDA allocation, the live arrays still sampled for their lines.
 GPULEAK_CUPY=per-array     CuPy allocates every array with cudaMalloc and frees it with cudaFree
     (cupy.cuda.set_allocator(None): no memory pool); `async`: through CuPy's stream-ordered pool
     (cudaMallocAsync per array). Set when cupy is imported, before the program allocates.
@@ -48,18 +50,7 @@ def install_from_environment():
     spec = os.environ.get("GPULEAK_PY_LOOP", "")
     if spec:
         install_loop(spec)
-    cupy = os.environ.get("GPULEAK_CUPY", "")
-    if cupy and cupy not in ("default", "segments"):
-        install_cupy(cupy)
-    elif cupy != "segments":  # the default: CuPy's pool kept, each array seen (gpuleak._cupy)
-        after_import("cupy", _framework_hook("_cupy"))
-    jax = os.environ.get("GPULEAK_JAX", "")
-    from gpuleak import _jax  # the standard library only
-    # A per-buffer allocator the user chose (XLA_PYTHON_CLIENT_ALLOCATOR=platform or address) makes
-    # every buffer its own CUDA allocation, seen by the shim: nothing to sample then.
-    own = os.environ.get("XLA_PYTHON_CLIENT_ALLOCATOR", "").lower() in ("platform", "address")
-    if not (own or jax == "segments" or (jax == "per-buffer" and _jax.install_per_buffer())):
-        after_import("jax", _framework_hook("_jax"))  # the arena kept, live arrays sampled
+    install_frameworks()
     if os.environ.get("GPULEAK_TORCH_TRACKER", "") == "1":
         install_torch()
     after_import("torch", watch_empty_cache)  # the line of an empty_cache() in the loop (docs/advice.md)
@@ -70,6 +61,47 @@ def install_from_environment():
     # --loop the observer finds none and says so in the capture, where the loop is marked anyway.
     from gpuleak import _observe
     _observe.install_from_shim()
+
+
+def install_from_shim():
+    """What the shim's pending call runs under plain LD_PRELOAD, after the loop observer
+    (src/core/python_observer.cpp): CuPy's and JAX's hooks, as `gpuleak run`'s start-up installs
+    them, in a program already running (at its first allocation with Python frames). A framework
+    imported by then is hooked at once (after_import), so only what it made before is not seen: the
+    first arrays of CuPy's pool, JAX's arrays until the next boundary. Never raises."""
+    try:
+        install_frameworks()
+    except Exception as e:
+        _warn("the CuPy/JAX hooks could not start (%s: %s); the report shows their pools" % (type(e).__name__, e))
+
+
+_frameworks_installed = False
+
+
+def install_frameworks():
+    """CuPy's and JAX's hooks from GPULEAK_CUPY and GPULEAK_JAX, once per process (the start-up hook
+    of `gpuleak run`, or the shim's pending call under plain LD_PRELOAD, whichever comes first)."""
+    global _frameworks_installed
+    if _frameworks_installed:
+        return
+    _frameworks_installed = True
+    cupy = os.environ.get("GPULEAK_CUPY", "")
+    if cupy and cupy not in ("default", "segments"):
+        install_cupy(cupy)
+    elif cupy != "segments":  # the default: CuPy's pool kept, each array seen (gpuleak._cupy)
+        after_import("cupy", _framework_hook("_cupy"))
+    jax = os.environ.get("GPULEAK_JAX", "")
+    if jax == "per-buffer":
+        if "jax" in sys.modules:  # plain LD_PRELOAD: JAX started before the shim's call came
+            _warn("--jax per-buffer: JAX was imported before gpuleak's hook ran; it keeps its allocator")
+        else:
+            from gpuleak import _jax  # the standard library only
+            _jax.install_per_buffer()  # or one line, and the arena kept
+    # The live arrays sampled at each boundary: in the arena, what is seen of the arrays; under a
+    # per-buffer allocator (the user's XLA_PYTHON_CLIENT_ALLOCATOR, or --jax per-buffer), the
+    # line of each buffer that XLA made on a thread of its own (gpuleak._jax.attach).
+    if jax != "segments":
+        after_import("jax", _framework_hook("_jax"))
 
 
 # --- the loop ------------------------------------------------------------------------------------

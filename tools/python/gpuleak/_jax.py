@@ -23,7 +23,10 @@ text and the arena's bytes in use, largest free block and limit (Device.memory_s
 unwinds through, needs a tool id of its own, and exists on 3.12+ only.)
 
 `gpuleak run --jax per-buffer` instead asks XLA for a per-buffer allocator before JAX starts:
-per_buffer_allocator() reads which names the installed JAX accepts.
+per_buffer_allocator() reads which names the installed JAX accepts (below). Under a per-buffer
+allocator, the user's or that one, the arrays are still sampled at the boundaries: XLA makes a
+jitted step's outputs on a thread of its own, and the array at a buffer's address gives that
+buffer the user's line (attach()).
 """
 
 import atexit
@@ -167,7 +170,7 @@ class Sampler:
         self.samples += 1
         seen, now = self.seen, {}
         report = self.shim.object
-        gone = []
+        gone, new = [], []
         for array in live:
             key = id(array)
             entry = seen.pop(key, None)
@@ -177,6 +180,14 @@ class Sampler:
                     now[key] = entry
                     continue
                 gone.append(entry)  # its id was reused: the array seen before is gone
+            new.append((key, array))
+        gone.extend(seen.values())
+        # The arrays gone first: a new array may sit at a gone one's address (the arena, or a
+        # per-buffer allocator, handed the freed buffer out again since the last sample).
+        for _, placed in gone:
+            for device, address in placed:
+                report(2, device, address, 0, JAX, 0)
+        for key, array in new:
             try:
                 bufs = self.buffers(array)
             except Exception:
@@ -193,10 +204,6 @@ class Sampler:
                 if report(1, device, address, size, JAX, sid):
                     placed.append((device, address))
             now[key] = (ref, placed)
-        gone.extend(seen.values())
-        for _, placed in gone:
-            for device, address in placed:
-                report(2, device, address, 0, JAX, 0)
         self.seen = now
 
     def on_boundary(self, event):
@@ -291,73 +298,190 @@ def watch_oom(jax, sampler):
     return True
 
 
+def per_buffer_allocator_in_use():
+    """"platform" or "address" when XLA_PYTHON_CLIENT_ALLOCATOR asks for a per-buffer allocator
+    (set by the user, or by --jax per-buffer before JAX started), else ""."""
+    name = os.environ.get("XLA_PYTHON_CLIENT_ALLOCATOR", "").lower()
+    return name if name in ("platform", "address") else ""
+
+
 def attach(jax):
-    """Samples JAX's live arrays at the boundaries, at exit and at an OOM; False when it cannot."""
+    """Samples JAX's live arrays at the boundaries, at exit and at an OOM; False when it cannot.
+
+    Under a per-buffer allocator (XLA_PYTHON_CLIENT_ALLOCATOR=platform or address) every buffer is
+    its own CUDA allocation that the shim sees, but XLA may make it on a thread of its own, with no
+    Python frame of the user's (a jitted step's outputs): the arrays are sampled at the boundaries
+    too, and each one, placed at its buffer's address, gives that buffer the line that made it (the
+    analysis's segment rule: the allocation holding an object is its container, the object the leak
+    candidate). Not at exit (with no boundary, a buffer's own frames are all there is, and an exit
+    sample would take their place) and not at an out-of-memory (a per-buffer allocation that fails
+    is a CUDA call the shim sees)."""
     shim = _shim()
     if shim is None:
         return False
     if not hasattr(jax, "live_arrays"):
-        _warn("JAX arrays not seen (this jax has no live_arrays); the report shows the arena")
+        if not per_buffer_allocator_in_use():  # per buffer, each buffer's own frames are still seen
+            _warn("JAX arrays not seen (this jax has no live_arrays); the report shows the arena")
         return False
     import gpuleak
 
     sampler = Sampler(jax, shim)
     gpuleak._boundary_observers.append(sampler.on_boundary)
-    atexit.register(sampler.sample)  # after the program's own atexit handlers, before JAX's clean-up
-    oom = watch_oom(jax, sampler)
-    what = SAMPLED if oom else SAMPLED.replace(", at exit and at an out-of-memory", " and at exit")
     version = getattr(jax, "__version__", "?")
+    per_buffer = per_buffer_allocator_in_use()
+    if per_buffer:
+        what = "%s allocator, every buffer its own CUDA allocation; live arrays sampled at each iteration boundary " \
+               "for the lines that made them" % per_buffer
+    else:
+        atexit.register(sampler.sample)  # after the program's own atexit handlers, before JAX's clean-up
+        oom = watch_oom(jax, sampler)
+        what = SAMPLED if oom else SAMPLED.replace(", at exit and at an out-of-memory", " and at exit")
     shim.attached(JAX, _text("jax %s %s" % (version, what))[:4000])
     return True
 
 
 # --- gpuleak run --jax per-buffer ------------------------------------------------------------------
+#
+# Which XLA_PYTHON_CLIENT_ALLOCATOR names the installed JAX accepts, found without importing it (the
+# choice must be made before JAX starts its backend) and without a GPU:
+#   - older JAX reads the variable in Python (jax/_src/xla_bridge.py, the CUDA plugins' Python files)
+#     and lists the names there;
+#   - newer JAX (0.11.2 among them) hands it to the CUDA plugin as an option, and the plugin's C++
+#     checks it: its shared library holds the list in its error text ("Supported allocator options
+#     are: 'default', 'platform', 'bfc' and 'cuda_async'"). That text is found by the quoted
+#     'platform' it holds; the quoted names of the same C string are the accepted ones.
+# `address` (openxla/xla#44335) is the real pass-through and is preferred. `platform` frees the
+# buffers of deleted arrays before JAX 0.10 only: since then it keeps them (jax-ml/jax#39145, seen on
+# the H200 with JAX 0.11.2, tests/gpu/run_pools.sh), so it is no per-buffer view there.
 
-def accepted_allocators():
-    """The XLA_PYTHON_CLIENT_ALLOCATOR names the installed JAX accepts (read from its source, so
-    that nothing is imported before the program runs: jax/_src/xla_bridge.py and the CUDA plugins'
-    Python files, where newer JAX reads the variable); None when no source names an allocator."""
-    import glob
+_ALLOCATOR_NAMES = ("address", "platform", "bfc", "cuda_async", "default")
+PLATFORM_KEEPS_FROM = (0, 10)  # the first JAX whose platform allocator keeps deleted buffers
+
+
+def _package_dirs(name):
     import importlib.util
     try:
-        spec = importlib.util.find_spec("jax")
+        spec = importlib.util.find_spec(name)
     except (ImportError, ValueError):
-        return None
+        return []
     if spec is None or not spec.submodule_search_locations:
-        return None
+        return []
+    return list(spec.submodule_search_locations)
+
+
+def _python_sources(jax_dirs):
+    import glob
     files = []
-    for folder in spec.submodule_search_locations:
+    for folder in jax_dirs:
         files.append(os.path.join(folder, "_src", "xla_bridge.py"))
         site = os.path.dirname(folder)
         files += sorted(glob.glob(os.path.join(site, "jax_plugins", "*", "*.py")))
         files += sorted(glob.glob(os.path.join(site, "jax_cuda*_plugin", "*.py")))
+    return files
+
+
+def _shared_libraries(jax_dirs):
+    """jaxlib's and the CUDA plugins' shared libraries (where newer JAX reads the variable)."""
+    import glob
+    files = []
+    for folder in _package_dirs("jaxlib"):
+        files += glob.glob(os.path.join(folder, "*.so")) + glob.glob(os.path.join(folder, "*", "*.so"))
+    for folder in jax_dirs:
+        site = os.path.dirname(folder)
+        for pattern in ("jax_plugins/*/*.so", "jax_plugins/*/*/*.so", "jax_cuda*_plugin/*.so",
+                        "jax_cuda*_plugin/*/*.so"):
+            files += glob.glob(os.path.join(site, pattern))
+    return sorted(set(files))
+
+
+def names_in_python(text):
+    return {name for name in _ALLOCATOR_NAMES if re.search(r"['\"]%s['\"]" % name, text)}
+
+
+def names_in_binary(data):
+    """The allocator names a shared library's text lists: the quoted names of each C string that
+    holds 'platform' quoted and speaks of an allocator. `data` is bytes or an mmap."""
     names = set()
-    for path in files:
+    at = 0
+    while True:
+        hit = data.find(b"'platform'", at)
+        if hit < 0:
+            return names
+        start = data.rfind(b"\0", max(0, hit - 4096), hit) + 1
+        end = data.find(b"\0", hit, hit + 4096)
+        text = bytes(data[start:end if end >= 0 else hit + 4096])
+        if b"llocator" in text:
+            names |= {n.decode() for n in re.findall(rb"'([a-z_]+)'", text) if n.decode() in _ALLOCATOR_NAMES}
+        at = hit + 1
+
+
+def _binary_names(path):
+    import mmap
+    try:
+        with open(path, "rb") as f:
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                return names_in_binary(data)
+    except (OSError, ValueError):
+        return set()
+
+
+def accepted_allocators():
+    """The XLA_PYTHON_CLIENT_ALLOCATOR names the installed JAX accepts, from its Python sources and
+    its shared libraries (nothing imported); None when none names an allocator."""
+    jax_dirs = _package_dirs("jax")
+    if not jax_dirs:
+        return None
+    names = set()
+    for path in _python_sources(jax_dirs):
         try:
             with open(path, encoding="utf-8", errors="replace") as f:
+                names |= names_in_python(f.read())
+        except OSError:
+            continue
+    for path in _shared_libraries(jax_dirs):
+        names |= _binary_names(path)
+    return names or None
+
+
+def installed_version():
+    """The installed JAX's version as a tuple of ints, read from jax/version.py; None when unknown."""
+    for folder in _package_dirs("jax"):
+        try:
+            with open(os.path.join(folder, "version.py"), encoding="utf-8", errors="replace") as f:
                 text = f.read()
         except OSError:
             continue
-        names |= {name for name in ("address", "platform", "bfc", "cuda_async")
-                  if re.search(r"['\"]%s['\"]" % name, text)}
-    return names or None
+        m = re.search(r"^_version\s*(?::\s*str\s*)?=\s*['\"]([0-9]+(?:\.[0-9]+)*)", text, re.MULTILINE)
+        if m:
+            return tuple(int(x) for x in m.group(1).split("."))
+    return None
+
+
+def choose_allocator(names, version):
+    """("address"|"platform", None), or (None, why) when the installed JAX offers neither a
+    pass-through nor a platform allocator that frees."""
+    shown = ".".join(str(x) for x in version) if version else "?"
+    if names is not None and "address" in names:
+        return "address", None
+    platform_frees = version is None or tuple(version[:2]) < PLATFORM_KEEPS_FROM
+    if names is not None and "platform" not in names:
+        return None, "JAX %s accepts neither `address` nor `platform` for XLA_PYTHON_CLIENT_ALLOCATOR (it names %s)" % (
+            shown, ", ".join(sorted(names)))
+    if platform_frees:
+        return "platform", None
+    return None, ("JAX %s has no `address` allocator (openxla/xla#44335), and its `platform` allocator keeps the "
+                  "buffers of deleted arrays (jax-ml/jax#39145)" % shown)
 
 
 def per_buffer_allocator():
     """("address"|"platform", None), or (None, why) when the installed JAX offers neither."""
-    names = accepted_allocators()
-    if names is None:
-        return "platform", None  # unknown layout: JAX's documented per-buffer allocator
-    if "address" in names:
-        return "address", None
-    # "platform" is JAX's documented per-buffer allocator; JAX 0.11.2 reads the variable in C++, so
-    # its Python names neither (the GPU test tests/gpu/run_pools.sh jax-per-buffer checks that a
-    # buffer deleted each step is freed under it).
-    return "platform", None
+    return choose_allocator(accepted_allocators(), installed_version())
 
 
 def install_per_buffer():
-    """GPULEAK_JAX=per-buffer: sets XLA_PYTHON_CLIENT_ALLOCATOR before JAX starts its backend."""
+    """GPULEAK_JAX=per-buffer: sets XLA_PYTHON_CLIENT_ALLOCATOR before JAX starts its backend; when
+    the installed JAX has no per-buffer allocator that frees, says so in one line and keeps the
+    arena (its live arrays are sampled, as by default)."""
     name, why = per_buffer_allocator()
     if name is None:
         _warn("--jax per-buffer: %s; JAX keeps its arena (its live arrays are sampled)" % why)
