@@ -133,10 +133,10 @@ def system_library(soname, sysroot=None):
 
 
 def elf_facts(path):
-    """(DT_NEEDED entries, the newest GLIBC_x.y version needed, the other versions needed)."""
+    """(DT_NEEDED entries, the newest GLIBC_x.y version needed, the C++ runtime versions needed)."""
     needed, symbols = elf_versions.read_versions(Path(path).read_bytes())
     glibc = max([v for v in (elf_versions.glibc_version(s[1]) for s in symbols) if v], default=(2, 17))
-    others = sorted({v for _s, v in symbols if not elf_versions.glibc_version(v)})
+    others = sorted({v for _s, v in symbols if elf_versions.cxx_runtime_version(v)})
     return needed, glibc, others
 
 

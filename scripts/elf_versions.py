@@ -8,7 +8,8 @@ version it needs from another object (.gnu.version_r: GLIBC_2.17, GLIBCXX_3.4.29
 GCC_3.0, ...) and its DT_NEEDED entries. Prints one line per file with the newest GLIBC version
 and the symbols that need it; with --max-glibc, exits 1 naming every symbol newer than that, and
 any GLIBCXX/CXXABI/GCC version (the wheel links the C++ runtime statically: one would mean a
-libstdc++.so dependency). setup.py tags the wheel from the same reader (manylinux_2_N: N the
+libstdc++.so dependency). Other libraries' versions (XZ_5.0: libunwind's liblzma) are left to
+--allow-needed: a library allowed there is bundled or part of glibc. setup.py tags the wheel from the same reader (manylinux_2_N: N the
 newest GLIBC minor found), and tests/packaging/wheel_test.sh checks the wheel with it.
 
 A small ELF64 little-endian reader (the standard library only): section headers, .dynsym with
@@ -105,6 +106,11 @@ def read_versions(data):
     return needed, symbols
 
 
+def cxx_runtime_version(version):
+    """GLIBCXX_*, CXXABI_*, GCC_*: a dependency on the shared C++ runtime (libstdc++.so, libgcc_s)."""
+    return re.match(r"(GLIBCXX|CXXABI|GCC)_", version) is not None
+
+
 def glibc_version(version):
     """(2, 34) for "GLIBC_2.34", None for any other version name."""
     m = re.fullmatch(r"GLIBC_(\d+)\.(\d+)(?:\.\d+)?", version)
@@ -164,7 +170,7 @@ def main(argv=None):
             glibc = [(glibc_version(v), s, v) for s, v in symbols if glibc_version(v)]
             newest = max((g[0] for g in glibc), default=(2, 17))
             at_newest = sorted({"%s@%s" % (s, v) for g, s, v in glibc if g == newest})
-            others = sorted({"%s@%s" % (s, v) for s, v in symbols if not glibc_version(v)})
+            others = sorted({"%s@%s" % (s, v) for s, v in symbols if cxx_runtime_version(v)})
             print("%s: GLIBC %d.%d (%s); %d versioned symbols; needs %s" % (
                 name, newest[0], newest[1], ", ".join(at_newest[:6]) or "none", len(symbols),
                 ", ".join(needed) or "nothing"))
