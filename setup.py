@@ -13,14 +13,21 @@ needs nothing beyond glibc) and lays the result out as a prefix inside the packa
     gpuleak/_native/share/gpuleak/torch_adapter/trace_tracker.cpp   the PyTorch adapter's source (gpuleak._torch)
 
 so the CLI finds its shim and template exactly as in a build tree or a CMake install. The `gpuleak`
-console command and `python -m gpuleak` exec that CLI (gpuleak/__main__.py). The wheel is tagged
-py3-none-manylinux_2_N_x86_64, N the newest glibc symbol version the binaries reference, checked
-after the build along with their DT_NEEDED entries (nothing outside glibc and the bundled files).
+console command and `python -m gpuleak` exec that CLI (gpuleak/__main__.py).
+
+The binaries are linked against Debian 11's glibc 2.31 (scripts/glibc-sysroot.sh lays the sysroot
+out from Debian's registry, once; cmake/GpuleakSysrootToolchain.cmake uses it), the few symbols
+GCC 12's static runtime takes from newer glibc provided by src/compat, and the libraries bundled
+are Debian 11's too. The wheel is tagged py3-none-manylinux_2_N_x86_64, N the newest GLIBC_2.N
+version any bundled ELF file needs (scripts/elf_versions.py reads them), checked after the build
+along with their DT_NEEDED entries (nothing outside glibc and the bundled files).
 
 Environment: CMAKE_ARGS (extra configure arguments, e.g. a compiler launcher),
 CMAKE_BUILD_PARALLEL_LEVEL (CMake's own), GPULEAK_CUDA_ROOT (the CUDA headers the shim compiles
 against; only headers are needed), GPULEAK_CMAKE_BUILD_DIR (the CMake tree; default
-build-wheel/temp.*/cmake; the packaging tests share one with scripts/build-deb.sh).
+build-wheel/temp.*/cmake; the packaging tests share one with scripts/build-deb.sh),
+GPULEAK_SYSROOT (a glibc sysroot folder; `none` links against this machine's glibc, and the tag
+follows it).
 """
 
 import os
@@ -33,6 +40,12 @@ from pathlib import Path
 
 from setuptools import Distribution, setup
 from setuptools.command.build_py import build_py
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import elf_versions  # noqa: E402  (scripts/elf_versions.py: the ELF reader the tag comes from)
+
+sys.path.pop(0)
 
 
 def _bdist_wheel():
@@ -64,7 +77,6 @@ def _bdist_wheel():
 
 bdist_wheel = _bdist_wheel()
 
-ROOT = Path(__file__).resolve().parent
 # glibc's own libraries: what every Linux has. Anything else the binaries need must be bundled.
 GLIBC_LIBS = {"libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1", "ld-linux-x86-64.so.2"}
 # The shim dlopens libunwind.so.8 (src/core/stack_capture.cpp) and falls back to the slower
@@ -77,7 +89,41 @@ def project_version():
     return re.search(r"project\(gpuleak VERSION (\d+\.\d+\.\d+)", text).group(1)
 
 
-def system_library(soname):
+def glibc_sysroot():
+    """The sysroot to link against: GPULEAK_SYSROOT, else the one scripts/glibc-sysroot.sh lays
+    out (fetched once from Debian's registry); None for this machine's glibc, said in one line."""
+    given = os.environ.get("GPULEAK_SYSROOT", "")
+    if given == "none":
+        return None
+    if given:
+        if not (Path(given) / "usr/include/stdio.h").is_file():
+            raise SystemExit("gpuleak wheel: GPULEAK_SYSROOT=%s is no glibc sysroot (scripts/glibc-sysroot.sh)" % given)
+        return Path(given).resolve()
+    p = subprocess.run([str(ROOT / "scripts/glibc-sysroot.sh")], capture_output=True, text=True)
+    if p.returncode != 0:
+        print("gpuleak wheel: no glibc sysroot (%s): linking against this machine's glibc, so the wheel's tag "
+              "follows it" % (p.stderr.strip().splitlines() or ["scripts/glibc-sysroot.sh failed"])[-1])
+        return None
+    return Path(p.stdout.strip().splitlines()[-1])
+
+
+def forget_other_toolchain(cmake_dir, sysroot):
+    """A CMake tree configured for another sysroot (or none) cannot switch compilers in place."""
+    cache = cmake_dir / "CMakeCache.txt"
+    if not cache.is_file():
+        return
+    m = re.search(r"^GPULEAK_SYSROOT:\w+=(.*)$", cache.read_text(), re.M)
+    if (m.group(1) if m else "") != (str(sysroot) if sysroot else ""):
+        cache.unlink()
+        shutil.rmtree(cmake_dir / "CMakeFiles", ignore_errors=True)
+
+
+def system_library(soname, sysroot=None):
+    if sysroot is not None:  # the sysroot's copy: built against its glibc
+        for d in ("lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu"):
+            if (sysroot / d / soname).exists():
+                return (sysroot / d / soname).resolve()
+        raise SystemExit("gpuleak wheel: %s not in the sysroot %s (scripts/glibc-sysroot.sh)" % (soname, sysroot))
     out = subprocess.run(["ldconfig", "-p"], check=True, capture_output=True, text=True).stdout
     for line in out.splitlines():
         parts = line.split()
@@ -87,13 +133,10 @@ def system_library(soname):
 
 
 def elf_facts(path):
-    """(DT_NEEDED entries, the newest GLIBC_x.y version referenced, other versioned dependencies)."""
-    dynamic = subprocess.run(["objdump", "-p", str(path)], check=True, capture_output=True, text=True).stdout
-    needed = re.findall(r"^\s+NEEDED\s+(\S+)", dynamic, re.M)
-    symbols = subprocess.run(["objdump", "-T", str(path)], check=True, capture_output=True, text=True).stdout
-    glibc = max([tuple(int(x) for x in v.split(".")) for v in re.findall(r"\bGLIBC_(\d+\.\d+)", symbols)],
-                default=(2, 17))
-    others = sorted(set(re.findall(r"\((GLIBCXX_[\d.]+|CXXABI_[\d.]+|GCC_[\d.]+)\)", symbols)))
+    """(DT_NEEDED entries, the newest GLIBC_x.y version needed, the C++ runtime versions needed)."""
+    needed, symbols = elf_versions.read_versions(Path(path).read_bytes())
+    glibc = max([v for v in (elf_versions.glibc_version(s[1]) for s in symbols) if v], default=(2, 17))
+    others = sorted({v for _s, v in symbols if elf_versions.cxx_runtime_version(v)})
     return needed, glibc, others
 
 
@@ -110,6 +153,11 @@ class build_native(build_py):
         configure = ["cmake", "-S", str(ROOT), "-B", str(cmake_dir), "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
                      "-DGPULEAK_BUILD_TESTS=OFF", "-DGPULEAK_BUILD_BENCH=OFF", "-DGPULEAK_PORTABLE_CLI=ON",
                      "-DGPULEAK_INSTALL_SHIMDIR=lib"]
+        sysroot = glibc_sysroot()
+        forget_other_toolchain(cmake_dir, sysroot)
+        if sysroot is not None:
+            configure += ["-DCMAKE_TOOLCHAIN_FILE=" + str(ROOT / "cmake/GpuleakSysrootToolchain.cmake"),
+                          "-DGPULEAK_SYSROOT=" + str(sysroot)]
         if os.environ.get("GPULEAK_CUDA_ROOT"):
             configure.append("-DGPULEAK_CUDA_ROOT=" + os.environ["GPULEAK_CUDA_ROOT"])
         configure += shlex.split(os.environ.get("CMAKE_ARGS", ""))
@@ -125,7 +173,7 @@ class build_native(build_py):
         (native / "share/gpuleak/torch_adapter").mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / "src/torch_adapter/trace_tracker.cpp", native / "share/gpuleak/torch_adapter")
         for soname in BUNDLED:
-            shutil.copy2(system_library(soname), native / "lib" / soname)
+            shutil.copy2(system_library(soname, sysroot), native / "lib" / soname)
         # libunwind finds the bundled liblzma beside itself; the shim's RUNPATH is already $ORIGIN.
         self.spawn(["patchelf", "--set-rpath", "$ORIGIN", str(native / "lib" / "libunwind.so.8")])
         for f in [native / "bin" / "gpuleak"] + sorted((native / "lib").iterdir()):
@@ -155,7 +203,7 @@ class bdist_native_wheel(bdist_wheel):
         self.root_is_pure = False
 
     def get_tag(self):
-        major, minor = getattr(self.distribution, "gpuleak_glibc", None) or (2, 36)
+        major, minor = getattr(self.distribution, "gpuleak_glibc", None) or (2, 39)
         return "py3", "none", "manylinux_%d_%d_x86_64" % (major, minor)
 
 

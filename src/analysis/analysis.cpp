@@ -515,6 +515,9 @@ Analysis analyze(const format::Capture &capture, const format::MemorySource &mem
         "gpuleak saw a caching allocator's segments, not tensors: a leak smaller than the cached segments (a "
         "scalar kept every step) may be hidden; for per-tensor call sites rerun with `gpuleak run --torch "
         "per-tensor` (PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync)";
+  // The default PyTorch mode's adapter could not attach: which need was missing, said here (the
+  // summary's note) rather than on the program's stderr.
+  if (std::string missing = missing_tracker_note(capture); !missing.empty()) out.allocator_note = std::move(missing);
   // A framework's objects seen (or sampled, with none live at a sample): what was seen, per framework.
   if (blocks || pool_tracked(capture, format::PoolFramework::kCuPy) ||
       pool_tracked(capture, format::PoolFramework::kJax)) {

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "analysis/internal.h"
+#include "text/escape.h"
 
 namespace gpuleak::analysis::detail {
 
@@ -131,6 +132,19 @@ HidingPool pool_objects(const format::Capture &capture, bool iterations) {
     out.note += (i ? "; " : "") + notes[i];
   }
   return out;
+}
+
+std::string missing_tracker_note(const format::Capture &capture) {
+  if (pool_tracked(capture, format::PoolFramework::kPyTorch)) return "";
+  std::string why;  // the last reason: a later attempt (the next CUDA initialization) says more
+  for (const format::PoolTracker &t : capture.pool_missing)
+    if (t.framework == static_cast<int32_t>(format::PoolFramework::kPyTorch)) why = t.description;
+  if (why.empty()) return "";
+  return "PyTorch's tensors were not seen: " + text::printable(why) +
+         ". gpuleak saw the caching allocator's segments instead, so the per-tensor call sites are lost (a leak "
+         "smaller than the cached segments may be hidden); `gpuleak doctor -- python ...` checks what the "
+         "adapter needs, or rerun with `gpuleak run --torch per-tensor` (PYTORCH_CUDA_ALLOC_CONF="
+         "backend:cudaMallocAsync)";
 }
 
 bool gpuleak_switched_allocator(const format::Capture &capture) {

@@ -283,6 +283,9 @@ bool pool_tracked(const format::Capture &capture, format::PoolFramework framewor
 // With a framework's objects in the capture (pool blocks): the report's allocator mode and note,
 // which say what was seen and, for JAX, what is sampled. `iterations`: any were found.
 HidingPool pool_objects(const format::Capture &capture, bool iterations);
+// Why PyTorch's tensors were not seen when gpuleak's adapter could not attach (format 1.8: no C++
+// compiler, no torch or CUDA headers), with what is lost; "" when it attached or never tried.
+std::string missing_tracker_note(const format::Capture &capture);
 // An allocator switch gpuleak made itself (gpuleak run --cupy per-array, --jax per-buffer, --torch
 // per-tensor/no-caching): the cost it creates is gpuleak's, never advice to the program.
 bool gpuleak_switched_allocator(const format::Capture &capture);

@@ -310,7 +310,7 @@ void record_observer(uint32_t method, const char *note) {
 bool recorder_active() { return g_state && buffering(g_state); }
 bool recorder_running() { return g_state && phase(g_state) == Phase::kRunning; }
 
-void record_pool_tracker(int32_t framework, const char *description) {
+void record_pool_tracker(int32_t framework, const char *description, bool attached) {
   State *s = g_state;
   if (!s || !buffering(s) || detail::t_in_hook) return;
   detail::t_in_hook = true;
@@ -318,7 +318,8 @@ void record_pool_tracker(int32_t framework, const char *description) {
   r.ts_ns = in_thread_order(capture_now_ns());
   r.framework = framework;
   r.length = description ? static_cast<uint32_t>(strnlen(description, 4096)) : 0;
-  append_record(s, format::RecordType::kPoolTracker, &r, sizeof r, description, r.length);
+  append_record(s, attached ? format::RecordType::kPoolTracker : format::RecordType::kPoolMissing, &r, sizeof r,
+                description, r.length);
   detail::t_in_hook = false;
 }
 

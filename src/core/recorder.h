@@ -122,8 +122,9 @@ inline uint64_t allocation_clock() { return detail::g_allocation_clock.load(std:
 // The capture runs (not idle before the first allocation, not off).
 bool recorder_running();
 // A framework allocator's tracker attached (gpuleak_api_pool_attached): a PoolTrackerRecord,
-// buffered like a mark. `description` is untrusted text, cut at 4096 bytes.
-void record_pool_tracker(int32_t framework, const char *description);
+// buffered like a mark. `description` is untrusted text, cut at 4096 bytes. With `attached` false
+// (gpuleak_api_pool_missing, format 1.8) it is why the tracker could not attach.
+void record_pool_tracker(int32_t framework, const char *description, bool attached = true);
 // A retention path (gpuleak_api_retention, format 1.7): buffered like a mark; `text` is untrusted,
 // cut at format::kMaxRetentionText bytes.
 void record_retention(uint8_t event, uint64_t address, uint64_t size, const char *text);

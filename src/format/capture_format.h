@@ -27,8 +27,9 @@ inline constexpr uint16_t kMajorVersion = 1;
 // 1.4 kAggregateSite and kAggregateWindow (the aggregated form past the capture budget);
 // 1.5 kLoop, kLoopPass and kObserver (the observed Python loops); 1.6 the OomRecord's pool fields
 // and the CuPy and JAX pool objects (Api cupyMemoryPool, jaxLiveArrays, jaxRuntimeError);
-// 1.7 kRetention (who keeps a leak alive)
-inline constexpr uint16_t kMinorVersion = 7;
+// 1.7 kRetention (who keeps a leak alive); 1.8 kPoolMissing (why a framework's objects were not
+// seen: the PyTorch adapter's compiler or headers missing)
+inline constexpr uint16_t kMinorVersion = 8;
 // A record larger than this is corruption, not data (the largest real one is a module record).
 inline constexpr uint32_t kMaxRecordSize = 1u << 20;
 
@@ -66,6 +67,7 @@ enum class RecordType : uint16_t {
   kLoopPass = 18,         // LoopPassRecord (since 1.5): one back edge of a loop, one call or return of a callback
   kObserver = 19,         // ObserverRecord + note (since 1.5): how the Python loops were observed, or why not
   kRetention = 20,        // RetentionRecord + path text (since 1.7): who keeps a GPU-memory-owning object alive
+  kPoolMissing = 21,      // PoolTrackerRecord + reason (since 1.8): a framework allocator's tracker could not attach
 };
 
 struct RecordHeader {

@@ -234,13 +234,15 @@ bool decode_record(uint16_t type, const uint8_t *p, size_t n, uint64_t offset, C
       return fixed(p, n, &out->gpu_activity.emplace_back());
     case RecordType::kDeviceUsage:
       return fixed(p, n, &out->device_usage.emplace_back());
-    case RecordType::kPoolTracker: {
+    case RecordType::kPoolTracker:
+    case RecordType::kPoolMissing: {  // the same payload: what attached, or why it could not
       PoolTrackerRecord r;
       PoolTracker t;
       if (!c.read(&r) || r.length > 4096 || !c.bytes(r.length, &t.description)) return false;
       t.ts_ns = r.ts_ns;
       t.framework = r.framework;
-      out->pool_trackers.push_back(std::move(t));
+      bool attached = static_cast<RecordType>(type) == RecordType::kPoolTracker;
+      (attached ? out->pool_trackers : out->pool_missing).push_back(std::move(t));
       return true;
     }
     case RecordType::kAggregateSite: {

@@ -104,6 +104,7 @@ struct Capture {
   std::vector<GpuActivityRecord> gpu_activity;  // file order (not time order: CUPTI delivers late)
   std::vector<DeviceUsage> device_usage;        // NVML's view (format 1.1), in file order
   std::vector<PoolTracker> pool_trackers;       // (format 1.3) framework allocators whose blocks are seen
+  std::vector<PoolTracker> pool_missing;        // (format 1.8) trackers that could not attach: the reason
   std::vector<LoopRecord> loops;                // (format 1.5) observed loops and callbacks (strings by id)
   std::vector<LoopPassRecord> loop_passes;      // (format 1.5) their passes, in file order
   std::vector<Observer> observers;              // (format 1.5) how the loops were observed

@@ -82,6 +82,13 @@ GPULEAK_API void gpuleak_api_pool_attached(int framework, const char *descriptio
   gpuleak::core::record_pool_tracker(framework, description);
 }
 
+// The framework's tracker could not attach (gpuleak's Python package: the PyTorch adapter had no
+// compiler, no torch headers or no CUDA headers): the reason goes into the capture (format 1.8),
+// and the summary's note says it with what is lost, instead of a line on the program's stderr.
+GPULEAK_API void gpuleak_api_pool_missing(int framework, const char *reason) {
+  gpuleak::core::record_pool_tracker(framework, reason, false);
+}
+
 // The Python loop observer's side (tools/python/gpuleak/_observe.py, capture format 1.5): private
 // to gpuleak's own Python package, called through ctypes with the GIL held. A loop or callback is
 // defined once; each pass returns the process's allocation clock, so the observer can tell a

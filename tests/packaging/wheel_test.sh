@@ -26,9 +26,18 @@ wheel=${wheels[0]}
 name=$(basename "$wheel")
 version=$(sed -n 's/^project(gpuleak VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")
 [[ $name =~ ^gpuleak-${version//./\\.}-py3-none-manylinux_2_([0-9]+)_x86_64\.whl$ ]] || fail "wheel name $name"
-# Debian 12 builds it: glibc 2.36 at most; the GPU machine (Ubuntu 24.04) has 2.39.
-[ "${BASH_REMATCH[1]}" -le 36 ] || fail "$name needs a glibc newer than Debian 12's"
+# Linked against Debian 11's glibc with src/compat's pins (docs/install.md): it installs where GPU
+# users are, RHEL 8 and Ubuntu 20.04 included (issue #31).
+tag_minor=${BASH_REMATCH[1]}
+[ "$tag_minor" -le 28 ] || fail "$name is newer than manylinux_2_28 (see the \"binaries need glibc\" line above)"
 echo "$name"
+
+echo "== symbol versions of every ELF file in the wheel, against its tag (2.$tag_minor)"
+allowed=()
+for lib in libc.so.6 libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1 ld-linux-x86-64.so.2 libunwind.so.8 liblzma.so.5; do
+  allowed+=(--allow-needed "$lib")
+done
+"$py" "$src/scripts/elf_versions.py" --max-glibc "2.$tag_minor" "${allowed[@]}" "$wheel" || fail "symbol versions"
 
 echo "== contents"
 "$py" - "$wheel" <<'PY'

@@ -9,6 +9,7 @@ import textwrap
 import types
 from pathlib import Path
 
+from conftest import FAKE_GPU
 from gpuleak import _hooks, _torch
 
 
@@ -170,3 +171,78 @@ def test_a_failure_at_cudas_initialization_is_one_line_and_not_the_programs(monk
     torch.cuda._lazy_init()  # must not raise into the program
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and "PermissionError" in err[0] and "segments" in err[0], err
+
+
+def test_a_cached_adapter_needs_no_compiler_nor_headers(tmp_path, monkeypatch):
+    """Built ahead of time (python -m gpuleak.torch_adapter), the slim runtime image has neither."""
+    monkeypatch.setenv("GPULEAK_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("CXX", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "no-cuda"))
+    torch = fake_torch(tmp_path, headers=False)
+    source = _torch.adapter_source()
+    target = _torch.cache_target(torch, source)
+    assert _torch._build(torch, source)[0] is None
+    target.parent.mkdir(parents=True)
+    target.write_bytes(b"\x7fELF")
+    assert _torch._build(torch, source) == (target, None)
+
+
+def test_each_missing_need_is_named(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPULEAK_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("CXX", raising=False)
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    torch = fake_torch(tmp_path, headers=False)
+    source = _torch.adapter_source()
+    assert "ships no C++ headers" in _torch._build(torch, source)[1]
+    torch = fake_torch(tmp_path / "h", headers=True)
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "no-cuda"))
+    if not Path("/usr/local/cuda/include/cuda_runtime_api.h").is_file():
+        assert "no CUDA headers (cuda_runtime_api.h)" in _torch._build(torch, source)[1]
+    cuda = tmp_path / "cuda" / "include"
+    cuda.mkdir(parents=True)
+    (cuda / "cuda_runtime_api.h").write_text("")
+    monkeypatch.setenv("CUDA_HOME", str(cuda.parent))
+    why = _torch._build(torch, source)[1]
+    assert why == _torch.NO_COMPILER and "python -m gpuleak.torch_adapter" in why, why
+
+
+def test_the_ahead_of_time_build_says_what_is_missing(tmp_path):
+    site = tmp_path / "site"
+    fake_torch(tmp_path, headers=False)  # tmp_path/site/torch
+    (site / "torch" / "__init__.py").write_text("__version__ = '9.9.9+test'\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), str(Path(_torch.__file__).parents[1])]),
+               GPULEAK_CACHE_DIR=str(tmp_path / "cache"))
+    p = subprocess.run([sys.executable, "-m", "gpuleak.torch_adapter", "--out", str(tmp_path / "a.so")], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and p.stdout == "", (p.stdout, p.stderr)
+    err = p.stderr.splitlines()
+    assert len(err) == 1 and "ships no C++ headers" in err[0], err
+
+
+def test_under_the_shim_the_reason_goes_to_the_summary_not_stderr(gpu_env, tmp_path):
+    """The default PyTorch mode on a torch without headers: the run's summary note says which need
+    is missing and what is lost, and the program's stderr stays its own (capture format 1.8)."""
+    site = tmp_path / "site"
+    (site / "torch").mkdir(parents=True)
+    (site / "torch" / "__init__.py").write_text("__version__ = '9.9.9+test'\n")
+    (tmp_path / "fake_gpu.py").write_text(FAKE_GPU)
+    prog = tmp_path / "train.py"
+    prog.write_text(textwrap.dedent("""
+        import torch
+        import fake_gpu
+        kept = [fake_gpu.malloc(2 << 20) for _ in range(4)]
+        print("done")
+    """))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), str(tmp_path), os.environ["PYTHONPATH"]]),
+               GPULEAK_CACHE_DIR=str(tmp_path / "cache"))
+    p = subprocess.run([str(gpu_env.cli), "run", "--out", str(tmp_path / "out"), "--", sys.executable, str(prog)],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout == "done\n", (p.stdout, p.stderr)
+    assert "PyTorch tensors not seen" not in p.stderr, p.stderr
+    assert "note: PyTorch's tensors were not seen: torch 9.9.9+test ships no C++ headers" in p.stderr, p.stderr
+    assert "per-tensor call sites are lost" in p.stderr, p.stderr
+    import json
+    report = json.loads(next((tmp_path / "out").glob("*.report.json")).read_text())
+    assert "ships no C++ headers" in report["run"]["allocator_note"], report["run"]

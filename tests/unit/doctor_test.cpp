@@ -403,6 +403,67 @@ TEST_F(DoctorTest, EnvScriptFindsPythonAndItsTorch) {
   EXPECT_TRUE(find_check(split, "checking python3 (" + python + ")"));
 }
 
+// Issue #31: the default PyTorch mode compiles an adapter at the first CUDA use; what it lacks
+// here is said ahead of time, with what the user loses, and a cached adapter needs nothing.
+TEST_F(DoctorTest, SaysWhatThePyTorchAdapterLacks) {
+  const std::string site = "/venv/lib/python3.11/site-packages";
+  for (const std::string &d : std::vector<std::string>{"/venv", "/venv/bin", "/venv/lib", "/venv/lib/python3.11", site,
+                                                       site + "/torch", "/cuda", "/cuda/include", "/cache"})
+    ASSERT_EQ(mkdir((dir_ + d).c_str(), 0755), 0) << d;
+  copy("/bin/true", "venv/bin/python3", 0755);
+  write("venv" + site.substr(5) + "/torch/__init__.py", "", 0644);
+  write("venv" + site.substr(5) + "/torch/version.py", "__version__ = '9.9.9+test'\ngit_version = 'x'\n", 0644);
+  const std::string script = write("train.py", "#!/usr/bin/env python3\nimport torch\n", 0755);
+  ScopedEnv path("PATH", (dir_ + "/venv/bin").c_str());  // no c++, no g++
+  ScopedEnv pythonpath("PYTHONPATH", nullptr), cxx("CXX", nullptr), cuda_path("CUDA_PATH", nullptr);
+  ScopedEnv cuda_home("CUDA_HOME", (dir_ + "/nowhere").c_str()), prebuilt("GPULEAK_TORCH_ADAPTER", nullptr);
+  ScopedEnv cache("GPULEAK_CACHE_DIR", (dir_ + "/cache").c_str());
+
+  auto lacks = find_check(check_command({script}), "warn  pytorch: the per-tensor adapter cannot be built here: ");
+  ASSERT_TRUE(lacks);
+  EXPECT_NE(lacks->detail.find("no C++ compiler (c++, g++ or $CXX)"), std::string::npos) << lacks->detail;
+  EXPECT_NE(lacks->detail.find("torch 9.9.9+test ships no C++ headers (" + dir_ + site + "/torch/include)"),
+            std::string::npos)
+      << lacks->detail;
+  if (access("/usr/local/cuda/include/cuda_runtime_api.h", F_OK) != 0)
+    EXPECT_NE(lacks->detail.find("no CUDA headers (cuda_runtime_api.h"), std::string::npos) << lacks->detail;
+  EXPECT_NE(lacks->detail.find("the tensors' call sites are lost"), std::string::npos) << lacks->detail;
+  EXPECT_NE(lacks->detail.find("python -m gpuleak.torch_adapter"), std::string::npos) << lacks->detail;
+
+  // Everything there: a compiler ($CXX, found through PATH like gpuleak._torch's), the headers.
+  for (const char *d : {"/include", "/include/c10", "/include/c10/cuda"})
+    ASSERT_EQ(mkdir((dir_ + site + "/torch" + d).c_str(), 0755), 0);
+  write("venv" + site.substr(5) + "/torch/include/c10/cuda/CUDACachingAllocator.h", "", 0644);
+  write("cuda/include/cuda_runtime_api.h", "", 0644);
+  copy("/bin/true", "venv/bin/my-c++", 0755);
+  ScopedEnv found_cxx("CXX", "my-c++");
+  ScopedEnv found_cuda("CUDA_HOME", (dir_ + "/cuda").c_str());
+  EXPECT_TRUE(find_check(check_command({script}),
+                         "ok    pytorch: the per-tensor adapter can be built at the first "
+                         "CUDA use: " +
+                             dir_ +
+                             "/venv/bin/my-c++, torch 9.9.9+test's headers, CUDA's "
+                             "headers (" +
+                             dir_ + "/cuda/include)"));
+
+  // Built ahead of time (python -m gpuleak.torch_adapter): cached, nothing else needed.
+  ScopedEnv no_cxx("CXX", "no-such-compiler");
+  ASSERT_EQ(mkdir((dir_ + "/cache/torch-9.9.9+test-0123456789abcdef").c_str(), 0700), 0);
+  write("cache/torch-9.9.9+test-0123456789abcdef/libgpuleak_torch.so",
+        "\x7f"
+        "ELF",
+        0644);
+  EXPECT_TRUE(find_check(check_command({script}),
+                         "ok    pytorch: the per-tensor adapter for torch 9.9.9+test is "
+                         "cached (" +
+                             dir_ +
+                             "/cache/torch-9.9.9+test-0123456789abcdef/"
+                             "libgpuleak_torch.so): no compiler or headers needed"));
+  ScopedEnv missing("GPULEAK_TORCH_ADAPTER", (dir_ + "/nope.so").c_str());
+  EXPECT_TRUE(find_check(check_command({script}), "warn  pytorch: GPULEAK_TORCH_ADAPTER=" + dir_ +
+                                                      "/nope.so is no file: tensors' call sites are lost"));
+}
+
 TEST_F(DoctorTest, CommandsThatCannotStartReturn2) {
   std::string fifo = dir_ + "/fifo";
   ASSERT_EQ(mkfifo(fifo.c_str(), 0700), 0);

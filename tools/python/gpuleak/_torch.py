@@ -9,9 +9,12 @@ version, and cached:
         torch-<torch version>-<key>/libgpuleak_torch.so
 so its use of PyTorch's C++ classes is checked by the compiler against the very version that runs
 it. GPULEAK_TORCH_ADAPTER=PATH uses a library built beforehand (it must have been built against
-this torch version). Anything that stops it (no C++ compiler, no headers, a torch whose headers
-have no tracker, a non-native allocator) is one line on stderr, and the report keeps the segment
-view of the caching allocator.
+this torch version); `python -m gpuleak.torch_adapter` builds it ahead of time (an image's build
+step, where the compiler is), and a cached adapter needs neither compiler nor headers at run time.
+Anything that stops it (no C++ compiler, no torch or CUDA headers, a torch whose headers have no
+tracker, a non-native allocator) goes into the capture (gpuleak_api_pool_missing, format 1.8) and
+the summary's note says it with what is lost; the report keeps the segment view of the caching
+allocator. Without the shim (no capture to tell), it is one line on stderr.
 """
 
 import hashlib
@@ -25,15 +28,31 @@ from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
 _SOURCE_NAME = "trace_tracker.cpp"
+PYTORCH = 1  # the framework number of gpuleak_api_pool_missing (src/format/capture_format.h)
 
 
 def _warn(message):
     sys.stderr.write("gpuleak: " + message + "\n")
 
 
+def _record_missing(why):
+    """Why the tensors are not seen, into the capture for the summary's note; False without a shim."""
+    import ctypes
+    try:
+        fn = ctypes.CDLL(None).gpuleak_api_pool_missing
+    except (OSError, AttributeError):
+        return False
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p]
+    fn.restype = None
+    fn(PYTORCH, why.encode("utf-8", "replace"))
+    return True
+
+
 def not_seen(why):
-    """The one line said whenever the tensors cannot be seen: why, and what the report shows instead."""
-    _warn("PyTorch tensors not seen (%s); the report shows the caching allocator's segments" % why)
+    """Said whenever the tensors cannot be seen: why, in the capture (the summary's note adds what is
+    lost), or in one line on stderr when no shim records."""
+    if not _record_missing(why):
+        _warn("PyTorch tensors not seen (%s); the report shows the caching allocator's segments" % why)
 
 
 def adapter_source():
@@ -74,25 +93,45 @@ def _cache_root():
     return Path(base) / "gpuleak"
 
 
-def _build(torch, source):
-    """The cached adapter for this torch, built when missing. Returns (path, None) or (None, why)."""
+def compiler():
+    """The C++ compiler the adapter is built with: $CXX, else c++ or g++ on PATH; None without."""
+    return os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
+
+
+NO_COMPILER = ("no C++ compiler to build the PyTorch adapter (c++, g++ or $CXX): install one (apt-get install "
+               "g++), or build the adapter once where there is one (python -m gpuleak.torch_adapter)")
+
+
+def cache_target(torch, source):
+    """Where the adapter for this torch is cached (it need not exist)."""
+    torch_dir = Path(torch.__file__).resolve().parent
+    abi = int(bool(getattr(getattr(torch, "_C", None), "_GLIBCXX_USE_CXX11_ABI", True)))
+    key = hashlib.sha256(b"|".join([source.read_bytes(), torch.__version__.encode(), str(abi).encode(),
+                                    str(torch_dir / "include").encode()]))
+    folder = _cache_root() / ("torch-%s-%s" % (torch.__version__.replace("/", "_"), key.hexdigest()[:16]))
+    return folder / "libgpuleak_torch.so"
+
+
+def _build(torch, source, target=None):
+    """The cached adapter for this torch (or `target`), built when missing. Returns (path, None) or
+    (None, why). A cached one is used without a compiler or headers (gpuleak.torch_adapter)."""
     torch_dir = Path(torch.__file__).resolve().parent
     include, lib = torch_dir / "include", torch_dir / "lib"
-    if not (include / "c10" / "cuda" / "CUDACachingAllocator.h").is_file():
-        return None, "torch %s ships no C++ headers (torch/include)" % torch.__version__
-    cuda_include = _cuda_include(torch_dir)
-    if cuda_include is None:
-        return None, "no CUDA headers found (set CUDA_HOME)"
-    cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
-    if not cxx:
-        return None, "no C++ compiler to build the adapter (set CXX)"
-    abi = int(bool(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", True)))
-    text = source.read_bytes()
-    key = hashlib.sha256(b"|".join([text, torch.__version__.encode(), str(abi).encode(), str(include).encode()]))
-    folder = _cache_root() / ("torch-%s-%s" % (torch.__version__.replace("/", "_"), key.hexdigest()[:16]))
-    target = folder / "libgpuleak_torch.so"
+    abi = int(bool(getattr(getattr(torch, "_C", None), "_GLIBCXX_USE_CXX11_ABI", True)))
+    target = Path(target) if target else cache_target(torch, source)
+    folder = target.parent
     if target.is_file():
         return target, None
+    if not (include / "c10" / "cuda" / "CUDACachingAllocator.h").is_file():
+        return None, ("torch %s ships no C++ headers (%s): the PyTorch adapter cannot be built against it"
+                      % (torch.__version__, include))
+    cuda_include = _cuda_include(torch_dir)
+    if cuda_include is None:
+        return None, ("no CUDA headers (cuda_runtime_api.h) for the PyTorch adapter in $CUDA_HOME, /usr/local/cuda "
+                      "or the nvidia wheels beside torch: set CUDA_HOME to a CUDA toolkit")
+    cxx = compiler()
+    if not cxx:
+        return None, NO_COMPILER
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd, tmp = tempfile.mkstemp(prefix=".build-", suffix=".so", dir=str(folder))
     os.close(fd)
