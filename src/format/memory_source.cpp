@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "format/free_pairing.h"
 #include "format/huge_pages.h"
 
 namespace gpuleak::format {
@@ -215,12 +216,13 @@ void FileMemorySource::replay_blocks(const BlockVisitor &visit) const {
   LoserTree tree(std::move(keys));
   std::vector<MemoryRecord> block(static_cast<size_t>(std::min<uint64_t>(kBlock, size())));
   size_t n = 0;
+  FreePairing pairing;  // each replay pairs the frees afresh, in the order it hands them out
   while (!tree.ended()) {
     const uint32_t w = tree.winner();
     if (w == synthetic_run)
       block[n++] = synthetic_[next_synthetic++];
     else
-      block[n++] = cursors[w].record;
+      pairing.apply(block[n++] = cursors[w].record);
     if (n == block.size()) visit(block.data(), n), n = 0;
     tree.replace(key_of(w));
     if (failed()) break;  // the records before the failure are still delivered
