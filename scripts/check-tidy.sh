@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# clang-tidy (.clang-tidy: checks that catch real bugs in a preloaded library) over the recorder
-# and the capture format, src/core and src/format: the code that runs inside the profiled process
-# and the code that reads what it wrote. Fails on any warning. Run by CTest (format.clang_tidy) and
+# clang-tidy (.clang-tidy: checks that catch real bugs in a preloaded library) over the files listed
+# in scripts/tidy-files.txt (the capture path's drain, tally and pairing), or with CHECK_TIDY_ALL=1
+# over all of src/core and src/format: the code that runs inside the profiled process and the code
+# that reads what it wrote. Fails on any warning. Run by CTest (format.clang_tidy) and
 # by hand: scripts/check-tidy.sh [BUILD_DIR] (default build; needs its compile_commands.json).
 # Exits 77 (skipped, said on stdout) without clang-tidy or without the compile database.
 set -euo pipefail
@@ -24,7 +25,11 @@ if [ ! -f "$build/compile_commands.json" ]; then
   echo "check-tidy: $build/compile_commands.json not found (configure with scripts/build.sh first); skipped"
   exit 77
 fi
-files=$(git ls-files 'src/core/*.cpp' 'src/format/*.cpp' 2>/dev/null || find src/core src/format -name '*.cpp' | sort)
+if [ "${CHECK_TIDY_ALL:-0}" = 1 ]; then
+  files=$(git ls-files 'src/core/*.cpp' 'src/format/*.cpp' 2>/dev/null || find src/core src/format -name '*.cpp' | sort)
+else
+  files=$(grep -v '^#' scripts/tidy-files.txt | sed '/^$/d')
+fi
 jobs=$(nproc 2>/dev/null || echo 2)
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 
 #include "format/free_pairing.h"
 #include "format/huge_pages.h"
@@ -116,7 +117,8 @@ class RunCursor {
       ssize_t r = ::pread(fd_, buf_.data() + left + got, want - got, static_cast<off_t>(offset_ + got));
       if (r < 0 && errno == EINTR) continue;
       if (r <= 0) {
-        *error = r < 0 ? std::string("reading memory records: ") + std::strerror(errno)
+        // (std::error_code's message, not strerror: several sources may replay on several threads)
+        *error = r < 0 ? "reading memory records: " + std::error_code(errno, std::generic_category()).message()
                        : std::string("reading memory records: the capture file shrank");
         return false;
       }
