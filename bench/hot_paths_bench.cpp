@@ -5,28 +5,36 @@
 #include <vector>
 
 #include "core/interner.h"
-#include "core/live_table.h"
 #include "core/module_map.h"
 #include "core/stack_capture.h"
 #include "core/thread_buffer.h"
+#include "format/free_pairing.h"
 
 namespace gpuleak::core {
 namespace {
 
-void BM_LiveTableInsertTake(benchmark::State &state) {
-  LiveTable table;
-  LiveEntry e;
-  e.size = 1 << 20;
-  e.counts_on_device = true;
+// The reader's pairing of a free with its allocation (format/free_pairing.h), per pair.
+void BM_FreePairing(benchmark::State &state) {
+  format::FreePairing pairing;
+  format::MemoryRecord alloc{}, free{};
+  alloc.op = static_cast<uint8_t>(format::Op::kAlloc);
+  alloc.kind = static_cast<uint8_t>(format::Kind::kDevice);
+  alloc.size = 1 << 20;
+  alloc.space = 1;
+  free = alloc;
+  free.op = static_cast<uint8_t>(format::Op::kFree);
+  free.size = 0;
   uint64_t address = 0x7f0000000000;
   for (auto _ : state) {
-    table.insert(Space::kDevicePtr, address, e);
-    LiveEntry out;
-    table.take(Space::kDevicePtr, address, &out);
+    alloc.address = free.address = address;
+    pairing.apply(alloc);
+    format::MemoryRecord f = free;
+    pairing.apply(f);
+    benchmark::DoNotOptimize(f.size);
     address += 512;
   }
 }
-BENCHMARK(BM_LiveTableInsertTake)->Threads(1)->Threads(8);
+BENCHMARK(BM_FreePairing);
 
 void BM_StackInternKnown(benchmark::State &state) {
   StackInterner interner;

@@ -5,6 +5,8 @@
 #include <iterator>
 
 #include "format/address_space.h"
+#include "format/free_pairing.h"
+#include "format/record_framing.h"
 
 namespace gpuleak::core {
 
@@ -13,24 +15,8 @@ namespace {
 using format::RecordHeader;
 using format::RecordType;
 
-void append_record(std::string *out, RecordType type, const void *payload, size_t n) {
-  RecordHeader h{static_cast<uint32_t>(n), static_cast<uint16_t>(type), 0};
-  out->append(reinterpret_cast<const char *>(&h), sizeof h);
-  out->append(static_cast<const char *>(payload), n);
-}
-
-// Calls visit(header, body, at) for each whole record of data[0, n).
-template <typename Visit>
-void each_record(const uint8_t *data, size_t n, Visit &&visit) {
-  size_t at = 0;
-  while (at + sizeof(RecordHeader) <= n) {
-    RecordHeader h;
-    std::memcpy(&h, data + at, sizeof h);
-    if (n - at - sizeof h < h.size) return;
-    visit(h, data + at + sizeof h, at);
-    at += sizeof h + h.size;
-  }
-}
+using format::append_record;
+using format::each_record;
 
 // The spaces whose memory a replay counts (format/address_space.h): only those are folded. The
 // rest (imported memory, address reservations, pools) stays raw: a replay never counts it.
@@ -40,8 +26,13 @@ bool folded_space(format::AddressSpace space) {
          space == AddressSpace::kHost || space == AddressSpace::kPoolBlock;
 }
 
-uint64_t key_of(uint8_t kind, uint64_t address) {
-  return address ^ (static_cast<uint64_t>(format::address_space_of(kind)) << 58);
+// A record's space: the one its hook said (1.9), else its kind's.
+format::AddressSpace space_of(const format::MemoryRecord &r) {
+  return r.space ? static_cast<format::AddressSpace>(r.space - 1) : format::address_space_of(r.kind);
+}
+
+uint64_t key_of(const format::MemoryRecord &r) {
+  return format::pairing_key(static_cast<uint8_t>(static_cast<uint8_t>(space_of(r)) + 1), r.address);
 }
 
 }  // namespace
@@ -119,13 +110,15 @@ void CaptureAggregator::memory(const format::MemoryRecord &r, const uint8_t *rec
                                std::string *out) {
   touch(r.ts_ns);
   const auto op = static_cast<format::Op>(r.op);
+  // A free's graph flag says its stream was capturing, not that its allocation was a reservation:
+  // whether that allocation was folded decides (a reservation never is).
   const bool foldable = (op == format::Op::kAlloc || op == format::Op::kFree) && r.result == 0 &&
-                        !(r.flags & (format::kFlagGraphReservation | format::kFlagUnknownPointer)) &&
-                        folded_space(format::address_space_of(r.kind));
+                        !(op == format::Op::kAlloc && (r.flags & format::kFlagGraphReservation)) &&
+                        folded_space(space_of(r));
   if (op == format::Op::kContextReset && r.result == 0)  // a replay drops the device's memory at the raw record
     for (auto it = live_.begin(); it != live_.end();) it = it->second.device == r.device ? live_.erase(it) : ++it;
   if (!foldable) return void(out->append(reinterpret_cast<const char *>(record), record_n));
-  const uint64_t key = key_of(r.kind, r.address);
+  const uint64_t key = key_of(r);
   auto it = live_.find(key);
   auto count_free = [&](const Born &b) {
     Row &row = rows_[RowKey{b.stack_id, b.py_stack_id, b.window, b.device, b.kind}];
@@ -135,11 +128,33 @@ void CaptureAggregator::memory(const format::MemoryRecord &r, const uint8_t *rec
   if (op == format::Op::kFree) {
     // Not folded when it was allocated: its allocation's record is raw, and so is its free.
     if (it == live_.end()) return void(out->append(reinterpret_cast<const char *>(record), record_n));
+    if (r.ts_ns < it->second.birth_ns) {
+      // Older than the allocation at its address: it frees one that allocation replaced (a free
+      // appended after another thread's re-use of the address went out). Counted at the re-use
+      // when that one was folded; else its allocation is raw, and so is it.
+      if (it->second.late_frees == 0) return void(out->append(reinterpret_cast<const char *>(record), record_n));
+      --it->second.late_frees;
+      return;
+    }
     count_free(it->second);
     live_.erase(it);
   } else {
-    if (it != live_.end()) count_free(it->second);  // an address handed out again: the old one is gone
-    Born b{r.size, r.stack_id, r.py_stack_id, number_, r.device, r.kind};
+    Born b{r.size, r.ts_ns, r.stack_id, r.py_stack_id, number_, r.device, r.kind, 0};
+    if (it != live_.end()) {
+      if (it->second.birth_ns > r.ts_ns) {
+        // Older than the allocation at its address (drained after it): gone before that one began.
+        // Its free, still to come, is that entry's late free.
+        ++it->second.late_frees;
+        Row &row = rows_[RowKey{b.stack_id, b.py_stack_id, b.window, b.device, b.kind}];
+        ++row.allocs, ++row.frees;
+        row.alloc_bytes += r.size, row.freed_bytes += r.size;
+        ++events_;
+        ++folded_;
+        return;
+      }
+      count_free(it->second);  // an address handed out again: the old one is gone, its free late
+      b.late_frees = it->second.late_frees + 1;
+    }
     live_[key] = b;
     Row &row = rows_[RowKey{b.stack_id, b.py_stack_id, b.window, b.device, b.kind}];
     ++row.allocs;

@@ -8,8 +8,9 @@
 // wide at first, and each kWindowsPerWidth windows the width doubles.
 //
 // Writer thread only, under the drain claim: it never runs in a hook. It keeps its own table of
-// the allocations it folded (their site and window of birth), so that their frees are folded too;
-// an allocation made before the switch keeps its raw record, and so does its free.
+// the allocations it folded (their site, window and time of birth), so that their frees, which
+// the hooks write raw (no size), are folded too; an allocation made before the switch keeps its
+// raw record, and so does its free.
 // The records are documented in format/capture_format.h and docs/capture-format.md.
 #pragma once
 
@@ -49,9 +50,11 @@ class CaptureAggregator {
  private:
   struct Born {
     uint64_t size;
+    uint64_t birth_ns;
     uint32_t stack_id, py_stack_id, window;
     int16_t device;
     uint8_t kind;
+    uint32_t late_frees;  // frees still to come of allocations this one replaced at its address
   };
   struct RowKey {
     uint32_t stack_id, py_stack_id, birth;

@@ -42,19 +42,19 @@ uint64_t less(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 
 // The free bytes the watch expects once `more` bytes are written, looking again when due.
 uint64_t free_after(State *s, uint64_t more) {
-  CaptureBudget &b = s->budget;
-  uint64_t since = s->bytes_written - b.written_seen;
+  CaptureBudget &b = s->drain.budget;
+  uint64_t since = s->drain.bytes_written - b.written_seen;
   uint64_t estimate = less(b.free_seen, since + more);
   if (since >= kLookEvery || estimate < b.low + kLookEvery) {
     uint64_t now = 0;
-    if (free_bytes(s->fd, &now, nullptr)) b.free_seen = now, b.written_seen = s->bytes_written;
+    if (free_bytes(s->drain.fd, &now, nullptr)) b.free_seen = now, b.written_seen = s->drain.bytes_written;
     estimate = less(b.free_seen, more);
   }
   return estimate;
 }
 
 void stop_writing(State *s, const std::string &why) {
-  if (s->write_stopped.exchange(true)) return;
+  if (s->drain.write_stopped.exchange(true)) return;
   say(why);
 }
 
@@ -78,14 +78,14 @@ uint64_t default_capture_budget(uint64_t free) { return std::max(64 * kMiB, std:
 uint64_t free_space_reserve(uint64_t fs_bytes) { return std::max(fs_bytes / 50, std::min(256 * kMiB, fs_bytes / 8)); }
 
 void budget_start(State *s) {
-  CaptureBudget &b = s->budget;
+  CaptureBudget &b = s->drain.budget;
   uint64_t free = 0, total = 0;
-  b.watch = free_bytes(s->fd, &free, &total) && total > 0;
+  b.watch = free_bytes(s->drain.fd, &free, &total) && total > 0;
   if (b.watch) {
     b.low = free_space_reserve(total);
     b.stop = b.low / 2;
     b.free_seen = free;
-    b.written_seen = s->bytes_written;
+    b.written_seen = s->drain.bytes_written;
   }
   b.by_default = s->config.max_capture_bytes == Config::kDefaultBudget;
   b.limit = b.by_default ? default_capture_budget(b.watch ? free : UINT64_MAX) : s->config.max_capture_bytes;
@@ -96,42 +96,42 @@ void budget_start(State *s) {
 }
 
 bool budget_admit(State *s, std::string *batch) {
-  if (s->write_stopped.load(std::memory_order_relaxed)) {
+  if (s->drain.write_stopped.load(std::memory_order_relaxed)) {
     batch->clear();
     return false;
   }
-  CaptureBudget &b = s->budget;
-  CaptureAggregator &agg = s->aggregator;
+  CaptureBudget &b = s->drain.budget;
+  CaptureAggregator &agg = s->drain.aggregator;
   if (!agg.active() && b.watch && !batch->empty() && free_after(s, batch->size()) < b.low) {
     b.aggregated_because = "disk";
     agg.start(capture_now_ns(), true);
-    say("the file system holding " + s->path + " has " + mib(b.free_seen) +
+    say("the file system holding " + s->drain.path + " has " + mib(b.free_seen) +
         " free: the capture continues in its aggregated form");
   }
-  if (!agg.active() && b.limit && s->bytes_written + batch->size() > b.switch_at) {
+  if (!agg.active() && b.limit && s->drain.bytes_written + batch->size() > b.switch_at) {
     b.aggregated_because = "budget";
     agg.start(capture_now_ns(), false);
-    GPULEAK_LOG_DEBUG("capture %s reached %llu bytes: aggregated from here", s->path.c_str(),
-                      static_cast<unsigned long long>(s->bytes_written));
+    GPULEAK_LOG_DEBUG("capture %s reached %llu bytes: aggregated from here", s->drain.path.c_str(),
+                      static_cast<unsigned long long>(s->drain.bytes_written));
   }
   if (agg.active()) {
-    s->folded.clear();
-    agg.fold(reinterpret_cast<const uint8_t *>(batch->data()), batch->size(), &s->folded);
-    agg.close_if_stale(capture_now_ns(), &s->folded);
-    batch->swap(s->folded);
+    s->drain.folded.clear();
+    agg.fold(reinterpret_cast<const uint8_t *>(batch->data()), batch->size(), &s->drain.folded);
+    agg.close_if_stale(capture_now_ns(), &s->drain.folded);
+    batch->swap(s->drain.folded);
   } else {
     agg.observe_raw(reinterpret_cast<const uint8_t *>(batch->data()), batch->size());
   }
   if (batch->empty()) return true;
   if (b.watch && free_after(s, batch->size()) < b.stop) {
     batch->clear();
-    stop_writing(s, "the file system holding " + s->path + " has only " + mib(b.free_seen) +
+    stop_writing(s, "the file system holding " + s->drain.path + " has only " + mib(b.free_seen) +
                         " free: the capture stops here (readable); the program continues");
     return false;
   }
-  if (b.limit && s->bytes_written + batch->size() > b.limit) {
-    batch->resize(fitting(*batch, less(b.limit, s->bytes_written)));
-    stop_writing(s, "the capture " + s->path + " reached its budget of " + mib(b.limit) +
+  if (b.limit && s->drain.bytes_written + batch->size() > b.limit) {
+    batch->resize(fitting(*batch, less(b.limit, s->drain.bytes_written)));
+    stop_writing(s, "the capture " + s->drain.path + " reached its budget of " + mib(b.limit) +
                         " (GPULEAK_MAX_CAPTURE) even aggregated: it stops here (readable); the program continues");
   }
   return true;
@@ -139,14 +139,14 @@ bool budget_admit(State *s, std::string *batch) {
 
 void budget_write_failed(State *s, int error) {
   // What a failed write left past the last whole record goes: the file system gets it back.
-  if (s->fd >= 0) (void)!ftruncate(s->fd, static_cast<off_t>(s->bytes_written));
-  stop_writing(s, "writing " + s->path + " failed (" + std::strerror(error) +
+  if (s->drain.fd >= 0) (void)!ftruncate(s->drain.fd, static_cast<off_t>(s->drain.bytes_written));
+  stop_writing(s, "writing " + s->drain.path + " failed (" + std::strerror(error) +
                       "): the capture was cut back to its last whole record and stops here (readable); the "
                       "program continues");
 }
 
 void budget_finish(State *s, std::string *tail) {
-  if (!s->write_stopped.load(std::memory_order_relaxed)) s->aggregator.finish(tail);
+  if (!s->drain.write_stopped.load(std::memory_order_relaxed)) s->drain.aggregator.finish(tail);
 }
 
 }  // namespace gpuleak::core

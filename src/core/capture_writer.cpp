@@ -20,6 +20,7 @@
 #include "core/run_facts.h"
 #include "core/signal_safe.h"
 #include "core/tls.h"
+#include "format/record_framing.h"
 #include "log/log.h"
 
 #ifndef GPULEAK_VERSION
@@ -38,14 +39,6 @@ void on_thread_exit(void *buffer) {
   static_cast<ThreadBuffer *>(buffer)->orphaned.store(true, std::memory_order_release);
 }
 void make_exit_key() { pthread_key_create(&g_exit_key, on_thread_exit); }
-
-void append(std::string *out, format::RecordType type, const void *payload, size_t n, const void *tail = nullptr,
-            size_t tail_n = 0) {
-  format::RecordHeader h{static_cast<uint32_t>(n + tail_n), static_cast<uint16_t>(type), 0};
-  out->append(reinterpret_cast<const char *>(&h), sizeof h);
-  out->append(static_cast<const char *>(payload), n);
-  if (tail_n) out->append(static_cast<const char *>(tail), tail_n);
-}
 
 std::string run_info_record(const RunFacts &f, const StackCapture &stacks, const Config &c) {
   std::string command;
@@ -68,7 +61,7 @@ std::string run_info_record(const RunFacts &f, const StackCapture &stacks, const
     strings += s;
   }
   std::string out;
-  append(&out, format::RecordType::kRunInfo, &r, sizeof r, strings.data(), strings.size());
+  format::append_record(&out, format::RecordType::kRunInfo, &r, sizeof r, strings.data(), strings.size());
   return out;
 }
 
@@ -77,53 +70,55 @@ std::string run_info_record(const RunFacts &f, const StackCapture &stacks, const
 // flush by whoever holds the drain claim, never per record. When it is not ours any more, it is
 // forgotten (not closed: the number is the program's now) and tracking stops.
 bool still_own_fd(State *s) {
-  if (s->fd < 0) return false;
-  if (still_same_file(s->fd, s->fd_id)) return true;
-  s->fd = -1;
-  s->fd_lost.store(true, std::memory_order_release);
+  if (s->drain.fd < 0) return false;
+  if (still_same_file(s->drain.fd, s->drain.fd_id)) return true;
+  s->drain.fd = -1;
+  s->drain.fd_lost.store(true, std::memory_order_release);
   return false;
 }
 
 void say_fd_lost(State *s) {
-  if (s->fd_lost.load(std::memory_order_acquire))
-    recorder_disable("the program closed or replaced the capture file's descriptor (" + s->path + ")");
+  if (s->drain.fd_lost.load(std::memory_order_acquire))
+    recorder_disable("the program closed or replaced the capture file's descriptor (" + s->drain.path + ")");
 }
 
-// `forced`: every record there is (the first allocation, an OOM, exit), else only those the
-// drain's order lets through (recorder_state.h). The budget (capture_budget.cpp) decides what of
-// the batch goes out: raw, aggregated, or, once writing has stopped, nothing.
+// `forced`: every record there is (the first allocation, an OOM, exit), else those up to a moment
+// just past (drain_clock.cpp). The tally counts the batch's memory records; the budget
+// (capture_budget.cpp) decides what of it goes out: raw, aggregated, or, once writing has stopped,
+// nothing.
 void drain(State *s, bool forced) {
-  if (s->halted.load(std::memory_order_acquire) || !claim(s, 1 << 20)) return;
-  std::string &batch = s->batch;
+  if (s->drain.halted.load(std::memory_order_acquire) || !claim(s, 1 << 20)) return;
+  std::string &batch = s->drain.batch;
   batch.clear();
   s->modules.append_changes(&batch);
   settle_buffers(s, forced);
   for (ThreadBuffer *b = s->buffers.first(); b; b = b->next)
     buffer_drain_to(b, b->ready,
                     [&](const uint8_t *p, size_t n) { batch.append(reinterpret_cast<const char *>(p), n); });
+  s->drain.tally.add_drained(reinterpret_cast<const uint8_t *>(batch.data()), batch.size());
   budget_admit(s, &batch);
   const size_t n = batch.size();
   bool owned = n == 0 || still_own_fd(s);
   int error = 0;
-  bool ok = !owned || n == 0 || write_all(s->fd, batch.data(), n);
+  bool ok = !owned || n == 0 || write_all(s->drain.fd, batch.data(), n);
   if (!ok) error = errno;
-  if (ok && owned) s->bytes_written += n;
+  if (ok && owned) s->drain.bytes_written += n;
   if (!ok) budget_write_failed(s, error);
   s->buffers.reap();  // under the claim: a signal-time flush walks the buffer list without locks
-  s->draining.store(false, std::memory_order_release);
+  s->drain.draining.store(false, std::memory_order_release);
   if (!owned) say_fd_lost(s);
 }
 
 bool write_direct(State *s, const std::string &bytes) {
-  if (bytes.empty() || s->fd < 0 || s->halted.load(std::memory_order_acquire) ||
-      s->write_stopped.load(std::memory_order_relaxed) || !claim(s, 1 << 20))
+  if (bytes.empty() || s->drain.fd < 0 || s->drain.halted.load(std::memory_order_acquire) ||
+      s->drain.write_stopped.load(std::memory_order_relaxed) || !claim(s, 1 << 20))
     return false;
   bool owned = still_own_fd(s);
-  bool ok = owned && write_all(s->fd, bytes.data(), bytes.size());
+  bool ok = owned && write_all(s->drain.fd, bytes.data(), bytes.size());
   const int error = errno;
-  if (ok) s->bytes_written += bytes.size();
+  if (ok) s->drain.bytes_written += bytes.size();
   if (owned && !ok) budget_write_failed(s, error);
-  s->draining.store(false, std::memory_order_release);
+  s->drain.draining.store(false, std::memory_order_release);
   if (!owned) say_fd_lost(s);
   return ok;
 }
@@ -141,21 +136,21 @@ void write_devices(State *s, const RunFacts &facts) {
     batch += again;
   }
   int count = s->probe.device_count && s->probe.device_info ? s->probe.device_count() : 0;
-  s->device_count = count;
-  for (int d = 0; d < count && d < LiveTable::kMaxDevices; ++d)
-    if (!s->probe.pci_bus_id || !s->probe.pci_bus_id(d, s->pci_bus_ids[d], sizeof s->pci_bus_ids[d]))
-      s->pci_bus_ids[d][0] = '\0';
-  s->devices_known.store(true, std::memory_order_release);
-  for (int d = 0; d < count && d < LiveTable::kMaxDevices; ++d) {
+  s->devices.count = count;
+  for (int d = 0; d < count && d < LiveTally::kMaxDevices; ++d)
+    if (!s->probe.pci_bus_id || !s->probe.pci_bus_id(d, s->devices.pci_bus_ids[d], sizeof s->devices.pci_bus_ids[d]))
+      s->devices.pci_bus_ids[d][0] = '\0';
+  s->devices.known.store(true, std::memory_order_release);
+  for (int d = 0; d < count && d < LiveTally::kMaxDevices; ++d) {
     char name[256] = {0};
     format::DeviceRecord r{};
     r.index = d;
     if (!s->probe.device_info(d, name, sizeof name, &r.total_bytes)) continue;
     r.name_length = static_cast<uint32_t>(strnlen(name, sizeof name));
-    append(&batch, format::RecordType::kDevice, &r, sizeof r, name, r.name_length);
+    format::append_record(&batch, format::RecordType::kDevice, &r, sizeof r, name, r.name_length);
   }
   write_direct(s, batch);
-  s->devices_written.store(true, std::memory_order_release);
+  s->devices.written.store(true, std::memory_order_release);
 }
 
 // Read once in writer_start, reused by the writer thread. Heap-allocated and never freed: a global
@@ -169,30 +164,31 @@ void *writer_main(void *arg) {
   for (;;) {
     bool stop;
     {
-      std::unique_lock<std::mutex> lock(s->wake_lock);
-      s->wake.wait_for(lock, std::chrono::milliseconds(20), [s] { return s->wake_requested || s->stop_requested; });
-      s->wake_requested = false;
-      stop = s->stop_requested;
+      std::unique_lock<std::mutex> lock(s->writer.wake_lock);
+      s->writer.wake.wait_for(lock, std::chrono::milliseconds(20),
+                              [s] { return s->writer.wake_requested || s->writer.stop_requested; });
+      s->writer.wake_requested = false;
+      stop = s->writer.stop_requested;
     }
     s->drain_requested.store(false, std::memory_order_release);
     capture_clock_calibrate();
     // _exit or exec owns the file now; after a failed exec it is ours again (writer_resume_after_exec).
-    if (s->halted.load(std::memory_order_acquire)) {
+    if (s->drain.halted.load(std::memory_order_acquire)) {
       if (stop) return nullptr;
       continue;
     }
-    uint64_t before = s->bytes_written;
+    uint64_t before = s->drain.bytes_written;
     drain(s, false);
-    if (s->bytes_written != before)
-      GPULEAK_LOG_TRACE("writer: flushed %llu bytes", static_cast<unsigned long long>(s->bytes_written - before));
+    if (s->drain.bytes_written != before)
+      GPULEAK_LOG_TRACE("writer: flushed %llu bytes", static_cast<unsigned long long>(s->drain.bytes_written - before));
     usage_sampler_start(s);
     if (monotonic_ns() - last_stats > 1000000000ull) {
       format::StatsRecord st = make_stats(s, false);
       append_record(s, format::RecordType::kStats, &st, sizeof st);
       last_stats = monotonic_ns();
       GPULEAK_LOG_DEBUG("writer: %llu bytes in %s so far, %llu records dropped",
-                        static_cast<unsigned long long>(s->bytes_written), s->path.c_str(),
-                        static_cast<unsigned long long>(s->dropped.load(std::memory_order_relaxed)));
+                        static_cast<unsigned long long>(s->drain.bytes_written), s->drain.path.c_str(),
+                        static_cast<unsigned long long>(s->counters.dropped.load(std::memory_order_relaxed)));
     }
     if (stop) return nullptr;
   }
@@ -229,10 +225,10 @@ void drain_if_quarter_full(State *s, ThreadBuffer *b) {
 bool append_record(State *s, format::RecordType type, const void *payload, size_t n, const void *tail, size_t tail_n) {
   ThreadBuffer *b = thread_buffer(s);
   if (!b) {
-    s->dropped.fetch_add(1, std::memory_order_relaxed);
+    s->counters.dropped.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
-  format::RecordHeader h{static_cast<uint32_t>(n + tail_n), static_cast<uint16_t>(type), 0};
+  const format::RecordHeader h = format::record_header(type, n + tail_n);
   std::string joined;
   const void *body = payload;
   size_t body_n = n;
@@ -247,7 +243,7 @@ bool append_record(State *s, format::RecordType type, const void *payload, size_
     return true;
   }
   // Full: give the writer up to ~50 ms to make room, then drop and count (never silently).
-  if (s->writer_running) {
+  if (s->writer.running) {
     writer_wake(s);
     for (int i = 0; i < 1000; ++i) {
       if (i < 100)
@@ -257,13 +253,13 @@ bool append_record(State *s, format::RecordType type, const void *payload, size_
       if (buffer_append(b, &h, sizeof h, body, body_n)) return true;
     }
   }
-  if (type == format::RecordType::kMemory) s->dropped.fetch_add(1, std::memory_order_relaxed);
+  if (type == format::RecordType::kMemory) s->counters.dropped.fetch_add(1, std::memory_order_relaxed);
   return false;
 }
 
 bool append_memory_record(State *s, const format::MemoryRecord &r, Counted counted) {
   ThreadBuffer *b = thread_buffer(s);
-  const format::RecordHeader h{sizeof r, static_cast<uint16_t>(format::RecordType::kMemory), 0};
+  const format::RecordHeader h = format::record_header(format::RecordType::kMemory, sizeof r);
   bool ok = b && buffer_append_fixed<sizeof h, sizeof r>(b, &h, &r);
   if (ok)
     drain_if_quarter_full(s, b);
@@ -279,12 +275,12 @@ bool append_memory_record(State *s, const format::MemoryRecord &r, Counted count
 format::StatsRecord make_stats(State *s, bool final_record, bool claimed) {
   format::StatsRecord st{};
   st.events = claimed ? s->buffers.totals_claimed().events : counter_totals(s).events;
-  st.events_dropped = s->dropped.load();
+  st.events_dropped = s->counters.dropped.load();
   st.stacks = s->stack_ids.count();
-  st.uncaptured = s->uncaptured.load();
-  st.live_bytes = s->tally.total_live();
-  st.peak_bytes = s->tally.total_peak();
-  st.cupti_state = s->cupti_state.load();
+  st.uncaptured = s->counters.uncaptured.load();
+  st.live_bytes = s->drain.tally.total_live();
+  st.peak_bytes = s->drain.tally.total_peak();
+  st.cupti_state = s->counters.cupti_state.load();
   st.final_record = final_record ? 1 : 0;
   return st;
 }
@@ -297,7 +293,7 @@ bool writer_start(State *s, std::string *error) {
   CaptureFile file;
   int fd = create_capture_file(s->config.out_dir, stem, &file, error);
   if (fd < 0) return false;
-  s->path = file.path;
+  s->drain.path = file.path;
   format::FileHeader h{};
   std::memcpy(h.magic, format::kMagic, sizeof h.magic);
   h.major = format::kMajorVersion;
@@ -313,23 +309,23 @@ bool writer_start(State *s, std::string *error) {
   // writer's next flush, ahead of the records in it.
   s->modules.append_changes(&head);
   if (!write_all(fd, head.data(), head.size())) {
-    *error = "writing " + s->path + " failed: " + std::strerror(errno);
+    *error = "writing " + s->drain.path + " failed: " + std::strerror(errno);
     close(fd);
     return false;
   }
-  s->fd_id = file_id(fd);
-  s->fd = fd;
-  s->bytes_written = head.size();
+  s->drain.fd_id = file_id(fd);
+  s->drain.fd = fd;
+  s->drain.bytes_written = head.size();
   budget_start(s);
-  s->report.prepare(s->config, file);  // built now: at exit nothing may be allocated
-  s->live.reserve();
+  s->writer.report.prepare(s->config, file);  // built now: at exit nothing may be allocated
+  s->drain.tally.reserve();
   // The writer must never receive the program's signals.
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  s->writer_running = pthread_create(&s->writer, nullptr, writer_main, s) == 0;
+  s->writer.running = pthread_create(&s->writer.thread, nullptr, writer_main, s) == 0;
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (!s->writer_running) {
+  if (!s->writer.running) {
     *error = "cannot start the writer thread";
     return false;
   }
@@ -337,52 +333,52 @@ bool writer_start(State *s, std::string *error) {
   // allocation returns: a process that ends at once in _exit, abort or exec never gives the
   // writer another chance. The queries are the writer's; this thread waits for them, bounded
   // (a driver that blocks them costs the records, never the program).
-  for (int i = 0; i < 2000 && !s->devices_written.load(std::memory_order_acquire); ++i) usleep(500);
-  GPULEAK_LOG_DEBUG("capture %s started by the first allocation; writer thread running", s->path.c_str());
+  for (int i = 0; i < 2000 && !s->devices.written.load(std::memory_order_acquire); ++i) usleep(500);
+  GPULEAK_LOG_DEBUG("capture %s started by the first allocation; writer thread running", s->drain.path.c_str());
   return true;
 }
 
 void request_drain(State *s) {
-  if (s->drain_requested.load(std::memory_order_relaxed) || !s->writer_running) return;
+  if (s->drain_requested.load(std::memory_order_relaxed) || !s->writer.running) return;
   if (!s->drain_requested.exchange(true, std::memory_order_acq_rel)) writer_wake(s);
 }
 
 void writer_wake(State *s) {
   {
-    std::lock_guard<std::mutex> lock(s->wake_lock);
-    s->wake_requested = true;
+    std::lock_guard<std::mutex> lock(s->writer.wake_lock);
+    s->writer.wake_requested = true;
   }
-  s->wake.notify_one();
+  s->writer.wake.notify_one();
 }
 
 void writer_flush_now(State *s) { drain(s, true); }
 
 void writer_stop(State *s) {
-  if (s->writer_running) {
+  if (s->writer.running) {
     {
-      std::lock_guard<std::mutex> lock(s->wake_lock);
-      s->stop_requested = true;
+      std::lock_guard<std::mutex> lock(s->writer.wake_lock);
+      s->writer.stop_requested = true;
     }
-    s->wake.notify_one();
-    pthread_join(s->writer, nullptr);
-    s->writer_running = false;
+    s->writer.wake.notify_one();
+    pthread_join(s->writer.thread, nullptr);
+    s->writer.running = false;
   }
   usage_sampler_stop(s);  // after the writer (which starts it); its last records go out below
   drain(s, true);
   std::string tail;
   if (claim(s, 1 << 20)) {  // the aggregator is the drain holder's
     budget_finish(s, &tail);
-    s->draining.store(false, std::memory_order_release);
+    s->drain.draining.store(false, std::memory_order_release);
   }
   format::StatsRecord st = make_stats(s, true);
-  append(&tail, format::RecordType::kStats, &st, sizeof st);
+  format::append_record(&tail, format::RecordType::kStats, &st, sizeof st);
   write_direct(s, tail);
-  if (s->fd >= 0) {
-    close(s->fd);
-    s->fd = -1;
-    GPULEAK_LOG_DEBUG("capture %s closed: %llu bytes, %llu records dropped", s->path.c_str(),
-                      static_cast<unsigned long long>(s->bytes_written),
-                      static_cast<unsigned long long>(s->dropped.load(std::memory_order_relaxed)));
+  if (s->drain.fd >= 0) {
+    close(s->drain.fd);
+    s->drain.fd = -1;
+    GPULEAK_LOG_DEBUG("capture %s closed: %llu bytes, %llu records dropped", s->drain.path.c_str(),
+                      static_cast<unsigned long long>(s->drain.bytes_written),
+                      static_cast<unsigned long long>(s->counters.dropped.load(std::memory_order_relaxed)));
   }
 }
 

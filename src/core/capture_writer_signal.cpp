@@ -10,6 +10,7 @@
 
 #include "core/recorder_state.h"
 #include "core/signal_safe.h"
+#include "format/record_framing.h"
 
 namespace gpuleak::core {
 
@@ -28,7 +29,7 @@ bool write_all(int fd, const void *data, size_t n) {
 bool claim(State *s, int spins) {
   for (int i = 0; i < spins; ++i) {
     bool expected = false;
-    if (s->draining.compare_exchange_weak(expected, true, std::memory_order_acquire)) return true;
+    if (s->drain.draining.compare_exchange_weak(expected, true, std::memory_order_acquire)) return true;
     sched_yield();
   }
   return false;
@@ -40,17 +41,17 @@ bool claim(State *s, int spins) {
 // end of the process would cut in half; the claim is bounded (a writer stuck mid-write makes
 // the caller give up, never wait forever).
 bool flush_buffers_from_signal(State *s) {
-  if (s->fd < 0 || !claim(s, 10000)) return false;
-  if (!still_same_file(s->fd, s->fd_id)) {
-    s->fd = -1;
+  if (s->drain.fd < 0 || !claim(s, 10000)) return false;
+  if (!still_same_file(s->drain.fd, s->drain.fd_id)) {
+    s->drain.fd = -1;
     return true;
   }
   settle_buffers_from_signal(s);
   // Once writing has stopped (the budget, a full file system), the rings are emptied unwritten.
-  const bool stopped = s->write_stopped.load(std::memory_order_relaxed);
+  const bool stopped = s->drain.write_stopped.load(std::memory_order_relaxed);
   for (ThreadBuffer *b = s->buffers.first(); b; b = b->next)
     buffer_drain_to(b, b->ready, [&](const uint8_t *p, size_t n) {
-      if (!stopped) write_all(s->fd, p, n);
+      if (!stopped) write_all(s->drain.fd, p, n);
     });
   return true;
 }
@@ -58,30 +59,28 @@ bool flush_buffers_from_signal(State *s) {
 void writer_flush_from_signal(State *s) { flush_buffers_from_signal(s); }
 
 bool writer_flush_before_exec(State *s) {
-  s->halted.store(true, std::memory_order_release);
+  s->drain.halted.store(true, std::memory_order_release);
   if (flush_buffers_from_signal(s)) return true;
-  s->halted.store(false, std::memory_order_release);
+  s->drain.halted.store(false, std::memory_order_release);
   return false;
 }
 
 void writer_resume_after_exec(State *s) {
-  s->halted.store(false, std::memory_order_release);
-  s->draining.store(false, std::memory_order_release);
+  s->drain.halted.store(false, std::memory_order_release);
+  s->drain.draining.store(false, std::memory_order_release);
 }
 
 bool writer_finish_from_signal(State *s, BufferCounters *totals) {
-  s->halted.store(true, std::memory_order_release);
+  s->drain.halted.store(true, std::memory_order_release);
   if (!flush_buffers_from_signal(s)) return false;
   *totals = s->buffers.totals_claimed();
-  if (s->fd >= 0) {
+  if (s->drain.fd >= 0) {
     format::StatsRecord st = make_stats(s, true, true);
-    format::RecordHeader h{sizeof st, static_cast<uint16_t>(format::RecordType::kStats), 0};
-    char tail[sizeof h + sizeof st];
-    std::memcpy(tail, &h, sizeof h);
-    std::memcpy(tail + sizeof h, &st, sizeof st);
-    if (!s->write_stopped.load(std::memory_order_relaxed)) write_all(s->fd, tail, sizeof tail);
-    close(s->fd);
-    s->fd = -1;
+    uint8_t tail[sizeof(format::RecordHeader) + sizeof st];
+    format::frame_record(tail, format::RecordType::kStats, st);
+    if (!s->drain.write_stopped.load(std::memory_order_relaxed)) write_all(s->drain.fd, tail, sizeof tail);
+    close(s->drain.fd);
+    s->drain.fd = -1;
   }
   return true;
 }

@@ -115,7 +115,7 @@ __attribute__((always_inline)) inline uint64_t reading_ns(ClockReading r) {
 inline uint64_t capture_now_ns() { return reading_ns(clock_read()); }
 
 // A hook's tick reading (and a span of ticks), converted later by whoever drains the rings: the
-// hot path stores raw ticks and leaves the line to the drain (issue #15). The line of the
+// hot path stores raw ticks and leaves reading the line to the drain, off the program's thread. The line of the
 // reading's moment is the newest unless the reading is older than its base (then the one before:
 // the line is continuous, so both agree at the base). Spans saturate at UINT32_MAX.
 struct TickConversion {

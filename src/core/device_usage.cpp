@@ -20,8 +20,8 @@ namespace {
 // The devices this process has allocated on (their live peak is not 0).
 std::vector<NvmlQuery> used_devices(State *s) {
   std::vector<NvmlQuery> queries;
-  for (int d = 0; d < s->device_count && d < LiveTable::kMaxDevices; ++d)
-    if (s->tally.device_peak(d) > 0) queries.push_back(NvmlQuery{d, s->pci_bus_ids[d]});
+  for (int d = 0; d < s->devices.count && d < LiveTally::kMaxDevices; ++d)
+    if (s->drain.tally.device_peak(d) > 0) queries.push_back(NvmlQuery{d, s->devices.pci_bus_ids[d]});
   return queries;
 }
 
@@ -33,7 +33,7 @@ void append_usage(State *s, const std::vector<NvmlAnswer> &answers, uint32_t fla
     r.process_used_bytes = a.process_known ? a.process_used_bytes : 0;
     r.device_used_bytes = a.device_used_bytes;
     r.device_total_bytes = a.device_total_bytes;
-    r.tracked_live_bytes = s->tally.device_live(a.device);
+    r.tracked_live_bytes = s->drain.tally.device_live(a.device);
     r.flags = flags | (a.process_known ? format::kUsageProcessKnown : 0u);
     append_record(s, format::RecordType::kDeviceUsage, &r, sizeof r);
   }
@@ -44,10 +44,10 @@ void append_usage(State *s, const std::vector<NvmlAnswer> &answers, uint32_t fla
 void record_device_usage(State *s) {
   if (!s->config.nvml) return;
   // The writer thread reads the bus ids first thing; a program that exits at once may beat it.
-  for (int i = 0; i < 200 && s->writer_running && !s->devices_known.load(std::memory_order_acquire); ++i) usleep(1000);
-  if (!s->devices_known.load(std::memory_order_acquire)) return;
+  for (int i = 0; i < 200 && s->writer.running && !s->devices.known.load(std::memory_order_acquire); ++i) usleep(1000);
+  if (!s->devices.known.load(std::memory_order_acquire)) return;
   writer_flush_now(s);  // the tally counts what is drained: bring it up to the exit
-  append_usage(s, nvml_read(getpid(), used_devices(s), s->device_count), format::kUsageAtExit);
+  append_usage(s, nvml_read(getpid(), used_devices(s), s->devices.count), format::kUsageAtExit);
 }
 
 namespace {
@@ -58,35 +58,35 @@ void *sampler_main(void *arg) {
   NvmlSession session;  // opened once, at the first sample, and kept until the sampler ends
   for (;;) {
     {
-      std::unique_lock<std::mutex> lock(s->sampler_lock);
-      if (s->sampler_wake.wait_for(lock, interval, [s] { return s->sampler_stop; })) return nullptr;
+      std::unique_lock<std::mutex> lock(s->sampler.lock);
+      if (s->sampler.wake.wait_for(lock, interval, [s] { return s->sampler.stop; })) return nullptr;
     }
     std::vector<NvmlQuery> queries = used_devices(s);
     if (queries.empty()) continue;
     if (!session.is_open() && !session.open()) return nullptr;  // no NVML: no samples at all
-    append_usage(s, session.read(getpid(), queries, s->device_count), format::kUsageSample);
+    append_usage(s, session.read(getpid(), queries, s->devices.count), format::kUsageSample);
   }
 }
 
 }  // namespace
 
 void usage_sampler_start(State *s) {
-  if (s->sampler_running || !s->config.nvml || s->config.nvml_interval_ms == 0) return;
-  if (!s->devices_known.load(std::memory_order_acquire) || used_devices(s).empty()) return;
+  if (s->sampler.running || !s->config.nvml || s->config.nvml_interval_ms == 0) return;
+  if (!s->devices.known.load(std::memory_order_acquire) || used_devices(s).empty()) return;
   // The writer thread starts it, with every signal blocked: the sampler inherits that mask.
-  s->sampler_running = pthread_create(&s->sampler, nullptr, sampler_main, s) == 0;
-  if (!s->sampler_running) s->config.nvml_interval_ms = 0;  // not asked again
+  s->sampler.running = pthread_create(&s->sampler.thread, nullptr, sampler_main, s) == 0;
+  if (!s->sampler.running) s->config.nvml_interval_ms = 0;  // not asked again
 }
 
 void usage_sampler_stop(State *s) {
-  if (!s->sampler_running) return;
+  if (!s->sampler.running) return;
   {
-    std::lock_guard<std::mutex> lock(s->sampler_lock);
-    s->sampler_stop = true;
+    std::lock_guard<std::mutex> lock(s->sampler.lock);
+    s->sampler.stop = true;
   }
-  s->sampler_wake.notify_one();
-  pthread_join(s->sampler, nullptr);  // at most one NVML call
-  s->sampler_running = false;
+  s->sampler.wake.notify_one();
+  pthread_join(s->sampler.thread, nullptr);  // at most one NVML call
+  s->sampler.running = false;
 }
 
 }  // namespace gpuleak::core

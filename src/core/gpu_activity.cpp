@@ -15,12 +15,12 @@ bool record_gpu_activity(const format::GpuActivityRecord &record, const char *na
   if (p != static_cast<int>(Phase::kIdle) && p != static_cast<int>(Phase::kRunning)) return false;
   const uint64_t cap = s->config.activity_max_bytes;
   constexpr uint64_t kSize = sizeof(format::RecordHeader) + sizeof(format::GpuActivityRecord);
-  if (!force && cap && s->activity_bytes.load(std::memory_order_relaxed) + kSize > cap) return false;
+  if (!force && cap && s->counters.activity_bytes.load(std::memory_order_relaxed) + kSize > cap) return false;
   format::GpuActivityRecord r = record;
   if (name && *name) r.name_id = intern_string(s, name, std::strlen(name));
   if (api && *api) r.api_name_id = intern_string(s, api, std::strlen(api));
   if (!append_record(s, format::RecordType::kGpuActivity, &r, sizeof r)) return false;
-  s->activity_bytes.fetch_add(kSize, std::memory_order_relaxed);
+  s->counters.activity_bytes.fetch_add(kSize, std::memory_order_relaxed);
   return true;
 }
 

@@ -2,10 +2,10 @@
 // halves of a free, as recorder.h describes record_alloc, begin_free and end_free (whose
 // out-of-line definitions, for the C API and the tests, call these). Inline so that what each hook
 // knows at compile time (its operation, kind, address space and when it reads the clock) folds
-// away, and no call frame is built for the common case: a stream-ordered pair came to ~260
-// instructions in three out-of-line calls, most of them tests of constants (issue #15, goal 3).
-// Everything rare stays out of line: the capture's start, an OOM, the native unwind,
-// GPULEAK_SELF_TIME's timed variants, a full ring.
+// away and no call frame is built for the common case; out of line, most of a pair's instructions
+// were tests of those constants. Everything rare stays out of line: the capture's start, an OOM,
+// the native unwind, GPULEAK_SELF_TIME's timed variants, a full ring. A hook only records what it
+// saw: pairing a free with its allocation is the reader's (format/free_pairing.h).
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,7 @@
 #include "core/recorder_state.h"
 #include "core/tls.h"
 #include "format/capture_format.h"
+#include "format/record_framing.h"
 
 namespace gpuleak::core {
 
@@ -31,7 +32,7 @@ uint32_t read_tid();
 uint32_t unwind_stack(State *s, bool has_python);
 void record_first_alloc(State *s, const CallFacts &f, Space space);
 void record_alloc_timed(State *s, const CallFacts &f, Space space);
-PendingFree begin_free_timed(State *s, ClockReading start, Space space, uint64_t address);
+PendingFree begin_free_timed(State *s);
 void end_free_timed(State *s, PendingFree p, const CallFacts &f, Space space);
 void record_oom(State *s, const format::MemoryRecord &r, Counted counted);
 }  // namespace detail
@@ -59,10 +60,10 @@ inline uint32_t capture_stack(State *s, bool has_python = false) {
 struct RecordTime {
   uint64_t ts;
   uint32_t duration;
-  uint16_t ring;  // kRingMark, with kRingTicks when ts and duration are TSC ticks
+  uint8_t ring;  // kRingTicks when ts and duration are TSC ticks
 };
 inline __attribute__((always_inline)) RecordTime record_time(const CallFacts &f, bool time_at_start) {
-  // Tick readings stay ticks, marked for the drain to convert (drain_settle.cpp): no line is read
+  // Tick readings stay ticks, marked for the drain to convert (drain_clock.cpp): no line is read
   // here. The rare reading in nanoseconds (before the line, without an invariant TSC) is stored as
   // it is.
   if (f.timing == Timing::kCall) {
@@ -70,19 +71,20 @@ inline __attribute__((always_inline)) RecordTime record_time(const CallFacts &f,
     if (__builtin_expect(f.start.ticks && end.ticks, 1)) {
       uint64_t d = end.value > f.start.value ? end.value - f.start.value : 0;
       return {time_at_start ? f.start.value : end.value, d > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(d),
-              static_cast<uint16_t>(kRingMark | kRingTicks)};
+              kRingTicks};
     }
     CallTime t = call_finish(f.start, time_at_start);
-    return {t.ts_ns, t.duration_ns > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(t.duration_ns), kRingMark};
+    return {t.ts_ns, t.duration_ns > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(t.duration_ns), 0};
   }
   ClockReading once = f.timing == Timing::kStart ? f.start : clock_read();
-  return {once.value, 0, static_cast<uint16_t>(once.ticks ? kRingMark | kRingTicks : kRingMark)};
+  return {once.value, 0, once.ticks ? kRingTicks : uint8_t{0}};
 }
 
 // Every field of a memory record (it may be written in place in the ring, never zeroed first).
+// `space`: the address space the hook knew (frees are paired in it), none for events.
 inline __attribute__((always_inline)) void fill_record(format::MemoryRecord &r, const CallFacts &f, const RecordTime &t,
                                                        int16_t device, uint32_t stack_id, uint32_t py_stack_id,
-                                                       uint16_t ring) {
+                                                       uint8_t space) {
   const uint16_t runtime_api = detail::t_runtime_api;
   r.ts_ns = t.ts;
   r.address = f.address;
@@ -101,8 +103,12 @@ inline __attribute__((always_inline)) void fill_record(format::MemoryRecord &r, 
   r.device = device;
   r.flags =
       f.flags | (runtime_api ? format::kFlagRuntimeLabel : 0) | (f.timing == Timing::kCall ? 0 : format::kFlagUntimed);
-  r.reserved = t.ring | ring;
+  r.space = space;
+  r.ring = t.ring;
 }
+
+// A record's `space` field: the hook's address space, plus one (0 is "not said").
+inline constexpr uint8_t space_field(Space space) { return static_cast<uint8_t>(static_cast<uint8_t>(space) + 1); }
 
 // Appends the memory record that `fill` writes to `b`, the calling thread's ring (null when it
 // could not be made): in place when it fits there without wrapping (nothing is copied), else a copy
@@ -118,7 +124,7 @@ inline __attribute__((always_inline)) void emit(State *s, ThreadBuffer *b, Count
     append_memory_record(s, r, counted);
     return;
   }
-  const format::RecordHeader h{sizeof(format::MemoryRecord), static_cast<uint16_t>(format::RecordType::kMemory), 0};
+  const format::RecordHeader h = format::record_header(format::RecordType::kMemory, sizeof(format::MemoryRecord));
   std::memcpy(at, &h, sizeof h);
   fill(*new (at + sizeof h) format::MemoryRecord);
   buffer_commit<kBytes>(b);
@@ -128,14 +134,7 @@ inline __attribute__((always_inline)) void emit(State *s, ThreadBuffer *b, Count
   if (over_quarter_full(b)) request_drain(s);  // the writer drains before it is full
 }
 
-inline bool counts_on_device(format::Kind k) {
-  using format::Kind;
-  return k == Kind::kDevice || k == Kind::kAsync || k == Kind::kVmm || k == Kind::kManaged || k == Kind::kPitched ||
-         k == Kind::kArray || k == Kind::kMipmappedArray;
-}
-
-// The allocation record, once the capture runs. Its live-table entry is made by the drain, which
-// the marks in `reserved` tell what to keep (drain_settle.cpp).
+// The allocation record, once the capture runs.
 template <bool kTimed>
 inline __attribute__((always_inline)) void alloc_body(State *s, const CallFacts &f, Space space) {
   SectionTimer<kTimed> timer(s->self_time.records);
@@ -149,34 +148,22 @@ inline __attribute__((always_inline)) void alloc_body(State *s, const CallFacts 
   // A framework's block on a Python thread: its Python frames name the call site (config.h).
   const bool python_names_it = f.kind == format::Kind::kPoolBlock && py_stack_id != 0 && !s->config.block_native_stacks;
   const uint32_t stack_id = python_names_it ? 0 : capture_stack(s, py_stack_id != 0);
-  const bool owned = f.result == 0 && f.op == format::Op::kAlloc && !(f.flags & format::kFlagGraphReservation) &&
-                     f.kind != format::Kind::kImported;
-  uint16_t ring = 0;
-  if (f.result == 0 &&
-      (owned || f.op == format::Op::kReserve || f.op == format::Op::kPoolCreate || f.kind == format::Kind::kImported))
-    ring = kRingInsert | (owned && counts_on_device(f.kind) ? kRingOnDevice : 0) | static_cast<uint16_t>(space);
+  const uint8_t where = space_field(space);
   const Counted counted = f.result == 0 && f.op == format::Op::kAlloc ? Counted::kAllocation : Counted::kNone;
   if (__builtin_expect(f.result == kOutOfMemory, 0)) {
     format::MemoryRecord r;
-    fill_record(r, f, t, f.device, stack_id, py_stack_id, ring);
+    fill_record(r, f, t, f.device, stack_id, py_stack_id, where);
     return detail::record_oom(s, r, counted);
   }
   emit(s, thread_buffer(s), counted,
-       [&](format::MemoryRecord &r) { fill_record(r, f, t, f.device, stack_id, py_stack_id, ring); });
+       [&](format::MemoryRecord &r) { fill_record(r, f, t, f.device, stack_id, py_stack_id, where); });
 }
 
 template <bool kTimed>
-inline __attribute__((always_inline)) PendingFree begin_free_body(State *s, ClockReading start, Space space,
-                                                                  uint64_t address) {
+inline __attribute__((always_inline)) PendingFree begin_free_body(State *s) {
   SectionTimer<kTimed> timer(s->self_time.frees);
   PendingFree p;
   p.buffer = thread_buffer(s);
-  // Until this free's record is appended, the drain feeds the live table no allocation at this
-  // address: the driver may give it to another thread before then (recorder_state.h).
-  if (p.buffer) {
-    p.buffer->free_key.store(LiveTable::key_of(space, address), std::memory_order_release);
-    p.buffer->free_since.store(encode_free_since(start), std::memory_order_release);
-  }
   p.active = true;
   return p;
 }
@@ -185,15 +172,14 @@ template <bool kTimed>
 inline __attribute__((always_inline)) void end_free_body(State *s, const PendingFree &p, const CallFacts &f,
                                                          Space space) {
   SectionTimer<kTimed> timer(s->self_time.frees);  // (counts 2 a free)
+  // Its time is the hook's entry, before the real free (record_time's time_at_start): the driver
+  // may hand the address to another thread at once, and that allocation's time, read when its call
+  // returns, sorts after this free. Size, kind and device are the allocation's, which the reader
+  // pairs it with (format/free_pairing.h): device -1 here. No stack for frees: what keeps memory
+  // alive is where it was allocated, and unwinding here would double the cost of every pair.
   const RecordTime t = record_time(f, true);
-  // Size, kind and device are the allocation's, filled by the drain from the live table; a free
-  // of a pointer it never saw allocated is flagged there and keeps device -1. No stack for frees:
-  // what keeps memory alive is where it was allocated, and unwinding here would double the cost
-  // of every pair.
-  const uint16_t ring = kRingFree | static_cast<uint16_t>(space);
   emit(s, p.buffer, f.result == 0 ? Counted::kFree : Counted::kNone,
-       [&](format::MemoryRecord &r) { fill_record(r, f, t, -1, 0, 0, ring); });
-  if (p.buffer) p.buffer->free_since.store(0, std::memory_order_release);
+       [&](format::MemoryRecord &r) { fill_record(r, f, t, -1, 0, 0, space_field(space)); });
 }
 
 // recorder.h's record_alloc.
@@ -214,11 +200,11 @@ inline __attribute__((always_inline)) void record_alloc(const CallFacts &f, Spac
 }
 
 // recorder.h's begin_free.
-inline __attribute__((always_inline)) PendingFree begin_free(ClockReading start, Space space, uint64_t address) {
+inline __attribute__((always_inline)) PendingFree begin_free() {
   State *s = detail::g_state;
   if (__builtin_expect(!running(s), 0)) return PendingFree{};
-  if (__builtin_expect(s->config.self_time, 0)) return detail::begin_free_timed(s, start, space, address);
-  return begin_free_body<false>(s, start, space, address);
+  if (__builtin_expect(s->config.self_time, 0)) return detail::begin_free_timed(s);
+  return begin_free_body<false>(s);
 }
 
 // recorder.h's end_free.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "format/capture_format.h"
+#include "format/record_framing.h"
 
 namespace gpuleak::core {
 
@@ -103,17 +104,12 @@ void ModuleMap::append_changes(std::string *out) {
     r.path_length = static_cast<uint32_t>(m.path.size());
     r.build_id_length = static_cast<uint16_t>(m.build_id.size());
     r.segment_count = static_cast<uint16_t>(m.segments.size());
-    format::RecordHeader h{};
-    h.type = static_cast<uint16_t>(format::RecordType::kModule);
-    h.size = static_cast<uint32_t>(sizeof r + m.path.size() + m.build_id.size() + 16 * m.segments.size());
-    out->append(reinterpret_cast<const char *>(&h), sizeof h);
-    out->append(reinterpret_cast<const char *>(&r), sizeof r);
-    out->append(m.path);
-    out->append(m.build_id);
+    std::string tail = m.path + m.build_id;  // then the segments, (vaddr, memsz) pairs
     for (auto [vaddr, memsz] : m.segments) {
       uint64_t seg[2] = {vaddr, memsz};
-      out->append(reinterpret_cast<const char *>(seg), sizeof seg);
+      tail.append(reinterpret_cast<const char *>(seg), sizeof seg);
     }
+    format::append_record(out, format::RecordType::kModule, &r, sizeof r, tail.data(), tail.size());
   }
 }
 

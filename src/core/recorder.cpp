@@ -12,6 +12,7 @@
 #include "core/signal_safe.h"
 #include "core/stack_memo.h"
 #include "core/tls.h"
+#include "format/record_framing.h"
 
 namespace gpuleak::core {
 
@@ -55,7 +56,7 @@ bool ensure_running(State *s, int32_t result, bool *started) {
   Phase p = phase(s);
   if (p == Phase::kRunning) return true;
   if (p != Phase::kIdle || (result != 0 && result != kOutOfMemory)) return false;
-  std::call_once(s->started, [s, started] {
+  std::call_once(s->writer.started, [s, started] {
     std::string error;
     if (!writer_start(s, &error)) {
       recorder_disable(error);
@@ -122,7 +123,7 @@ namespace {
 
 void write_oom(State *s, const format::MemoryRecord &r) {
   format::OomRecord o{};
-  o.ts_ns = (r.reserved & kRingTicks) ? ticks_to_ns(r.ts_ns, 0).ts_ns : r.ts_ns;
+  o.ts_ns = (r.ring & kRingTicks) ? ticks_to_ns(r.ts_ns, 0).ts_ns : r.ts_ns;
   o.requested = r.size;
   o.tid = r.tid;
   o.stack_id = r.stack_id;
@@ -197,9 +198,7 @@ __attribute__((noinline)) void record_first_alloc(State *s, const CallFacts &f, 
 __attribute__((noinline)) void record_alloc_timed(State *s, const CallFacts &f, Space space) {
   hot::alloc_body<true>(s, f, space);
 }
-__attribute__((noinline)) PendingFree begin_free_timed(State *s, ClockReading start, Space space, uint64_t address) {
-  return hot::begin_free_body<true>(s, start, space, address);
-}
+__attribute__((noinline)) PendingFree begin_free_timed(State *s) { return hot::begin_free_body<true>(s); }
 __attribute__((noinline)) void end_free_timed(State *s, PendingFree p, const CallFacts &f, Space space) {
   hot::end_free_body<true>(s, p, f, space);
 }
@@ -208,9 +207,7 @@ __attribute__((noinline)) void end_free_timed(State *s, PendingFree p, const Cal
 
 // For callers outside the hooks (the C API, tests): the same inline bodies.
 void record_alloc(const CallFacts &f, Space space) { hot::record_alloc(f, space); }
-PendingFree begin_free(ClockReading start, Space space, uint64_t address) {
-  return hot::begin_free(start, space, address);
-}
+PendingFree begin_free() { return hot::begin_free(); }
 void end_free(const PendingFree &p, const CallFacts &f, Space space) { hot::end_free(p, f, space); }
 
 void record_event(const CallFacts &f) {
@@ -219,7 +216,7 @@ void record_event(const CallFacts &f) {
   const hot::RecordTime t = hot::record_time(f, true);
   const uint32_t stack_id = hot::capture_stack(s);
   hot::emit(s, thread_buffer(s), Counted::kNone,
-            // (a context reset's device: the drain empties that device's table)
+            // (no space: an event ends nothing at an address; a context reset ends its device's)
             [&](format::MemoryRecord &r) { hot::fill_record(r, f, t, f.device, stack_id, 0, 0); });
 }
 
@@ -346,13 +343,13 @@ bool record_sampled_block(format::Op op, format::Api api, int16_t device, uint64
     f.size = size;
     f.timing = Timing::kEnd;
     const hot::RecordTime t = hot::record_time(f, false);
-    const uint16_t ring = kRingInsert | static_cast<uint16_t>(Space::kPoolBlock);
+    const uint8_t space = hot::space_field(Space::kPoolBlock);
     hot::emit(s, thread_buffer(s), Counted::kAllocation,
-              [&](format::MemoryRecord &r) { hot::fill_record(r, f, t, device, 0, py_stack_id, ring); });
+              [&](format::MemoryRecord &r) { hot::fill_record(r, f, t, device, 0, py_stack_id, space); });
   } else {
     f.timing = Timing::kStart;
     f.start = clock_read();
-    PendingFree pending = hot::begin_free(f.start, Space::kPoolBlock, address);
+    PendingFree pending = hot::begin_free();
     hot::end_free(pending, f, Space::kPoolBlock);
   }
   hook_leave();
@@ -412,9 +409,9 @@ void recorder_disable(const std::string &why) {
   int prev = s->phase.exchange(static_cast<int>(Phase::kDisabled));
   if (prev == static_cast<int>(Phase::kDisabled)) return;
   Line().text("gpuleak: ").text(why.c_str()).text("; tracking is off, the program continues unprofiled").emit();
-  if (prev == static_cast<int>(Phase::kRunning) && s->fd >= 0 && still_same_file(s->fd, s->fd_id)) {
-    format::RecordHeader h{static_cast<uint32_t>(why.size()), static_cast<uint16_t>(format::RecordType::kDisabled), 0};
-    if (write(s->fd, &h, sizeof h) == sizeof h) (void)!write(s->fd, why.data(), why.size());
+  if (prev == static_cast<int>(Phase::kRunning) && s->drain.fd >= 0 && still_same_file(s->drain.fd, s->drain.fd_id)) {
+    const format::RecordHeader h = format::record_header(format::RecordType::kDisabled, why.size());
+    if (write(s->drain.fd, &h, sizeof h) == sizeof h) (void)!write(s->drain.fd, why.data(), why.size());
   }
 }
 
@@ -422,18 +419,15 @@ bool inside_hook() { return detail::t_in_hook; }
 
 void count_uncaptured(const char *function) {
   if (!g_state) return;
-  if (g_state->uncaptured.fetch_add(1, std::memory_order_relaxed) == 0)
-    g_state->first_uncaptured.store(function, std::memory_order_relaxed);
+  if (g_state->counters.uncaptured.fetch_add(1, std::memory_order_relaxed) == 0)
+    g_state->counters.first_uncaptured.store(function, std::memory_order_relaxed);
 }
 
 void set_cupti_state(uint32_t state) {
-  if (g_state) g_state->cupti_state.store(state, std::memory_order_relaxed);
+  if (g_state) g_state->counters.cupti_state.store(state, std::memory_order_relaxed);
 }
 
 const Config *recorder_config() { return g_state ? &g_state->config : nullptr; }
-std::string recorder_capture_path() { return g_state ? g_state->path : std::string(); }
-uint64_t recorder_allocations() { return g_state ? counter_totals(g_state).allocations : 0; }
-const LiveTable *recorder_live_table() { return g_state ? &g_state->live : nullptr; }
 
 void recorder_after_fork_child() {
   capture_clock_after_fork();

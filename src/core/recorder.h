@@ -16,8 +16,8 @@
 
 #include "core/clock.h"
 #include "core/config.h"
-#include "core/live_table.h"
 #include "core/tls.h"
+#include "format/address_space.h"
 #include "format/capture_format.h"
 
 namespace gpuleak::core {
@@ -34,7 +34,7 @@ struct DriverProbe {
 
 // When a hook reads the clock. Synchronous calls are read at both ends: their durations feed the
 // serialization advice. A stream-ordered call (cuMemAllocAsync, cuMemFreeAsync, FromPool, _ptsz)
-// only queues work, and one reading is enough (issue #15): an allocation's when it returned, a
+// only queues work, and one reading is enough: an allocation's when it returned, a
 // free's when it was entered (before the address can be handed out again). Its record says so
 // with kFlagUntimed.
 enum class Timing : uint8_t { kCall, kEnd, kStart };
@@ -62,6 +62,9 @@ struct CallFacts {
 void recorder_init(const Config &config, uintptr_t own_begin, uintptr_t own_end);
 void recorder_set_probe(const DriverProbe &probe);
 
+// The space a hook knows its address is in: a VMM handle may equal a device pointer value.
+using Space = format::AddressSpace;
+
 // Re-entry guard. hook_enter() is false when tracking is off or this thread is already inside a
 // hook (our own work, or a driver entry point called by another one): the hook must then only
 // forward the call, so that nothing is counted twice. Inline: every hooked call runs it.
@@ -83,17 +86,18 @@ inline void hook_leave() { detail::t_in_hook = false; }
 // hot::end_free); these out-of-line definitions are for the C API and the tests.
 void record_alloc(const CallFacts &facts, Space space);
 
-// A free is recorded in two halves around the real call. Its time is read *before* the memory is
-// released, because the driver can hand the same address to another thread the moment it is free;
-// begin_free says that a free of `address` is under way from `start` on, so that the drain orders
-// it before any re-use of the address (recorder_state.h, "the drain's order"), and end_free
-// appends its record.
+// A free is recorded in two halves around the real call. Its time is the hook's entry (`facts.start`),
+// read *before* the memory is released, because the driver can hand the same address to another
+// thread the moment it is free: sorted by time, the free then always comes before that re-use.
+// begin_free (before the real call) says whether the capture runs and finds the thread's ring;
+// end_free appends the record, with the call's result. `space`: where the address lives (a VMM
+// handle may equal a device pointer), which the reader pairs the free in.
 struct ThreadBuffer;
 struct PendingFree {
   ThreadBuffer *buffer = nullptr;
   bool active = false;
 };
-PendingFree begin_free(ClockReading start, Space space, uint64_t address);
+PendingFree begin_free();
 void end_free(const PendingFree &pending, const CallFacts &facts, Space space);
 
 // Pool trims, pool destruction and context resets: no address of their own.
@@ -180,10 +184,7 @@ void set_cupti_state(uint32_t state);
 bool record_gpu_activity(const format::GpuActivityRecord &record, const char *name, const char *api,
                          bool force = false);
 
-// For `gpuleak_active()` and tests.
+// For `gpuleak_active()`.
 const Config *recorder_config();  // null before recorder_init
-std::string recorder_capture_path();
-uint64_t recorder_allocations();
-const LiveTable *recorder_live_table();
 
 }  // namespace gpuleak::core

@@ -28,8 +28,8 @@ bool stop(State *s) {
 // read (no summary line). Returns GPULEAK_EXITCODE when the at-exit report found a leak and it
 // was asked for, else -1.
 int finish(State *s, const BufferCounters *totals) {
-  if (uint64_t missed = s->uncaptured.load()) {  // always said: it means a capture path is missing
-    const char *first = s->first_uncaptured.load();
+  if (uint64_t missed = s->counters.uncaptured.load()) {  // always said: it means a capture path is missing
+    const char *first = s->counters.first_uncaptured.load();
     Line()
         .text("gpuleak: CUPTI saw ")
         .num(missed)
@@ -40,22 +40,22 @@ int finish(State *s, const BufferCounters *totals) {
   }
   if (s->config.self_time) say_self_time(s->self_time, s->stacks.unwinder_name());
   // Under `gpuleak run` the command prints the analyzed summary instead of this one.
-  if (s->config.under_run || s->summary_printed.exchange(true)) return -1;
+  if (s->config.under_run || s->counters.summary_printed.exchange(true)) return -1;
   if (!s->config.quiet && totals) {
-    const DeviceTally &t = s->tally;
+    const LiveTally &t = s->drain.tally;
     Line line;
     // Plurals as format::count_of says them, without its std::string: this path is signal-safe.
     auto noun = [](uint64_t n, const char *one, const char *many) { return n == 1 ? one : many; };
     line.text("gpuleak: ").num(totals->allocations).text(noun(totals->allocations, " allocation, ", " allocations, "));
     line.num(totals->frees).text(noun(totals->frees, " free; ", " frees; "));
-    const uint64_t live = s->live.live_count();
+    const uint64_t live = t.live_count();
     line.text("live at exit: ").num(live).text(noun(live, " allocation, ", " allocations, "));
     line.bytes(t.total_live());
     line.text(" on device (peak ").bytes(t.total_peak()).text(")");
-    if (uint64_t dropped = s->dropped.load()) line.text("; events dropped: ").num(dropped);
-    line.text("; capture: ").text(s->path.c_str()).emit();
+    if (uint64_t dropped = s->counters.dropped.load()) line.text("; events dropped: ").num(dropped);
+    line.text("; capture: ").text(s->drain.path.c_str()).emit();
   }
-  int report = s->report.run(s->config.report_timeout_s);
+  int report = s->writer.report.run(s->config.report_timeout_s);
   return report == 1 && s->config.exit_code ? static_cast<int>(s->config.exit_code) : -1;
 }
 

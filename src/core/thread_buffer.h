@@ -15,8 +15,8 @@ namespace gpuleak::core {
 
 // Three cache lines, by who writes them: the owning thread on every record, nobody after creation
 // (almost), and the writer on every drain. A line written by both would move between the two
-// cores on every record the writer reads while the program appends (issue #15: on two cores that
-// cost more than everything else the stack-less pair does).
+// cores on every record the writer reads while the program appends (on two cores that costs more
+// than everything else the stack-less pair does: docs/benchmarks.md run 13).
 struct ThreadBuffer {
   // The producer's line.
   alignas(64) std::atomic<uint64_t> head{0};  // bytes ever written (producer)
@@ -26,12 +26,6 @@ struct ThreadBuffer {
   std::atomic<uint64_t> events{0};       // memory records appended
   std::atomic<uint64_t> allocations{0};  // successful allocations
   std::atomic<uint64_t> frees{0};        // successful frees
-  // A free in progress on this thread since this clock reading (encode_free_since), 0 when none,
-  // and its address (LiveTable::key_of): the drain applies no later allocation at that address
-  // until the free's own record is in (recorder_state.h, "the drain's order"). Written by the
-  // owning thread only, the key before the reading.
-  std::atomic<uint64_t> free_key{0};
-  std::atomic<uint64_t> free_since{0};
   // Set once (the registry; thread exit).
   alignas(64) uint8_t *data = nullptr;
   uint32_t capacity = 0;  // power of two
@@ -41,7 +35,7 @@ struct ThreadBuffer {
   // The consumer's line.
   alignas(64) std::atomic<uint64_t> tail{0};  // bytes ever drained (consumer)
   uint64_t last_ts = 0;                       // the drainer's: the latest record time it let through
-  uint64_t ready = 0;                         // the drainer's: bytes up to here are settled and may leave the ring
+  uint64_t ready = 0;                         // the drainer's: bytes up to here are converted and may leave the ring
 };
 
 inline void bump(std::atomic<uint64_t> &counter) {
@@ -124,7 +118,7 @@ inline uint8_t *ring_span(ThreadBuffer *b, uint64_t at, size_t n) {
 inline void ring_read(const ThreadBuffer *b, uint64_t at, void *dst, size_t n) {
   size_t start = static_cast<size_t>(at & (b->capacity - 1));
   size_t first = n < b->capacity - start ? n : b->capacity - start;
-  std::memcpy(dst, b->data + start, first);
+  std::memcpy(dst, b->data + start, first);  // NOLINT(clang-analyzer-core.NonNullParamChecker): a ring has data
   if (first < n) std::memcpy(static_cast<uint8_t *>(dst) + first, b->data, n - first);
 }
 inline void ring_write(ThreadBuffer *b, uint64_t at, const void *src, size_t n) {

@@ -28,8 +28,10 @@ inline constexpr uint16_t kMajorVersion = 1;
 // 1.5 kLoop, kLoopPass and kObserver (the observed Python loops); 1.6 the OomRecord's pool fields
 // and the CuPy and JAX pool objects (Api cupyMemoryPool, jaxLiveArrays, jaxRuntimeError);
 // 1.7 kRetention (who keeps a leak alive); 1.8 kPoolMissing (why a framework's objects were not
-// seen: the PyTorch adapter's compiler or headers missing)
-inline constexpr uint16_t kMinorVersion = 8;
+// seen: the PyTorch adapter's compiler or headers missing); 1.9 raw frees: MemoryRecord::space, and a
+// free carries what its hook knew (no size, device -1), paired with its allocation by the reader
+// (free_pairing.h)
+inline constexpr uint16_t kMinorVersion = 9;
 // A record larger than this is corruption, not data (the largest real one is a module record).
 inline constexpr uint32_t kMaxRecordSize = 1u << 20;
 
@@ -80,7 +82,7 @@ static_assert(sizeof(RecordHeader) == 8);
 // What the program asked for, and from where. Order fixed: new values only at the end.
 enum class Op : uint8_t {
   kAlloc = 1,      // memory became the program's (device, pool, managed, pinned, array, VMM physical)
-  kFree = 2,       // memory released; size filled from the recorder's live table when known
+  kFree = 2,       // memory released; size, kind and device the allocation's (the reader pairs them)
   kMap = 3,        // VMM: physical handle `aux` mapped at `address` (size bytes)
   kUnmap = 4,      // VMM: range at `address` unmapped
   kReserve = 5,    // VMM: virtual address range reserved (no memory)
@@ -112,7 +114,7 @@ enum class Kind : uint8_t {
 
 enum MemoryFlags : uint16_t {
   kFlagGraphReservation = 1u << 0,  // made while the stream was capturing: not live memory
-  kFlagUnknownPointer = 1u << 1,    // freed pointer was not in the live table (allocated before us?)
+  kFlagUnknownPointer = 1u << 1,    // a free of no live allocation (allocated before us?); set by the reader
   kFlagRuntimeLabel = 1u << 2,      // runtime_api names the cudart function the program called
   kFlagUntimed = 1u << 3,           // (1.2) one clock reading, no duration: duration_ns is 0, not measured
 };
@@ -206,7 +208,7 @@ const char *op_name(uint8_t op);
 struct MemoryRecord {
   uint64_t ts_ns;        // monotonic; an allocation's when it returned, a free's when it was entered
   uint64_t address;      // device or host pointer; VMM: handle for Alloc/Free of kind kVmm
-  uint64_t size;         // bytes (free: from the live table, 0 when unknown)
+  uint64_t size;         // bytes (a free: 0 as written since 1.9; the reader fills in its allocation's)
   uint64_t stream;       // CUstream of stream-ordered calls, else 0
   uint64_t aux;          // pool (FromPool, pool ops), VMM handle (Map), pitch (pitched)
   uint32_t duration_ns;  // time spent in the real call (saturates at 4.29 s)
@@ -220,7 +222,13 @@ struct MemoryRecord {
   uint8_t kind;          // Kind
   int16_t device;        // -1 when unknown
   uint16_t flags;        // MemoryFlags
-  uint16_t reserved;
+  // (1.9) The address space the hook knew its address was in (format/address_space.h), plus one:
+  // what a free is paired in (a VMM handle may equal a device pointer). 0: not said (records
+  // before 1.9, whose frees came paired; events with no address of their own; the reader's
+  // unfolded aggregates).
+  uint8_t space;
+  // 0 in a file. In a thread's ring, what the drain still has to do (core/recorder_state.h).
+  uint8_t ring;
 };
 static_assert(sizeof(MemoryRecord) == 72);
 

@@ -1,5 +1,6 @@
 #include "format/capture_reader.h"
 #include "format/aggregate_fold.h"
+#include "format/free_pairing.h"
 #include "format/huge_pages.h"
 #include "format/memory_source.h"
 #include "text/input_file.h"
@@ -123,8 +124,9 @@ bool decode_stack(Cursor c, Capture *out) {
 // What a capture may claim, counted as its records are read. The devices it names (device records,
 // and the device of every memory record): a hostile file is refused at device text::kMaxDevices + 1,
 // before the analysis builds per-device state for them all. The bytes its successful allocations
-// claim, all together: past text::kMaxAllocatedBytes the file is corrupt (#25: a size near 2^64
-// wrapped the live bytes to "740 B, clean"); below it no sum of sizes the analysis keeps can wrap.
+// claim, all together: past text::kMaxAllocatedBytes the file is corrupt (a size near 2^64 would
+// wrap the live bytes to a small number and a clean verdict); below it no sum of sizes the
+// analysis keeps can wrap.
 class RecordLimits {
  public:
   // False, and overclaimed() from then on, once the allocations claim more than the limit.
@@ -420,6 +422,7 @@ bool parse_capture(const uint8_t *data, size_t size, Capture *out, std::string *
   if (!check_tail(data + pos, size - pos, pos, error)) return false;
   out->truncated = pos < size;
   out->bytes_read = pos;
+  pair_frees_in_place(out->memory);  // before the unfolded aggregates join them (they come paired)
   return fold_aggregates(out, &out->memory, error);
 }
 
@@ -490,6 +493,7 @@ bool read_file(const std::string &path, Capture *out, FileMemorySource *memory, 
   else
     ::close(fd);
   out->bytes_read = consumed;
+  if (!memory) pair_frees_in_place(out->memory);  // (a FileMemorySource pairs as it replays)
   std::vector<MemoryRecord> synthetic;
   if (!fold_aggregates(out, memory ? &synthetic : &out->memory, error)) {
     *error = path + ": " + *error;

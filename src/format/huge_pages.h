@@ -22,6 +22,7 @@ void prefer_huge_pages(const std::vector<T, A> &v) {
   begin = (begin + k2MiB - 1) & ~(k2MiB - 1);
   end &= ~(k2MiB - 1);
 #ifdef MADV_HUGEPAGE
+  // NOLINTNEXTLINE(performance-no-int-to-ptr): the vector's own pages, rounded to 2 MiB
   if (end > begin) (void)madvise(reinterpret_cast<void *>(begin), end - begin, MADV_HUGEPAGE);
 #endif
 }

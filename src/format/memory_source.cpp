@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 
+#include "format/free_pairing.h"
 #include "format/huge_pages.h"
 
 namespace gpuleak::format {
@@ -115,7 +117,8 @@ class RunCursor {
       ssize_t r = ::pread(fd_, buf_.data() + left + got, want - got, static_cast<off_t>(offset_ + got));
       if (r < 0 && errno == EINTR) continue;
       if (r <= 0) {
-        *error = r < 0 ? std::string("reading memory records: ") + std::strerror(errno)
+        // (std::error_code's message, not strerror: several sources may replay on several threads)
+        *error = r < 0 ? "reading memory records: " + std::error_code(errno, std::generic_category()).message()
                        : std::string("reading memory records: the capture file shrank");
         return false;
       }
@@ -215,12 +218,13 @@ void FileMemorySource::replay_blocks(const BlockVisitor &visit) const {
   LoserTree tree(std::move(keys));
   std::vector<MemoryRecord> block(static_cast<size_t>(std::min<uint64_t>(kBlock, size())));
   size_t n = 0;
+  FreePairing pairing;  // each replay pairs the frees afresh, in the order it hands them out
   while (!tree.ended()) {
     const uint32_t w = tree.winner();
     if (w == synthetic_run)
       block[n++] = synthetic_[next_synthetic++];
     else
-      block[n++] = cursors[w].record;
+      pairing.apply(block[n++] = cursors[w].record);
     if (n == block.size()) visit(block.data(), n), n = 0;
     tree.replace(key_of(w));
     if (failed()) break;  // the records before the failure are still delivered

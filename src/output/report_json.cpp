@@ -301,7 +301,7 @@ json run_json(const format::Capture &c, const analysis::Analysis &a, const Repor
   return run;
 }
 
-json devices_json(const analysis::Analysis &a, const ReportContext &ctx) {
+json devices_json(const analysis::Analysis &a) {
   json out = json::array();
   for (const auto &d : a.devices) {
     json j;
@@ -310,14 +310,9 @@ json devices_json(const analysis::Analysis &a, const ReportContext &ctx) {
     j["total_bytes"] = d.total_bytes ? json(d.total_bytes) : json(nullptr);
     j["peak_live_bytes"] = d.peak_live_bytes;
     j["live_at_exit_bytes"] = d.live_at_exit_bytes;
-    auto nvml = ctx.nvml_used_bytes.find(d.index);
-    if (nvml != ctx.nvml_used_bytes.end()) {
-      j["nvml_used_bytes"] = nvml->second;
-      j["untracked_bytes"] = nvml->second > d.live_at_exit_bytes ? nvml->second - d.live_at_exit_bytes : 0;
-    } else {  // what the capture's DeviceUsage records said (analysis.h), else unknown
-      j["nvml_used_bytes"] = d.nvml_process_used_bytes ? json(*d.nvml_process_used_bytes) : json(nullptr);
-      j["untracked_bytes"] = d.untracked_bytes ? json(*d.untracked_bytes) : json(nullptr);
-    }
+    // What the capture's DeviceUsage records said (analysis.h), else unknown.
+    j["nvml_used_bytes"] = d.nvml_process_used_bytes ? json(*d.nvml_process_used_bytes) : json(nullptr);
+    j["untracked_bytes"] = d.untracked_bytes ? json(*d.untracked_bytes) : json(nullptr);
     j["nvml_device_used_bytes"] = d.nvml_device_used_bytes ? json(*d.nvml_device_used_bytes) : json(nullptr);
     j["alloc_count"] = d.alloc_count;
     j["free_count"] = d.free_count;
@@ -552,7 +547,7 @@ json report_without_iterations(const format::Capture &capture, const analysis::A
   r["verdict"] = analysis::verdict_name(a.verdict);
   r["iteration_source"] = analysis::iteration_source_name(a.iteration_source);
   r["analysis"] = analysis_json(a);
-  r["devices"] = devices_json(a, ctx);
+  r["devices"] = devices_json(a);
   json leaks = json::array();
   for (const auto &l : a.leaks) {
     json j;

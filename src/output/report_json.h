@@ -9,7 +9,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -26,9 +25,6 @@ namespace gpuleak::output {
 struct ReportContext {
   // Version of the gpuleak that analyzes; used when the capture carries none.
   std::string gpuleak_version;
-  // NVML's per-process used bytes by device index, when the front-end read them. Devices not in
-  // the map report null nvml_used_bytes and untracked_bytes.
-  std::map<int, uint64_t> nvml_used_bytes;
 };
 
 // Builds the report, naming every call site through `sites` (sites.h: frames, site_id, headline).

@@ -69,7 +69,7 @@ GPULEAK_API int gpuleak_api_pool_block(int op, int device, unsigned long long ad
     f.op = Op::kFree;
     f.timing = core::Timing::kStart;  // read once, before the block can be handed out again
     f.start = core::clock_read();
-    core::PendingFree pending = core::begin_free(f.start, core::Space::kPoolBlock, address);
+    core::PendingFree pending = core::begin_free();
     core::end_free(pending, f, core::Space::kPoolBlock);
   }
   core::hook_leave();

@@ -30,12 +30,6 @@ inline int current_device() {
 }
 inline bool capture_may_be_open() { return detail::g_open_captures.load(std::memory_order_acquire) > 0; }
 
-// True when `stream` is capturing a graph (per-thread-default-stream semantics when `ptsz`); asks
-// the driver only while capture_may_be_open().
-inline bool stream_capturing(CUstream stream, bool ptsz) {
-  return capture_may_be_open() && detail::ask_driver_capturing(stream, ptsz);
-}
-
 // The probe handed to the recorder (memory info, device names, driver version); the current device
 // is asked by the hooks themselves (current_device above).
 core::DriverProbe driver_probe();

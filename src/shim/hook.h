@@ -46,7 +46,7 @@ class Hook {
   __attribute__((always_inline)) void freeing(Space space, uint64_t address) {
     space_ = space;
     facts_.address = address;
-    pending_ = core::hot::begin_free(facts_.start, space, address);
+    pending_ = core::hot::begin_free();
   }
   __attribute__((always_inline)) void freed(CUresult r, Kind kind, uint64_t stream = 0, uint16_t flags = 0,
                                             Op op = Op::kFree) {
@@ -64,7 +64,7 @@ class Hook {
  private:
   // The device a call named, else the calling thread's current one, asked here, straight from the
   // driver (a synchronous call's duration, read after it, includes this query: ~10 ns on the H200).
-  // Frees need none: theirs is the allocation's (the drain's live table).
+  // Frees need none: theirs is the allocation's, which the reader pairs them with.
   static int16_t device_or_current(int16_t device) {
     return device == core::CallFacts::kQueryDevice ? static_cast<int16_t>(current_device()) : device;
   }

@@ -8,7 +8,7 @@ clang=$(command -v clang++-14 || command -v clang++ || true)
 if [ -z "$clang" ]; then echo "SKIPPED: $name needs clang++ with libFuzzer"; exit 77; fi
 mkdir -p "$build/fuzz/corpus-$name"
 "$clang" -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -I"$src/src" \
-  "$src/tests/fuzz/$name.cpp" "$src/src/format/capture_reader.cpp" "$src/src/format/memory_source.cpp" \
+  "$src/tests/fuzz/$name.cpp" "$src/src/format/capture_reader.cpp" "$src/src/format/free_pairing.cpp" "$src/src/format/memory_source.cpp" \
   "$src/src/format/names.cpp" "$src/src/format/aggregate_fold.cpp" \
   -o "$build/fuzz/$name"
 # Seed with a capture in the aggregated form (format 1.4, made by tests/fuzz/seeds), and with real

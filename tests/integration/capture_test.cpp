@@ -183,7 +183,7 @@ TEST(Capture, EightThreadsLoseNothing) {
   EXPECT_EQ(tids.size(), 8u);
   EXPECT_EQ(count(c).allocs, 8 * 1003);
   EXPECT_EQ(count(c).frees, 8 * 1000);
-  // The writer's tally (device_tally.h): each thread keeps 3 x 64 KiB; at most one 4-8 KiB block
+  // The writer's tally (live_tally.h): each thread keeps 3 x 64 KiB; at most one 4-8 KiB block
   // of each thread is live beside them, at any moment.
   ASSERT_TRUE(c.stats);
   EXPECT_EQ(c.stats->live_bytes, 8u * 3 * (64u << 10));
@@ -191,10 +191,10 @@ TEST(Capture, EightThreadsLoseNothing) {
   EXPECT_LE(c.stats->peak_bytes, c.stats->live_bytes + 8u * 8192);
 }
 
-// The live table is kept by the drain (issue #15): a free's record leaves the hook without its
-// size. Here every freed address is handed to the next allocation, of any thread, while the free
-// is still in the driver (prog_reuse_race), so a drain that fed the table in the wrong order
-// would give a free the size of the allocation that re-used its address, or none.
+// A free's record leaves the hook without its size (format 1.9): the reader pairs it. Here every
+// freed address is handed to the next allocation, of any thread, while the free is still in the
+// driver (prog_reuse_race), so a pairing in the wrong order would give a free the size of the
+// allocation that re-used its address, or none; and the writer's tally would count it wrong.
 TEST(Capture, FreesKeepTheirSizesWhenAnotherThreadReusesTheAddressAtOnce) {
   std::string out = make_temp_dir("reuse_race");
   auto env = shim_env(out);
@@ -229,7 +229,7 @@ TEST(Capture, FreesKeepTheirSizesWhenAnotherThreadReusesTheAddressAtOnce) {
   EXPECT_EQ(unknown, 0);
   EXPECT_EQ(wrong_size, 0);
   ASSERT_TRUE(c.stats);
-  EXPECT_EQ(c.stats->live_bytes, 0u);  // the drain's tally, from the sizes it filled in
+  EXPECT_EQ(c.stats->live_bytes, 0u);  // the writer's tally (live_tally.h), late frees and all
 }
 
 // A free under way holds back only allocations at its own address: a synchronous free that waits

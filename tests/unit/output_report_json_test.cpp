@@ -159,7 +159,12 @@ TEST(ReportJson, DocumentIsTheReportToTheByte) {
 TEST(ReportJson, HasTheDocumentedShape) {
   CaptureBuilder b = leaking_run();
   ReportContext ctx;
-  ctx.nvml_used_bytes[0] = (256 + 20) * kMiB + 1000;
+  format::DeviceUsageRecord usage{};  // NVML at exit: 1000 bytes more than gpuleak counted
+  usage.device = 0;
+  usage.process_used_bytes = (256 + 20) * kMiB + 1000;
+  usage.tracked_live_bytes = (256 + 20) * kMiB;
+  usage.flags = format::kUsageProcessKnown | format::kUsageAtExit;
+  b.capture.device_usage.push_back(usage);
   json r = report_of(b.capture, ctx);
 
   EXPECT_EQ(r["schema"], "gpuleak.report/1.1");
