@@ -72,5 +72,7 @@ def test_under_the_shim_iterations_come_from_the_api(gpu_env, tmp_path):
     assert len(r.leaks) == 1
     leak = r.leaks[0]
     assert leak.bytes_per_iteration == 1 << 20
-    assert leak.where.startswith("fake_gpu.py:") and leak.where.endswith(" in malloc")  # the headline: the user's innermost frame
+    # The headline: the user's innermost frame, with the user's frame that called it.
+    assert leak.headline["text"].startswith("fake_gpu.py:") and leak.headline["text"].endswith(" in malloc")
+    assert leak.where.startswith(leak.headline["text"] + ", called from train.py:")
     assert [(f.function, f.line) for f in leak.stack if f.file and f.file.endswith("train.py")] == [("<module>", 8)]

@@ -82,7 +82,7 @@ def test_gpuleak_enforces_the_markers(suite):
     for name in ("test_leaks_too_much", "test_grows_every_step", "test_peak_too_high", "test_fails_on_its_own"):
         result.stdout.fnmatch_lines(["FAILED test_gpu.py::%s*" % name])
     result.stdout.fnmatch_lines([
-        "*gpu_limit_leaks: fake_gpu.py:* in malloc left 4 MiB live in 1 allocation on device 0 at the end of the "
+        "*gpu_limit_leaks: fake_gpu.py:* in malloc, called from test_gpu.py:* in test_leaks_too_much left 4 MiB live in 1 allocation on device 0 at the end of the "
         "test (limit 1 MiB)*",
         "*gpu_limit_growth: device 0 grows 1 MiB/iteration over * iterations after 2 of warm-up (limit 1 KiB/iteration)*",
         "*gpu_limit_peak: device 0 peaked at 8 MiB live (limit 2 MiB)*",
