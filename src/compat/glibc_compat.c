@@ -127,3 +127,16 @@ GPULEAK_HIDDEN int pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t 
   real.tv_nsec = (long)(ns % 1000000000LL);
   return pthread_cond_timedwait(cond, mutex, &real);
 }
+
+/* glibc 2.29: new versions of exp, log and pow (without the SVID error handling). The CLI's analysis
+ * calls pow; linked with --wrap for each (tools/CMakeLists.txt), every call comes here and goes to
+ * the version every glibc since 2.2.5 has, which returns the same values. */
+extern double gpuleak_old_exp(double);
+extern double gpuleak_old_log(double);
+extern double gpuleak_old_pow(double, double);
+__asm__(".symver gpuleak_old_exp,exp@GLIBC_2.2.5");
+__asm__(".symver gpuleak_old_log,log@GLIBC_2.2.5");
+__asm__(".symver gpuleak_old_pow,pow@GLIBC_2.2.5");
+GPULEAK_HIDDEN double __wrap_exp(double x) { return gpuleak_old_exp(x); }
+GPULEAK_HIDDEN double __wrap_log(double x) { return gpuleak_old_log(x); }
+GPULEAK_HIDDEN double __wrap_pow(double x, double y) { return gpuleak_old_pow(x, y); }
