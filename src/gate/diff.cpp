@@ -15,23 +15,6 @@ using text::printable;  // a report's names are the program's bytes: no escape r
 
 namespace {
 
-bool same_line(const Report &ra, const LeakGroup &a, const Report &rb, const LeakGroup &b) {
-  if (a.device != b.device) return false;
-  if (a.headline && b.headline && (a.headline->file || a.headline->function))
-    return a.headline->file == b.headline->file && a.headline->line == b.headline->line &&
-           a.headline->function == b.headline->function;
-  for (size_t i : a.sites)
-    for (size_t j : b.sites)
-      if (ra.leaks[i].site_id == rb.leaks[j].site_id) return true;
-  return false;
-}
-
-const LeakGroup *find_line(const Report &in, const Report &from, const LeakGroup &like) {
-  for (const LeakGroup &g : in.leak_groups)
-    if (same_line(from, like, in, g)) return &g;
-  return nullptr;
-}
-
 std::string which_sites(const Report &r, const LeakGroup &g) {
   return g.sites.size() == 1 ? "site " + r.leaks[g.sites[0]].site_id : std::to_string(g.sites.size()) + " sites";
 }
@@ -69,34 +52,125 @@ std::string size_or_dash(const Device *d, uint64_t Device::*field) {
 
 }  // namespace
 
+const char *change_name(LeakChange::What what) {
+  switch (what) {
+    case LeakChange::What::kAdded:
+      return "new";
+    case LeakChange::What::kRemoved:
+      return "gone";
+    case LeakChange::What::kRegressed:
+      return "regressed";
+    case LeakChange::What::kImproved:
+      return "improved";
+    case LeakChange::What::kMoved:
+      return "moved";
+    case LeakChange::What::kSame:
+      return "same";
+  }
+  return "?";
+}
+
 std::vector<LeakChange> diff_leaks(const Report &a, const Report &b, double tolerance) {
-  std::vector<LeakChange> added, removed, changed;
-  auto change_of = [&](LeakChange::What what, const LeakGroup *before, const LeakGroup *after) {
-    LeakChange c{what, before, after, nullptr, nullptr};
+  using What = LeakChange::What;
+  std::vector<LeakChange> all;
+  auto change_of = [&](What what, const LeakGroup *before, const LeakGroup *after) {
+    LeakChange c{what, before, after, nullptr, nullptr, std::nullopt};
     if (before) c.before = &a.leaks[before->sites[0]];
     if (after) c.after = &b.leaks[after->sites[0]];
     return c;
   };
-  for (const LeakGroup &g : b.leak_groups) {
-    const LeakGroup *old = find_line(a, b, g);
-    if (!old) {
-      added.push_back(change_of(LeakChange::What::kAdded, nullptr, &g));
-    } else if (std::fabs(g.bytes_per_iteration - old->bytes_per_iteration) >
-               tolerance * std::fabs(old->bytes_per_iteration)) {
-      changed.push_back(change_of(LeakChange::What::kChanged, old, &g));
-    }
+  const LinePairing pairing = pair_lines(a, b);
+  for (size_t j : pairing.only_after) all.push_back(change_of(What::kAdded, nullptr, &b.leak_groups[j]));
+  for (size_t i : pairing.only_before) all.push_back(change_of(What::kRemoved, &a.leak_groups[i], nullptr));
+  for (const LinePair &p : pairing.pairs) {
+    const LeakGroup &before = a.leak_groups[p.before], &after = b.leak_groups[p.after];
+    What what = What::kSame;
+    if (rate_regressed(before.bytes_per_iteration, after.bytes_per_iteration, tolerance))
+      what = What::kRegressed;
+    else if (rate_improved(before.bytes_per_iteration, after.bytes_per_iteration, tolerance))
+      what = What::kImproved;
+    else if (p.by == PairedBy::kMoved || p.by == PairedBy::kSite)
+      what = What::kMoved;
+    LeakChange c = change_of(what, &before, &after);
+    c.paired_by = p.by;
+    all.push_back(c);
   }
-  for (const LeakGroup &g : a.leak_groups)
-    if (!find_line(b, a, g)) removed.push_back(change_of(LeakChange::What::kRemoved, &g, nullptr));
   auto rate = [](const LeakChange &c) { return (c.after_line ? c.after_line : c.before_line)->bytes_per_iteration; };
-  auto by_rate = [&](const LeakChange &x, const LeakChange &y) { return rate(x) > rate(y); };
-  std::stable_sort(added.begin(), added.end(), by_rate);
-  std::stable_sort(removed.begin(), removed.end(), by_rate);
-  std::stable_sort(changed.begin(), changed.end(), by_rate);
-  std::vector<LeakChange> all = added;
-  all.insert(all.end(), removed.begin(), removed.end());
-  all.insert(all.end(), changed.begin(), changed.end());
+  std::stable_sort(all.begin(), all.end(), [&](const LeakChange &x, const LeakChange &y) {
+    return x.what != y.what ? x.what < y.what : rate(x) > rate(y);
+  });
   return all;
+}
+
+namespace {
+
+nlohmann::json side_json(const Report &r) {
+  using nlohmann::json;
+  return {{"path", r.path},
+          {"program", r.program},
+          {"pid", r.pid ? json(*r.pid) : json(nullptr)},
+          {"rank", r.rank ? json(*r.rank) : json(nullptr)},
+          {"verdict", r.verdict}};
+}
+
+nlohmann::json line_json(const Report &r, const LeakGroup *g) {
+  using nlohmann::json;
+  if (!g) return nullptr;
+  const Leak &largest = r.leaks[g->sites[0]];
+  const Frame *f =
+      g->headline && (g->headline->file || g->headline->function) ? &*g->headline : largest.stack.user_frame();
+  json ids = json::array();
+  for (size_t k : g->sites) ids.push_back(r.leaks[k].site_id);
+  const Loop *loop = r.loop_of(largest);
+  return {{"text", g->describe()},
+          {"file", f && f->file ? json(*f->file) : json(nullptr)},
+          {"function", f && f->function ? json(*f->function) : json(nullptr)},
+          {"line", f && f->line ? json(*f->line) : json(nullptr)},
+          {"loop", loop ? json(loop->name) : json(nullptr)},
+          {"bytes_per_iteration", g->bytes_per_iteration},
+          {"live_bytes", g->live_bytes},
+          {"site_ids", std::move(ids)}};
+}
+
+nlohmann::json device_json(const Device *d) {
+  if (!d) return nullptr;
+  return {{"verdict", d->verdict},
+          {"peak_live_bytes", d->peak_live_bytes},
+          {"live_at_exit_bytes", d->live_at_exit_bytes},
+          {"growth_bytes_per_iteration", d->growth_bytes_per_iteration}};
+}
+
+}  // namespace
+
+nlohmann::json diff_json(const Report &a, const Report &b, double tolerance) {
+  using nlohmann::json;
+  std::set<int> indexes;
+  for (const Device &d : a.devices) indexes.insert(d.index);
+  for (const Device &d : b.devices) indexes.insert(d.index);
+  json devices = json::array();
+  for (int index : indexes)
+    devices.push_back({{"index", index}, {"a", device_json(a.device(index))}, {"b", device_json(b.device(index))}});
+  json lines = json::array();
+  json counts = json::object();
+  for (LeakChange::What w : {LeakChange::What::kAdded, LeakChange::What::kRemoved, LeakChange::What::kRegressed,
+                             LeakChange::What::kImproved, LeakChange::What::kMoved, LeakChange::What::kSame})
+    counts[change_name(w)] = 0;
+  for (const LeakChange &c : diff_leaks(a, b, tolerance)) {
+    counts[change_name(c.what)] = counts[change_name(c.what)].get<int>() + 1;
+    const LeakGroup &g = c.after_line ? *c.after_line : *c.before_line;
+    lines.push_back({{"change", change_name(c.what)},
+                     {"paired_by", c.paired_by ? json(paired_by_name(*c.paired_by)) : json(nullptr)},
+                     {"device", g.device},
+                     {"a", line_json(a, c.before_line)},
+                     {"b", line_json(b, c.after_line)}});
+  }
+  return {{"schema", "gpuleak.diff/1"},
+          {"a", side_json(a)},
+          {"b", side_json(b)},
+          {"tolerance", tolerance},
+          {"devices", std::move(devices)},
+          {"lines", std::move(lines)},
+          {"counts", std::move(counts)}};
 }
 
 std::string write_diff(const Report &a, const Report &b, double tolerance) {
@@ -128,15 +202,13 @@ std::string write_diff(const Report &a, const Report &b, double tolerance) {
   out += table(rows);
 
   std::vector<LeakChange> changes = diff_leaks(a, b, tolerance);
-  size_t n_added = 0, n_removed = 0, n_changed = 0;
+  size_t n[6] = {0, 0, 0, 0, 0, 0};
+  for (const LeakChange &c : changes) ++n[static_cast<size_t>(c.what)];
+  out += "\nleaking lines: " + std::to_string(n[0]) + " new, " + std::to_string(n[1]) + " gone, " +
+         std::to_string(n[2]) + " regressed, " + std::to_string(n[3]) + " improved, " + std::to_string(n[4]) +
+         " moved, " + std::to_string(n[5]) + " the same\n";
   for (const LeakChange &c : changes) {
-    n_added += c.what == LeakChange::What::kAdded;
-    n_removed += c.what == LeakChange::What::kRemoved;
-    n_changed += c.what == LeakChange::What::kChanged;
-  }
-  out += "\nleaks added " + std::to_string(n_added) + ", removed " + std::to_string(n_removed) + ", changed " +
-         std::to_string(n_changed) + "\n";
-  for (const LeakChange &c : changes) {
+    if (c.what == LeakChange::What::kSame) continue;
     const LeakGroup &l = c.after_line ? *c.after_line : *c.before_line;
     const Report &in = c.after_line ? b : a;
     std::string line = "  ";
@@ -145,9 +217,15 @@ std::string write_diff(const Report &a, const Report &b, double tolerance) {
     } else if (c.what == LeakChange::What::kRemoved) {
       line += "- " + l.describe() + ": was " + format_size(l.bytes_per_iteration) + "/iteration";
     } else {
-      line += "~ " + l.describe() + ": " + format_size(c.before_line->bytes_per_iteration) + "/iteration -> " +
-              format_size(c.after_line->bytes_per_iteration) + "/iteration (" +
-              change(c.before_line->bytes_per_iteration, c.after_line->bytes_per_iteration) + ")";
+      const double before = c.before_line->bytes_per_iteration, after = c.after_line->bytes_per_iteration;
+      line += (c.what == LeakChange::What::kMoved ? "= " : "~ ") + l.describe() + ": ";
+      line += c.what == LeakChange::What::kMoved
+                  ? format_size(after) + "/iteration"
+                  : format_size(before) + "/iteration -> " + format_size(after) + "/iteration (" +
+                        change(before, after) + ", " + change_name(c.what) + ")";
+      // Where A had it, when that is not where B has it.
+      if (c.paired_by == PairedBy::kMoved || c.paired_by == PairedBy::kSite)
+        line += ", was " + c.before_line->describe() + " (paired by " + paired_by_name(*c.paired_by) + ")";
     }
     out += printable(line + " on device " + std::to_string(l.device) + " [" + which_sites(in, l) + "]") + "\n";
   }

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "format/words.h"
+#include "gate/pairing.h"
 #include "gate/sizes.h"
 
 namespace gpuleak::gate {
@@ -39,32 +40,42 @@ bool warmup_only(const Leak &leak, int64_t warmup) {
   return lbi.back() <= lbi[static_cast<size_t>(warmup - 1)];
 }
 
-// Baselines match loops by their user location (Loop::location): a leak the baseline had in the
-// same loop is not new. A report or baseline without loops[] (before 1.1) matches any loop.
-bool same_loop(const Report &r, const Leak &l, const Report &base, const Leak &b) {
-  const Loop *now = r.loop_of(l), *then = base.loop_of(b);
-  return !now || !then || now->location() == then->location();
-}
-
-bool new_since(const Report &r, const Report *baseline, const std::vector<const Leak *> &sites, const LeakGroup &g) {
-  if (!baseline) return false;
-  for (const Leak *l : sites)
-    for (const Leak &b : baseline->leaks)
-      if (b.site_id == l->site_id && same_loop(r, *l, *baseline, b)) return false;
-  // The same user line in the baseline (its library sites may differ) is the same finding.
-  for (const LeakGroup &b : baseline->leak_groups)
-    if (b.device == g.device && b.headline && g.headline && b.headline->file == g.headline->file &&
-        b.headline->line == g.headline->line && b.headline->function == g.headline->function &&
-        same_loop(r, *sites[0], *baseline, baseline->leaks[b.sites[0]]))
-      return false;
-  return true;
-}
-
 // " in test_a.py::test_b, the loop at test_a.py:12 in test_b": said when the report has several
 // loops or the loop ran in a test; "" otherwise (and for reports before 1.1).
 std::string in_loop(const Report &r, const Loop *loop) {
   if (!loop || (r.loops.size() < 2 && !loop->test)) return "";
   return " in " + loop->describe();
+}
+
+// "; was 1 MiB/iteration at train.py:50 in train_step in the baseline (+40.0%, tolerance 5.0%)":
+// the baseline's rate, and its line when it moved; "" when there is no pair.
+std::string compared_with(const LeakGroup *then, const LinePair *pair, double bytes, const Budgets &budgets) {
+  if (!then) return "";
+  const bool moved = pair->by == PairedBy::kMoved || pair->by == PairedBy::kSite;
+  std::string s =
+      "; was " + rate(then->bytes_per_iteration) + (moved ? " at " + then->describe() : "") + " in the baseline";
+  if (then->bytes_per_iteration > 0 && bytes != then->bytes_per_iteration)
+    s += " (" + percent(bytes / then->bytes_per_iteration - 1.0) + ", tolerance " +
+         percent(budgets.tolerance).substr(1) + ")";
+  return s;
+}
+
+// A baseline line that pairs with none of the report's: fixed, or gone with the code around it.
+Finding gone_finding(const Report &base, const LeakGroup &g) {
+  Finding f;
+  f.kind = Kind::kGone;
+  f.status = Status::kPass;
+  f.device = g.device;
+  f.baseline = "gone";
+  f.baseline_line = g.describe();
+  const Leak &largest = base.leaks[g.sites[0]];
+  f.site_id = largest.site_id;
+  for (size_t k : g.sites) f.site_ids.push_back(base.leaks[k].site_id);
+  const Loop *loop = base.loop_of(largest);
+  if (loop && !in_loop(base, loop).empty()) f.loop = loop->name, f.test = loop->test.value_or("");
+  f.message = g.describe() + " leaked " + rate(g.bytes_per_iteration) + " on device " + std::to_string(g.device) +
+              in_loop(base, loop) + " in the baseline; no leaking line of this run pairs with it";
+  return f;
 }
 
 // A finding about one site on its own (suppressed or warm-up), named by its own headline.
@@ -86,7 +97,11 @@ Finding site_finding(const Leak &leak) {
 // are judged together against that rule.
 void evaluate_leaks(ReportOutcome *out, const Budgets &budgets, Suppressions &supp, const Report *baseline) {
   const Report &r = out->report;
-  for (const LeakGroup &g : r.leak_groups) {
+  const LinePairing pairing = baseline ? pair_lines(*baseline, r) : LinePairing{};
+  for (size_t gi = 0; gi < r.leak_groups.size(); ++gi) {
+    const LeakGroup &g = r.leak_groups[gi];
+    const LinePair *pair = baseline ? pairing.of_after(gi) : nullptr;
+    const LeakGroup *then = pair ? &baseline->leak_groups[pair->before] : nullptr;
     std::vector<std::pair<const SiteBudget *, std::vector<const Leak *>>> by_rule;
     for (size_t k : g.sites) {
       const Leak &leak = r.leaks[k];
@@ -129,7 +144,11 @@ void evaluate_leaks(ReportOutcome *out, const Budgets &budgets, Suppressions &su
       const std::string budget_from = rule        ? " from " + rule->match.text()
                                       : loop_rule ? " from loop rule " + loop_rule->pattern
                                                   : "";
-      const bool is_new = new_since(r, baseline, sites, g);
+      // Against the baseline: a line no baseline line pairs with is new; a paired one regressed
+      // when its rate grew beyond the tolerance. A line part of whose sites a rule took out is
+      // compared with the baseline's whole line, which can only hide a regression, never invent one.
+      const bool is_new = baseline && !pair;
+      const bool regressed = then && rate_regressed(then->bytes_per_iteration, bytes, budgets.tolerance);
       Finding f;
       f.kind = Kind::kLeak;
       f.device = g.device;
@@ -152,8 +171,8 @@ void evaluate_leaks(ReportOutcome *out, const Budgets &budgets, Suppressions &su
                   " (budget " + rate(static_cast<double>(budget)) + budget_from + "; " +
                   format_size(static_cast<double>(live)) + " live in " + format::count_of(count, "allocation") +
                   " at the last iteration, since iteration " + std::to_string(since) +
-                  (is_new ? "; new since the baseline" : "") + ") [" + which + "]" +
-                  (sites[0]->retained_by.empty() ? "" : "; kept by " + sites[0]->retained_by);
+                  (is_new ? "; new since the baseline" : "") + compared_with(then, pair, bytes, budgets) + ") [" +
+                  which + "]" + (sites[0]->retained_by.empty() ? "" : "; kept by " + sites[0]->retained_by);
       if (sites.size() > 1)
         for (const Leak *l : sites)
           f.details.push_back(rate(l->bytes_per_iteration) + " via " + l->stack.via_text() + " [site " + l->site_id +
@@ -163,12 +182,21 @@ void evaluate_leaks(ReportOutcome *out, const Budgets &budgets, Suppressions &su
       } else if (is_new) {
         f.status = Status::kFail;
         f.note = "within its budget, but the baseline has no leak at this line";
+      } else if (regressed) {
+        f.status = Status::kFail;
+        f.note = "within its budget, but it leaks more than the baseline's line beyond the tolerance";
       } else {
         f.status = Status::kPass;
+      }
+      if (baseline) {
+        f.baseline = is_new ? "new" : regressed ? "regressed" : "same";
+        if (pair) f.paired_by = paired_by_name(pair->by), f.baseline_line = then->describe();
       }
       out->findings.push_back(std::move(f));
     }
   }
+  if (baseline)
+    for (size_t i : pairing.only_before) out->findings.push_back(gone_finding(*baseline, baseline->leak_groups[i]));
 }
 
 void evaluate_devices(ReportOutcome *out, const Budgets &budgets) {
@@ -401,6 +429,8 @@ const char *kind_name(Kind k) {
       return "inconclusive";
     case Kind::kCapture:
       return "capture";
+    case Kind::kGone:
+      return "leak gone";
   }
   return "?";
 }

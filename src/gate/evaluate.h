@@ -23,8 +23,20 @@ enum class Status {
 };
 const char *status_name(Status s);  // "FAIL", "warning", "suppressed", "ignored", "ok"
 
-enum class Kind { kLeak, kGrowth, kPeak, kOom, kOomHorizon, kPeakRegression, kLiveRegression, kInconclusive, kCapture };
-const char *kind_name(Kind k);  // "leak", "growth", "peak", "oom", "oom forecast", ...
+// kGone: a user line that leaked in the baseline and pairs with none of this report's (a pass).
+enum class Kind {
+  kLeak,
+  kGrowth,
+  kPeak,
+  kOom,
+  kOomHorizon,
+  kPeakRegression,
+  kLiveRegression,
+  kInconclusive,
+  kCapture,
+  kGone
+};
+const char *kind_name(Kind k);  // "leak", "growth", "peak", "out of memory", "OOM forecast", ...
 
 struct Finding {
   Kind kind = Kind::kLeak;
@@ -41,6 +53,11 @@ struct Finding {
   // (issue #33) The loop a leak or growth was judged in, and the test that ran it: "" when the
   // report has one loop and no test, or the finding is not about a loop.
   std::string loop, test;
+  // A leak judged against a baseline (pairing.h): "new" (no baseline line pairs with it),
+  // "regressed" (its rate grew beyond the tolerance), "same", or "gone" (Kind::kGone); "" without
+  // a baseline. `paired_by` says how it paired ("exact", "path_suffix", "moved", "site") and
+  // `baseline_line` names the baseline's line when it is paired or gone.
+  std::string baseline, paired_by, baseline_line;
 };
 
 struct ReportOutcome {
@@ -52,7 +69,8 @@ struct ReportOutcome {
   size_t count(Status s) const;
 };
 
-// Weighs `report` against the budgets and, when given, a baseline report. Suppressions record
+// Weighs `report` against the budgets and, when given, a baseline report, whose user lines pair
+// with the report's by pair_lines() (pairing.h). Suppressions record
 // their uses (for the "unused suppression" note).
 ReportOutcome evaluate(Report report, const Budgets &budgets, Suppressions &suppressions, const Report *baseline);
 

@@ -110,6 +110,7 @@ class Reader {
       // A helper's line is named with the user's line that called it, as the summary names it.
       if (const json *caller = field(*h, "caller")) {
         if (!caller->is_object()) fail(where + ".headline.caller", "an object");
+        s.caller = frame(*caller, where + ".headline.caller");
         const std::optional<std::string> from = opt_string(*caller, "text", where + ".headline.caller");
         if (from && !from->empty() && s.headline_text) *s.headline_text += ", called from " + *from;
       }
@@ -137,6 +138,7 @@ void parse_leak_groups(const Reader &r, const json &doc, const std::string &path
     group.first_iteration = r.opt_int(g, "first_iteration", w).value_or(0);
     Stack head = r.stack(g, w);
     group.headline = head.headline;
+    group.caller = head.caller;
     const json *ids = r.field(g, "site_ids");
     if (!ids || !ids->is_array() || ids->empty()) r.fail(w + ".site_ids", "a non-empty array of site ids");
     for (const json &id : *ids) {

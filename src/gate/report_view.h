@@ -40,6 +40,9 @@ struct Stack {
   // The headline's via: the library code the user's line called (absent: none or older report).
   std::optional<std::string> via_function, via_file;
   std::optional<int64_t> via_line;
+  // The headline's caller (headline.caller): the user's line that called a helper's function.
+  // Absent when the headline is not in a helper, and in older reports.
+  std::optional<Frame> caller;
 
   // The frame a person should be sent to: the headline; in a report without one, the innermost
   // Python frame with a file and line, else the innermost native frame with a file and line.
@@ -110,6 +113,7 @@ struct LeakGroup {
   uint64_t live_bytes = 0, live_count = 0;
   int64_t first_iteration = 0;
   std::optional<Frame> headline;  // the user's line; absent in a group made from one leak
+  std::optional<Frame> caller;    // the headline's caller (Stack::caller), when it has one
   std::string text;               // "train.py:52 in train_step"; from one leak: its describe()
   std::vector<size_t> sites;      // indexes into Report::leaks, largest first
 

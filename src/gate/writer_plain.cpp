@@ -10,9 +10,12 @@ namespace gpuleak::gate {
 
 using text::printable;
 
-bool listed(const Finding &f) { return f.status != Status::kPass || f.kind == Kind::kLeak || f.kind == Kind::kGrowth; }
+bool listed(const Finding &f) {
+  return f.status != Status::kPass || f.kind == Kind::kLeak || f.kind == Kind::kGrowth || f.kind == Kind::kGone;
+}
 
 const char *listed_status(const Finding &f) {
+  if (f.status == Status::kPass && f.kind == Kind::kGone) return "ok";
   return f.status == Status::kPass ? "within budget" : status_name(f.status);
 }
 

@@ -17,7 +17,7 @@ mkdir -p "$corpus"
 s=$src/src
 text=("$s/text/atomic_file.cpp" "$s/text/bounded_read.cpp" "$s/text/escape.cpp" "$s/text/json_input.cpp")
 gate=()
-for f in report_view evaluate budgets diff sizes suppressions writer_junit writer_github writer_plain; do
+for f in report_view evaluate budgets diff pairing sizes suppressions writer_junit writer_github writer_plain; do
   gate+=("$s/gate/$f.cpp")
 done
 report='{"schema": "gpuleak.report/1", "run": {"program": "train", "pid": 7, "capture": {"events": 40}},

@@ -171,8 +171,10 @@ void register_check(CLI::App &app, Action *action) {
       ->check(non_negative_integer());
   cmd->add_flag("--fail-on-inconclusive", o->fail_on_inconclusive, "An inconclusive run fails instead of warning");
   cmd->add_option("--baseline", o->baselines,
-                  "Baseline report: fail on regressions and new leaking sites (repeat the flag for several)");
-  cmd->add_option("--tolerance", o->tolerance, "Allowed regression of peak and steady-state live memory (default 5%)");
+                  "Baseline report: fail on regressions and new leaking lines (repeat the flag for several)");
+  cmd->add_option("--tolerance", o->tolerance,
+                  "Allowed regression against the baseline of peak and steady-state live memory and of each leaking "
+                  "line's rate (default 5%)");
   cmd->add_option("--suppressions", o->suppressions,
                   "Suppressions file (leak:/file:/module:/site: rules with # reason; repeat the flag for several)");
   cmd->add_option("--junit", o->junit, "Write JUnit XML here (one testcase per report)");

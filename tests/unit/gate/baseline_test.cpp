@@ -74,23 +74,27 @@ TEST(GateDiff, LeaksAddedRemovedChanged) {
                             leak("dd", "steady", "/s/d.cpp", 4, 102)});
   Report ra = parse(a), rb = parse(b);
   std::vector<LeakChange> d = diff_leaks(ra, rb, 0.05);  // points into ra and rb
-  ASSERT_EQ(d.size(), 3u);
+  ASSERT_EQ(d.size(), 4u);
   EXPECT_EQ(d[0].what, LeakChange::What::kAdded);
   EXPECT_EQ(d[0].after->site_id, "bb");
   EXPECT_EQ(d[1].what, LeakChange::What::kRemoved);
   EXPECT_EQ(d[1].before->site_id, "cc");
-  EXPECT_EQ(d[2].what, LeakChange::What::kChanged);
+  EXPECT_EQ(d[2].what, LeakChange::What::kRegressed);
   EXPECT_EQ(d[2].after->site_id, "aa");
+  EXPECT_EQ(d[3].what, LeakChange::What::kSame);  // +2%: within the tolerance
+  EXPECT_EQ(d[3].after->site_id, "dd");
 
   b["devices"][0]["peak_live_bytes"] = 150 * kMiB;
   b["verdict"] = "leak";
   std::string text = write_diff(parse(a, "a.json"), parse(b, "b.json"), 0.05);
   EXPECT_NE(text.find("device 0 peak"), std::string::npos) << text;
   EXPECT_NE(text.find("+50.0%"), std::string::npos) << text;
-  EXPECT_NE(text.find("leaks added 1, removed 1, changed 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("leaking lines: 1 new, 1 gone, 1 regressed, 0 improved, 0 moved, 1 the same"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("+ fresh (/s/b.cpp:2): 10 B/iteration on device 0 [site bb]"), std::string::npos) << text;
   EXPECT_NE(text.find("- gone (/s/c.cpp:3): was 50 B/iteration"), std::string::npos) << text;
-  EXPECT_NE(text.find("~ kept (/s/a.cpp:1): 1000 B/iteration -> 1.95 KiB/iteration (+100.0%)"), std::string::npos)
+  EXPECT_NE(text.find("~ kept (/s/a.cpp:1): 1000 B/iteration -> 1.95 KiB/iteration (+100.0%, regressed)"),
+            std::string::npos)
       << text;
 }
 

@@ -9,45 +9,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli_runner.h"
 #include "report_fixture.h"
 
 namespace gpuleak::gate {
 namespace {
 
 using namespace testing;
-
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string quote(const std::string &s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-std::string slurp(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Runs the gpuleak CLI with `args` (and `env`, "NAME=value ..." prefixes) in a clean environment
-// as far as the GitHub variables go.
-Result gpuleak(const ScratchDir &dir, const std::vector<std::string> &args, const std::string &env = "") {
-  std::string cmd =
-      "env -u GITHUB_ACTIONS -u GITHUB_STEP_SUMMARY -u GITHUB_WORKSPACE " + env + " " + quote(GPULEAK_CLI_PATH);
-  for (const std::string &a : args) cmd += " " + quote(a);
-  cmd += " >" + quote(dir.file("stdout")) + " 2>" + quote(dir.file("stderr"));
-  int status = std::system(cmd.c_str());
-  Result r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(dir.file("stdout"));
-  r.err = slurp(dir.file("stderr"));
-  return r;
-}
 
 json leaky_report() {
   json doc = report("leak");
@@ -327,7 +295,8 @@ TEST(GateDiffCli, SideBySideAndBadInput) {
   std::string b = dir.write("b.report.json", leaky_report().dump());
   Result r = gpuleak(dir, {"diff", a, b});
   EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("leaks added 1, removed 0, changed 0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("leaking lines: 1 new, 0 gone, 0 regressed, 0 improved, 0 moved, 0 the same"), std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("+ cache_activation (/ws/src/leaky.cpp:14): 1 MiB/iteration"), std::string::npos) << r.out;
   r = gpuleak(dir, {"diff", a, dir.file("nope.json")});
   EXPECT_EQ(r.code, 2);
@@ -486,19 +455,35 @@ TEST(GateCheckCli, LoopsNameTheTest) {
   EXPECT_NE(r.err.find("needs \"match\""), std::string::npos) << r.err;
 }
 
-// Baselines match loops by location: the same line leaking in a loop elsewhere is new.
+// Baselines pair loops by what they are (issue #28): a loop whose lines moved (lines added above
+// it) is the same loop; the same line leaking in another loop is a new finding.
 TEST(GateCheckCli, BaselineMatchesLoopsByLocation) {
   ScratchDir dir;
   json base = suite_report();
   std::string same = dir.write("base.report.json", base.dump());
   base["loops"][1]["first_line"] = 30;
+  base["loops"][1]["name"] = "test_leaky_step (test_suite.py:30-31)";
+  base["leaks"][0]["loop"] = "test_leaky_step (test_suite.py:30-31)";
+  base["leaks"][0]["stack"][0]["line"] = 31;
   std::string moved = dir.write("moved.report.json", base.dump());
+  base = suite_report();
+  base["leaks"][0]["loop"] = base["loops"][0]["name"];  // the line, leaking in test_clean's loop
+  std::string elsewhere = dir.write("elsewhere.report.json", base.dump());
   std::string now = dir.write("now.report.json", suite_report().dump());
   Result r = gpuleak(dir, {"check", "--loop-budget", "*=2MiB", "--baseline", same, now});
   EXPECT_EQ(r.code, 0) << r.out;
   r = gpuleak(dir, {"check", "--loop-budget", "*=2MiB", "--baseline", moved, now});
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("was 1 MiB/iteration at test_leaky_step (/ws/test_suite.py:31) in the baseline"),
+            std::string::npos)
+      << r.out;
+  r = gpuleak(dir, {"check", "--loop-budget", "*=2MiB", "--baseline", elsewhere, now});
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("new since the baseline"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ok leak gone: test_leaky_step (/ws/test_suite.py:27) leaked 1 MiB/iteration on device 0 in "
+                       "test_suite.py::test_clean"),
+            std::string::npos)
+      << r.out;
 }
 
 }  // namespace
