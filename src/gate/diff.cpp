@@ -2,7 +2,6 @@
 #include "gate/diff.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <set>
 
