@@ -22,6 +22,9 @@
 
 namespace gpuleak::analysis::detail {
 
+// A call site on one device slot, as one map key (the advice rules count per site and device).
+inline uint64_t slot_site_key(uint16_t slot, uint32_t site) { return static_cast<uint64_t>(slot) << 32 | site; }
+
 // The primary loop as the advice rules read it.
 struct LoopView {
   LoopView(const format::Capture &c, const SiteTable &s, const std::vector<int> &d, const AdviceOptions &o)

@@ -16,8 +16,6 @@ using format::Op;
 
 namespace {
 
-uint64_t key_of(uint16_t slot, uint32_t site) { return static_cast<uint64_t>(slot) << 32 | site; }
-
 struct ThrashDevice {
   std::vector<uint32_t> iterations;  // post-warm-up iterations with a burst (ascending, unique)
   std::vector<uint64_t> burst_ns;    // per entry of `iterations`: when its first burst began
@@ -288,7 +286,7 @@ class ChurnAndThrash : public Rule, public Observer {
     const Life &a = e.life;
     uint32_t j = loop_.iteration_born(a);
     if (j == kNone || j < loop_.w || e.death_iteration != j) return;
-    auto [it, fresh] = index_.try_emplace(key_of(a.slot, a.site), sites_.size());
+    auto [it, fresh] = index_.try_emplace(slot_site_key(a.slot, a.site), sites_.size());
     if (fresh) {
       sites_.emplace_back();
       sites_.back().slot = a.slot;

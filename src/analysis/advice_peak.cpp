@@ -15,8 +15,6 @@ namespace gpuleak::analysis::detail {
 
 namespace {
 
-uint64_t key_of(uint16_t slot, uint32_t site) { return static_cast<uint64_t>(slot) << 32 | site; }
-
 struct LateSite {
   uint16_t slot = 0;
   uint32_t site = 0;
@@ -96,7 +94,7 @@ class LateRelease : public Rule, public Observer {
       c.late_site = i;
       c.max.assign(loop_.n, 0);
       c.alive.assign(loop_.n + 1, 0);
-      candidates_.emplace(key_of(s.slot, s.site), counterfactuals_.size());
+      candidates_.emplace(slot_site_key(s.slot, s.site), counterfactuals_.size());
       counterfactuals_.push_back(std::move(c));
     }
     return !counterfactuals_.empty();
@@ -132,14 +130,14 @@ class LateRelease : public Rule, public Observer {
     }
     void died(uint32_t k, const format::MemoryRecord &, const Life &a) override {
       if (!on_device(a.space)) return;
-      auto it = r_.candidates_.find(key_of(a.slot, a.site));
+      auto it = r_.candidates_.find(slot_site_key(a.slot, a.site));
       if (it != r_.candidates_.end()) r_.moved(&r_.counterfactuals_[it->second], a, k);
       r_.change(a.slot, -static_cast<int64_t>(a.size));
     }
     void finish(const LiveSet &live) override {
       live.for_each([&](const LiveKey &, const Life &a) {
         if (!on_device(a.space)) return;
-        auto it = r_.candidates_.find(key_of(a.slot, a.site));
+        auto it = r_.candidates_.find(slot_site_key(a.slot, a.site));
         if (it == r_.candidates_.end()) return;
         const uint32_t j = r_.loop_.iteration_born(a);
         if (j == kNone || j < r_.loop_.w || j + r_.loop_.options.late_max_lag < r_.loop_.n) return;
@@ -156,7 +154,7 @@ class LateRelease : public Rule, public Observer {
   bool active() const { return loop_.options.late_max_lag > 0 && loop_.post() > loop_.options.late_max_lag; }
 
   LateSite &site(const Life &a) {
-    auto [it, fresh] = index_.try_emplace(key_of(a.slot, a.site), sites_.size());
+    auto [it, fresh] = index_.try_emplace(slot_site_key(a.slot, a.site), sites_.size());
     if (fresh) {
       sites_.emplace_back();
       sites_.back().slot = a.slot;

@@ -383,6 +383,10 @@ void judge_loops(const Ledger &ledger, const SiteTable &sites, std::vector<LoopR
     j.leaks = out->leaks;
     j.growth_bytes_per_iteration = growth(*out);
   }
+  const LoopJudgment *primary = nullptr;
+  for (const LoopJudgment &j : out->loops)
+    if (j.primary) primary = &j;
+  const uint64_t primary_start = primary ? primary->start_ns : 0;
   auto listed = [&](const Leak &l) {
     for (const Leak &x : out->leaks)
       if (x.device == l.device && x.site == l.site) return true;
@@ -400,8 +404,13 @@ void judge_loops(const Ledger &ledger, const SiteTable &sites, std::vector<LoopR
     r.survivors.reset();
     if (retention) retention->apply(ledger.devices, sites, &scratch);
     LoopJudgment &j = out->loops[r.judgment];
-    j.verdict = scratch.verdict;
     j.warmup = r.primary.warmup;
+    if (primary && j.test.empty() && j.end_ns <= primary_start) {  // a setup loop (LoopJudgment::setup)
+      j.setup = true;
+      for (const Leak &l : scratch.leaks) j.kept_bytes += l.live_bytes;
+      continue;
+    }
+    j.verdict = scratch.verdict;
     j.growth_bytes_per_iteration = growth(scratch);
     for (Leak &l : scratch.leaks) l.loop = j.name;
     for (size_t d = 0; d < scratch.devices.size() && d < out->devices.size(); ++d) {

@@ -331,6 +331,14 @@ struct LoopJudgment {
   Verdict verdict = Verdict::kClean;      // worst over its devices, judged on its passes alone
   double growth_bytes_per_iteration = 0;  // the largest device slope over its passes
   std::vector<Leak> leaks;                // largest bytes_per_iteration first
+  // A setup loop (report 1.2): not the primary, run outside any test, its last pass ended before
+  // the primary loop's first pass began. What such a loop keeps pass after pass is what the
+  // program builds before its main work (`layers = [Linear(...).to(dev) for _ in range(n)]`): a
+  // bounded amount that no later pass adds to, so it is not judged a leak. Its verdict stays
+  // clean, `leaks` empty, and `kept_bytes` says what the sites that would have leaked held at its
+  // last pass. A loop that runs again after the main loop began is judged as any other.
+  bool setup = false;
+  uint64_t kept_bytes = 0;
 };
 
 struct Analysis {

@@ -1,7 +1,9 @@
 // JUnit XML (writers.h): one testcase per report, for CI systems that collect test results
 // (GitLab's junit report, Jenkins, the GitHub test-reporter actions); and one per test whose
 // loops the report judged (a pytest run: report loops[].test, issue #33), named by its test id,
-// failing with that test's own findings.
+// failing with that test's own findings. A finding is counted once: a test's findings fail its
+// own case, and the report's case fails only with the findings of no test (one leak in a test
+// suite is one failing JUnit case, as it is one failure in the text).
 #include <algorithm>
 #include <map>
 #include <sstream>
@@ -99,7 +101,7 @@ void write_test_case(std::ostringstream &x, const ReportOutcome &o, const std::s
 std::string write_junit(const std::vector<ReportOutcome> &outcomes) {
   size_t failures = 0, tests = outcomes.size();
   for (const ReportOutcome &o : outcomes) {
-    failures += o.failed() ? 1 : 0;
+    failures += test_failed(o, "") ? 1 : 0;
     for (const std::string &t : tests_of(o.report)) ++tests, failures += test_failed(o, t) ? 1 : 0;
   }
   std::ostringstream x;
@@ -115,7 +117,12 @@ std::string write_junit(const std::vector<ReportOutcome> &outcomes) {
       << xml_escape(o.report.path, true) << "\">\n";
     std::string fail_text, other_text;
     const Finding *first = nullptr;
+    size_t in_tests = 0;
     for (const Finding &f : o.findings) {
+      if (!f.test.empty()) {  // its test's case has it
+        in_tests += f.status == Status::kFail ? 1 : 0;
+        continue;
+      }
       std::string line = std::string(listed_status(f)) + " " + finding_line(f) + "\n";
       for (const std::string &d : f.details) line += "    " + d + "\n";
       if (f.status == Status::kFail) {
@@ -132,6 +139,7 @@ std::string write_junit(const std::vector<ReportOutcome> &outcomes) {
     // The pid stays in the output text, where it helps and does not split the test's history.
     std::string out = "report " + o.report.path + " (" + o.report.display_name() + "): verdict " + o.report.verdict +
                       "\n" + other_text;
+    if (in_tests > 0) out += std::to_string(in_tests) + " failing finding(s) in the test cases below\n";
     x << "      <system-out>" << xml_escape(out) << "</system-out>\n";
     x << "    </testcase>\n";
     for (const std::string &t : tests_of(o.report)) write_test_case(x, o, names[i], t);

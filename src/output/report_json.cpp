@@ -222,6 +222,8 @@ json loops_json(const format::Capture &capture, const analysis::Analysis &a, Sit
                    {"verdict", analysis::verdict_name(l.verdict)},
                    {"growth_bytes_per_iteration", number(l.growth_bytes_per_iteration)},
                    {"released", released},
+                   {"setup", l.setup},
+                   {"kept_bytes", l.kept_bytes},
                    {"leak_groups", std::move(groups)}});
   }
   return out;

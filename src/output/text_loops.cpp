@@ -55,6 +55,14 @@ std::string loops_summary(const nlohmann::json &r) {
   uint64_t clean = 0, few = 0;
   for (const auto &loop : loops) {
     const std::string verdict = str(loop, "verdict");
+    // (1.2) A loop that ran before the main loop keeps what the program builds (its layers, its
+    // data): said once, with the amount, and never as a leak.
+    if (loop.value("setup", false) && num(loop, "kept_bytes") > 0) {
+      out += "  " + loop_label(loop) + " ran before the main loop (" +
+             format::count_of(static_cast<uint64_t>(num(loop, "passes")), "pass", "passes") + ") and keeps " +
+             human_bytes(num(loop, "kept_bytes")) + ": what the program builds first, not judged as a leak\n";
+      continue;
+    }
     if (verdict == "clean") ++clean;
     if (verdict == "inconclusive") ++few;
     if (verdict != "leak" && verdict != "growth") continue;

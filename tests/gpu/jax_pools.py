@@ -54,6 +54,7 @@ def main():
             del kept
         else:
             out["line"] = line_of("freed")
+            out["array_bytes"] = (16 << 20) * 4
             for step in gpuleak.iterate(range(10), loop="train"):
                 x = jnp.full((16 << 20,), float(step), dtype=jnp.float32)  # @freed
                 x.block_until_ready()

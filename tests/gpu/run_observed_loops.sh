@@ -141,7 +141,7 @@ if [[ -z ${ONLY:-} || $name =~ $ONLY ]]; then
     else
       "$gpuleak" check --format plain --junit "$dir/junit.xml" "${reports[0]}" >"$dir/check.txt" 2>&1
       check=$?
-      keep=$(grep -n '# @keep-pytest' "$here/test_gpu_suite.py" | cut -d: -f1)
+      keep=$(grep -n '# @keep-pytest$' "$here/test_gpu_suite.py" | cut -d: -f1)
       detail=$("$python" - "${reports[0]}" "$dir/result.json" "$dir/check.txt" "$dir/junit.xml" "$check" "$keep" <<'PY'
 import json, sys
 import xml.etree.ElementTree as ET

@@ -4,8 +4,9 @@ Each leaking shape keeps KEPT bytes per iteration at the line marked `# @keep_SH
   one_line  one framework call per step (a varying number of temporaries inside the library), the
             loop body's only allocating line: no line ever goes back (JAX's idiom);
   while     `while True:` with a break, one allocating line;
-  serve     requests, each decoding TOKENS tokens: the request loop is the iteration, each request
-            keeps its cache (one buffer per request), the token passes keep nothing;
+  serve     a model of LAYERS buffers built in a comprehension first (a setup loop, not a leak),
+            then requests, each decoding TOKENS tokens: the request loop is the iteration, each
+            request keeps its cache (one buffer per request), the token passes keep nothing;
   callback  a library's loop (steplib.Trainer.fit) calls the user's training_step once per step;
   hot       a pure-Python loop of HOT passes first (no GPU work), then the one_line loop;
   few       a loop of 3 passes, too few to be an iteration: nothing is found, and the summary says
@@ -26,6 +27,7 @@ KEPT = 1 << 20
 OUT = 1 << 18
 REQUESTS = 12
 TOKENS = 16
+LAYERS = 4
 HOT = 200000
 
 
@@ -53,6 +55,9 @@ def while_true(leak):
 
 
 def serve(leak):
+    # The model, built in a comprehension before the request loop and kept to the end: a setup
+    # loop (report loops[].setup), never the leak.
+    layers = [steplib.empty(KEPT) for _ in range(LAYERS)]  # noqa: F841
     caches = []
     for r in range(REQUESTS):
         cache = steplib.empty(KEPT)  # @keep_serve

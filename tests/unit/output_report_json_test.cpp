@@ -167,7 +167,7 @@ TEST(ReportJson, HasTheDocumentedShape) {
   b.capture.device_usage.push_back(usage);
   json r = report_of(b.capture, ctx);
 
-  EXPECT_EQ(r["schema"], "gpuleak.report/1.1");
+  EXPECT_EQ(r["schema"], "gpuleak.report/1.2");
   const json &run = r["run"];
   EXPECT_EQ(run["command"], json({"python3", "train.py", "--epochs", "1"}));
   EXPECT_EQ(run["program"], "train.py");
