@@ -6,6 +6,7 @@
 
 #include "analysis/advice_internal.h"
 #include "analysis/internal.h"
+#include "analysis/life_recorder.h"
 #include "analysis/pool_blocks.h"
 #include "analysis/retention.h"
 #include "text/paths.h"
@@ -107,58 +108,6 @@ std::vector<Span> marked_iterations(const Capture &capture, uint64_t end_ns, con
   return spans;
 }
 
-// Every allocation's life and every event's time (AnalysisOptions::record_lives), for the viewer
-// and the trace. The site is read at the death and at the end, since a VMM mapping may move it.
-class LifeRecorder : public Observer {
- public:
-  LifeRecorder(const SiteTable &sites, const PoolBlocks *segments) : sites_(sites), segments_(segments) {}
-  void before(uint32_t, const format::MemoryRecord *r, const LiveSet &) override {
-    if (r) lives->times.push_back(r->ts_ns);
-  }
-  void born(uint32_t k, const format::MemoryRecord &, const Life &a) override {
-    Entry e;
-    e.life.size = a.size;
-    e.life.birth = k;
-    e.slot = a.slot;
-    e.on_device = on_device(a.space) || a.space == Space::kPoolBlock;
-    e.life.pool_block = a.space == Space::kPoolBlock;
-    entries_.push_back(e);
-  }
-  void died(uint32_t k, const format::MemoryRecord &, const Life &a) override {
-    entries_[a.ordinal].life.death = k;
-    ended(a);
-  }
-  void finish(const LiveSet &live) override {
-    live.for_each([&](const LiveKey &, const Life &a) { ended(a); });
-  }
-  // Device indices are known once the ledger has its slots.
-  std::shared_ptr<const Lives> take(const Ledger &ledger) {
-    lives->lives.reserve(entries_.size());
-    for (Entry &e : entries_) {
-      e.life.device = e.on_device && e.slot < ledger.devices.size() ? ledger.devices[e.slot] : -1;
-      lives->lives.push_back(e.life);
-    }
-    std::vector<Entry>().swap(entries_);
-    return std::move(lives);
-  }
-  std::shared_ptr<Lives> lives = std::make_shared<Lives>();
-
- private:
-  struct Entry {
-    AllocationLife life;
-    uint16_t slot = 0;
-    bool on_device = false;
-  };
-  // What is known of an allocation once it is gone, or at the end: its site, whether a segment.
-  void ended(const Life &a) {
-    entries_[a.ordinal].life.site = sites_.sites[a.site];
-    entries_[a.ordinal].life.segment = segments_ && segments_->segment(a);
-  }
-  const SiteTable &sites_;
-  const PoolBlocks *segments_;
-  std::vector<Entry> entries_;
-};
-
 // What is still live at the end of the capture, by device and site.
 class LiveAtExit : public Observer {
  public:
@@ -166,7 +115,7 @@ class LiveAtExit : public Observer {
       : devices_(devices), sites_(sites), pool_(pool) {}
   void finish(const LiveSet &live_set) override {
     std::unordered_map<uint64_t, size_t> index;
-    live_set.for_each([&](const LiveKey &, const Life &a) {
+    live_set.for_each([&](const LiveKey &, const LiveAllocation &a) {
       if (!leak_candidate(pool_, a)) return;
       auto [it, fresh] = index.try_emplace(static_cast<uint64_t>(a.slot) << 32 | a.site, live.size());
       if (fresh) live.push_back(LiveSite{devices_[a.slot], sites_.sites[a.site], 0, 0});
@@ -423,8 +372,13 @@ void judge_loops(const Ledger &ledger, const SiteTable &sites, std::vector<LoopR
 }  // namespace
 }  // namespace detail
 
-Analysis analyze(const format::Capture &capture, const format::MemorySource &memory, const AnalysisOptions &options) {
-  using namespace detail;
+namespace detail {
+namespace {
+
+// analyze() over `memory`; `record_order`: its time order as indices into capture.memory (kept in
+// Lives::record_of), null when the records are streamed.
+Analysis run(const format::Capture &capture, const format::MemorySource &memory, const AnalysisOptions &options,
+             const std::vector<uint32_t> *record_order) {
   Analysis out;
   out.user_code = user_code_for(capture, options.user_code);
   std::vector<Span> spans = marked_iterations(capture, capture_end_ns(capture, memory), options, &out);
@@ -499,12 +453,12 @@ Analysis analyze(const format::Capture &capture, const format::MemorySource &mem
   for (LoopRun &o : others) observers.push_back(o.survivors.get());
   for (Observer *o : advisor.observers()) observers.push_back(o);
   std::optional<LifeRecorder> lives;
-  if (options.record_lives) observers.push_back(&lives.emplace(sites, segments));
+  if (options.record_lives) observers.push_back(&lives.emplace(sites, segments, timeline.devices));
   std::optional<RetentionJoin> retention;  // only with the start-up hook's paths (format 1.7)
   if (!capture.retentions.empty()) observers.push_back(&retention.emplace(capture));
   Ledger ledger;
   replay(capture, timeline, sites, spans, primary.end_pos, observers, &ledger);
-  if (lives) out.lives = lives->take(ledger);
+  if (lives) out.lives = lives->take(record_order ? *record_order : std::vector<uint32_t>{});
 
   out.accounting = ledger.accounting;
   out.duration_ns = since_start(timeline.end_ns, capture.header.monotonic_ns);
@@ -543,8 +497,16 @@ Analysis analyze(const format::Capture &capture, const format::MemorySource &mem
   return out;
 }
 
+}  // namespace
+}  // namespace detail
+
+Analysis analyze(const format::Capture &capture, const format::MemorySource &memory, const AnalysisOptions &options) {
+  return detail::run(capture, memory, options, nullptr);
+}
+
 Analysis analyze(const format::Capture &capture, const AnalysisOptions &options) {
-  return analyze(capture, format::VectorMemorySource(capture.memory), options);
+  const format::VectorMemorySource memory(capture.memory);
+  return detail::run(capture, memory, options, &memory.order());
 }
 
 }  // namespace gpuleak::analysis

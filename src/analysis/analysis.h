@@ -411,4 +411,10 @@ Analysis analyze(const format::Capture &capture, const AnalysisOptions &options 
 Analysis analyze(const format::Capture &capture, const format::MemorySource &memory,
                  const AnalysisOptions &options = {});
 
+// What the drawings of a capture read (the trace, the viewer, the exports): `analysis`'s lives
+// when it recorded them over capture.memory (AnalysisOptions::record_lives, as the front door asks
+// when it keeps the records), else those of a default analysis of `capture` that records them (a
+// life depends on no option). Never null.
+std::shared_ptr<const Lives> lives_of(const format::Capture &capture, const Analysis &analysis);
+
 }  // namespace gpuleak::analysis
