@@ -275,10 +275,25 @@ std::string allocator_setting(const format::Capture &capture, const char *name);
 // memory pool, JAX's BFC allocator): then allocation patterns are the pool's, not the loop's, and
 // no loop is looked for without marks. Empty mode: none.
 struct HidingPool {
-  std::string mode;  // allocator_mode
-  std::string note;  // allocator_note
+  format::AllocatorModes mode;  // allocator_mode
+  std::string note;             // allocator_note
 };
 HidingPool hiding_pool(const format::Capture &capture, const Frameworks &frameworks);
+
+// Iteration finding (iteration_finding.cpp), the one place that picks a run's iterations. First,
+// before pass 0 (which places their times on event positions): the marked ones, from the C API,
+// else from NVTX ranges matching AnalysisOptions::iteration_range_regex (sets iteration_source,
+// warns about a bad pattern). Empty when the program marked none.
+std::vector<Span> marked_iterations(const format::Capture &capture, uint64_t capture_end_ns,
+                                    const AnalysisOptions &options, Analysis *out);
+// Then, after pass 0: `marked` when there are any; else, unless a framework's pool hides the
+// objects, the observed Python loops, the loop in the allocations' Python frames, the allocation
+// sequence's period, the first that finds any. Sets iteration_source and iteration_choice (what
+// was tried and the --loop to suggest when nothing was found) and frees the sites' allocation
+// sequence. The spans come back sorted by start.
+std::vector<Span> find_iterations(const format::Capture &capture, const Timeline &timeline, SiteTable *sites,
+                                  const HidingPool &pool, std::vector<Span> marked, const AnalysisOptions &options,
+                                  Analysis *out);
 // Whether a framework's own allocator told gpuleak about its objects (a PoolTracker record of
 // that framework: PyTorch's tensors, CuPy's arrays, JAX's sampled live arrays).
 bool pool_tracked(const format::Capture &capture, format::PoolFramework framework);
