@@ -66,15 +66,15 @@ void DevicePeaks::before(uint32_t k, const format::MemoryRecord *, const LiveSet
       });
 }
 
-void DevicePeaks::born(uint32_t k, const format::MemoryRecord &, const Life &a) {
+void DevicePeaks::born(uint32_t k, const format::MemoryRecord &, const LiveAllocation &a) {
   if (on_device(a.space)) change(k, a, static_cast<int64_t>(a.size));
 }
 
-void DevicePeaks::died(uint32_t k, const format::MemoryRecord &, const Life &a) {
+void DevicePeaks::died(uint32_t k, const format::MemoryRecord &, const LiveAllocation &a) {
   if (on_device(a.space)) change(k, a, -static_cast<int64_t>(a.size));
 }
 
-void DevicePeaks::change(uint32_t k, const Life &a, int64_t delta) {
+void DevicePeaks::change(uint32_t k, const LiveAllocation &a, int64_t delta) {
   Slot &s = slots_[a.slot];
   s.live += delta;
   if (a.birth < loop_.first_begin) s.before_loop += delta;

@@ -88,7 +88,7 @@ class PeakComposition : public Rule, public Observer {
 
   void take(Moment *m, const LiveSet &live) {
     m->taken = true;
-    live.for_each([&](const LiveKey &, const Life &a) {
+    live.for_each([&](const LiveKey &, const LiveAllocation &a) {
       if (!on_device(a.space) || a.slot != m->slot) return;
       add(m, a.site, a, 1);
       add(m, kNone, a, 1);
@@ -96,7 +96,7 @@ class PeakComposition : public Rule, public Observer {
   }
 
   // An allocation in a taken snapshot moved to the site of its first mapping: so does its share.
-  void remapped(uint32_t, uint32_t old, const Life &a) override {
+  void remapped(uint32_t, uint32_t old, const LiveAllocation &a) override {
     if (!on_device(a.space)) return;
     for (Moment &m : moments_) {
       if (!m.taken || m.slot != a.slot || a.birth > m.pos) continue;
@@ -106,7 +106,7 @@ class PeakComposition : public Rule, public Observer {
   }
 
   // Adds (sign 1) or takes back (-1) an allocation live at the moment; site kNone: the total.
-  void add(Moment *m, uint32_t site, const Life &a, int sign) {
+  void add(Moment *m, uint32_t site, const LiveAllocation &a, int sign) {
     AdviceSite *s = &m->all;
     if (site != kNone) {
       auto [it, fresh] = m->index.try_emplace(site, m->sites.size());

@@ -45,17 +45,17 @@ struct LoopView {
 
   uint32_t post() const { return n > w ? n - w : 0; }
   // The primary iteration holding event position p, or kNone (between iterations, outside), given
-  // `after`: how many primary iterations ended at or before p (Primary::end_pos; a Life's
+  // `after`: how many primary iterations ended at or before p (Primary::end_pos; a LiveAllocation's
   // ends_at_birth, or a PositionCursor over `end` at the replay's position). O(1): the rules ask on
   // every death, and a binary search over the ends each time was a tenth of the analysis.
   uint32_t iteration_at(uint32_t p, uint32_t after) const {
     const uint32_t j = std::min(after, n);  // `end` may be a prefix of the primary ends
     return j < n && begin[j] <= p ? j : kNone;
   }
-  uint32_t iteration_born(const Life &a) const { return iteration_at(a.birth, a.ends_at_birth); }
+  uint32_t iteration_born(const LiveAllocation &a) const { return iteration_at(a.birth, a.ends_at_birth); }
   // Iteration ends allocation `a` lived through when it died at `death`, `after_death` iterations
   // having ended at or before that.
-  uint32_t ends_crossed(const Life &a, uint32_t death, uint32_t after_death) const {
+  uint32_t ends_crossed(const LiveAllocation &a, uint32_t death, uint32_t after_death) const {
     return death <= a.birth ? 0 : std::min(after_death, n) - std::min(a.ends_at_birth, n);
   }
   // Enough post-warm-up iterations for "every iteration" to mean something.
@@ -114,13 +114,13 @@ class DevicePeaks : public Observer {
  public:
   explicit DevicePeaks(const LoopView &loop) : loop_(loop), walk_(loop), slots_(loop.devices.size()) {}
   void before(uint32_t k, const format::MemoryRecord *r, const LiveSet &live) override;
-  void born(uint32_t k, const format::MemoryRecord &r, const Life &a) override;
-  void died(uint32_t k, const format::MemoryRecord &r, const Life &a) override;
+  void born(uint32_t k, const format::MemoryRecord &r, const LiveAllocation &a) override;
+  void died(uint32_t k, const format::MemoryRecord &r, const LiveAllocation &a) override;
   const PeakAt &peak(uint16_t slot) const { return slots_[slot].best; }
   const std::vector<AgesRun> &ages(uint16_t slot) const { return slots_[slot].ages; }
 
  private:
-  void change(uint32_t k, const Life &a, int64_t delta);
+  void change(uint32_t k, const LiveAllocation &a, int64_t delta);
   struct Slot {
     int64_t live = 0, before_loop = 0, mine = 0;
     PeakAt best;

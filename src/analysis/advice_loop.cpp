@@ -176,7 +176,7 @@ void churn_finding(const LoopView &loop, const ChurnSite &s, std::vector<Advice>
 
 // One allocation's life once it is over, as churn and thrash read it.
 struct Ended {
-  Life life;
+  LiveAllocation life;
   uint32_t death = 0;
   uint32_t death_iteration = kNone;  // the primary iteration holding `death`
   uint32_t free_ns = 0;              // duration of the call that ended it, when that was a free
@@ -193,14 +193,14 @@ class ChurnAndThrash : public Rule, public Observer {
   explicit ChurnAndThrash(const LoopView &loop) : loop_(loop), ends_(loop.end), slots_(loop.devices.size()) {}
   Observer *first() override { return this; }
 
-  void born(uint32_t, const format::MemoryRecord &, const Life &a) override {
+  void born(uint32_t, const format::MemoryRecord &, const LiveAllocation &a) override {
     if (!on_device(a.space)) return;
     Slot &s = slots_[a.slot];
     close(a.slot);
     s.live += a.size;
   }
 
-  void died(uint32_t k, const format::MemoryRecord &r, const Life &a) override {
+  void died(uint32_t k, const format::MemoryRecord &r, const LiveAllocation &a) override {
     if (!on_device(a.space)) return;
     Slot &s = slots_[a.slot];
     Ended e{a, k, loop_.iteration_at(k, ends_.through(k)), is_free(r) ? r.duration_ns : 0, api_label(r)};
@@ -283,7 +283,7 @@ class ChurnAndThrash : public Rule, public Observer {
   }
 
   void churn(const Ended &e) {
-    const Life &a = e.life;
+    const LiveAllocation &a = e.life;
     uint32_t j = loop_.iteration_born(a);
     if (j == kNone || j < loop_.w || e.death_iteration != j) return;
     auto [it, fresh] = index_.try_emplace(slot_site_key(a.slot, a.site), sites_.size());

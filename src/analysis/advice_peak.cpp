@@ -54,7 +54,7 @@ class LateRelease : public Rule, public Observer {
   Observer *second() override { return &pass2_; }
 
   // Pass 1: which allocations of each site outlive their iteration by 1..late_max_lag ends.
-  void died(uint32_t k, const format::MemoryRecord &, const Life &a) override {
+  void died(uint32_t k, const format::MemoryRecord &, const LiveAllocation &a) override {
     if (!active() || !on_device(a.space)) return;
     const uint32_t j = loop_.iteration_born(a);
     if (j == kNone) return;
@@ -72,7 +72,7 @@ class LateRelease : public Rule, public Observer {
 
   void finish(const LiveSet &live) override {
     if (!active()) return;
-    live.for_each([&](const LiveKey &, const Life &a) {
+    live.for_each([&](const LiveKey &, const LiveAllocation &a) {
       if (!on_device(a.space)) return;
       const uint32_t j = loop_.iteration_born(a);
       if (j == kNone || j < loop_.w) return;
@@ -125,17 +125,17 @@ class LateRelease : public Rule, public Observer {
           },
           [](uint32_t) {});
     }
-    void born(uint32_t, const format::MemoryRecord &, const Life &a) override {
+    void born(uint32_t, const format::MemoryRecord &, const LiveAllocation &a) override {
       if (on_device(a.space)) r_.change(a.slot, static_cast<int64_t>(a.size));
     }
-    void died(uint32_t k, const format::MemoryRecord &, const Life &a) override {
+    void died(uint32_t k, const format::MemoryRecord &, const LiveAllocation &a) override {
       if (!on_device(a.space)) return;
       auto it = r_.candidates_.find(slot_site_key(a.slot, a.site));
       if (it != r_.candidates_.end()) r_.moved(&r_.counterfactuals_[it->second], a, k);
       r_.change(a.slot, -static_cast<int64_t>(a.size));
     }
     void finish(const LiveSet &live) override {
-      live.for_each([&](const LiveKey &, const Life &a) {
+      live.for_each([&](const LiveKey &, const LiveAllocation &a) {
         if (!on_device(a.space)) return;
         auto it = r_.candidates_.find(slot_site_key(a.slot, a.site));
         if (it == r_.candidates_.end()) return;
@@ -153,7 +153,7 @@ class LateRelease : public Rule, public Observer {
 
   bool active() const { return loop_.options.late_max_lag > 0 && loop_.post() > loop_.options.late_max_lag; }
 
-  LateSite &site(const Life &a) {
+  LateSite &site(const LiveAllocation &a) {
     auto [it, fresh] = index_.try_emplace(slot_site_key(a.slot, a.site), sites_.size());
     if (fresh) {
       sites_.emplace_back();
@@ -167,7 +167,7 @@ class LateRelease : public Rule, public Observer {
 
   // A candidate's allocation dies at k: when it is late, its release moves to the end of its
   // iteration j_a; it counts in A_i of the iterations i > j_a that began before k.
-  void moved(Counterfactual *c, const Life &a, uint32_t k) {
+  void moved(Counterfactual *c, const LiveAllocation &a, uint32_t k) {
     const uint32_t ja = loop_.iteration_born(a);
     if (ja == kNone) return;
     const uint32_t lag = loop_.ends_crossed(a, k, ends2_.through(k));

@@ -97,10 +97,10 @@ class Reserve : public Rule, public Observer {
   }
   Observer *first() override { return any_ ? this : nullptr; }
 
-  void born(uint32_t, const format::MemoryRecord &r, const Life &a) override {
+  void born(uint32_t, const format::MemoryRecord &r, const LiveAllocation &a) override {
     if (on_device(a.space)) change(r, a.slot, static_cast<int64_t>(a.size));
   }
-  void died(uint32_t, const format::MemoryRecord &r, const Life &a) override {
+  void died(uint32_t, const format::MemoryRecord &r, const LiveAllocation &a) override {
     if (on_device(a.space)) change(r, a.slot, -static_cast<int64_t>(a.size));
   }
   void finish(const LiveSet &) override {

@@ -6,6 +6,7 @@
 
 #include "analysis/advice_internal.h"
 #include "analysis/internal.h"
+#include "analysis/life_recorder.h"
 #include "analysis/pool_blocks.h"
 #include "analysis/retention.h"
 #include "text/paths.h"
@@ -80,85 +81,6 @@ namespace {
 
 using format::Capture;
 
-// Iterations the program marked, strongest source first: C API marks, then NVTX ranges. Empty
-// when there are none (then the Python loop, else the allocation sequence's period is looked for,
-// after pass 0).
-std::vector<Span> marked_iterations(const Capture &capture, uint64_t end_ns, const AnalysisOptions &o, Analysis *out) {
-  std::vector<Span> spans = spans_from_markers(capture, end_ns);
-  if (!spans.empty()) {
-    out->iteration_source = IterationSource::kApi;
-  } else if (!capture.nvtx.empty()) {
-    const auto flags = std::regex::ECMAScript | std::regex::icase;
-    std::regex pattern;
-    try {
-      pattern = std::regex(o.iteration_range_regex, flags);
-    } catch (const std::regex_error &) {
-      out->warnings.push_back("invalid iteration range pattern '" + o.iteration_range_regex + "': using the default");
-      pattern = std::regex(AnalysisOptions{}.iteration_range_regex, flags);
-    }
-    try {
-      spans = spans_from_nvtx(capture, pattern, end_ns);
-    } catch (const std::regex_error &) {  // too complex for std::regex on some message
-      out->warnings.push_back("iteration range pattern failed on an NVTX message: NVTX ranges ignored");
-      spans.clear();
-    }
-    if (!spans.empty()) out->iteration_source = IterationSource::kNvtx;
-  }
-  return spans;
-}
-
-// Every allocation's life and every event's time (AnalysisOptions::record_lives), for the viewer
-// and the trace. The site is read at the death and at the end, since a VMM mapping may move it.
-class LifeRecorder : public Observer {
- public:
-  LifeRecorder(const SiteTable &sites, const PoolBlocks *segments) : sites_(sites), segments_(segments) {}
-  void before(uint32_t, const format::MemoryRecord *r, const LiveSet &) override {
-    if (r) lives->times.push_back(r->ts_ns);
-  }
-  void born(uint32_t k, const format::MemoryRecord &, const Life &a) override {
-    Entry e;
-    e.life.size = a.size;
-    e.life.birth = k;
-    e.slot = a.slot;
-    e.on_device = on_device(a.space) || a.space == Space::kPoolBlock;
-    e.life.pool_block = a.space == Space::kPoolBlock;
-    entries_.push_back(e);
-  }
-  void died(uint32_t k, const format::MemoryRecord &, const Life &a) override {
-    entries_[a.ordinal].life.death = k;
-    ended(a);
-  }
-  void finish(const LiveSet &live) override {
-    live.for_each([&](const LiveKey &, const Life &a) { ended(a); });
-  }
-  // Device indices are known once the ledger has its slots.
-  std::shared_ptr<const Lives> take(const Ledger &ledger) {
-    lives->lives.reserve(entries_.size());
-    for (Entry &e : entries_) {
-      e.life.device = e.on_device && e.slot < ledger.devices.size() ? ledger.devices[e.slot] : -1;
-      lives->lives.push_back(e.life);
-    }
-    std::vector<Entry>().swap(entries_);
-    return std::move(lives);
-  }
-  std::shared_ptr<Lives> lives = std::make_shared<Lives>();
-
- private:
-  struct Entry {
-    AllocationLife life;
-    uint16_t slot = 0;
-    bool on_device = false;
-  };
-  // What is known of an allocation once it is gone, or at the end: its site, whether a segment.
-  void ended(const Life &a) {
-    entries_[a.ordinal].life.site = sites_.sites[a.site];
-    entries_[a.ordinal].life.segment = segments_ && segments_->segment(a);
-  }
-  const SiteTable &sites_;
-  const PoolBlocks *segments_;
-  std::vector<Entry> entries_;
-};
-
 // What is still live at the end of the capture, by device and site.
 class LiveAtExit : public Observer {
  public:
@@ -166,7 +88,7 @@ class LiveAtExit : public Observer {
       : devices_(devices), sites_(sites), pool_(pool) {}
   void finish(const LiveSet &live_set) override {
     std::unordered_map<uint64_t, size_t> index;
-    live_set.for_each([&](const LiveKey &, const Life &a) {
+    live_set.for_each([&](const LiveKey &, const LiveAllocation &a) {
       if (!leak_candidate(pool_, a)) return;
       auto [it, fresh] = index.try_emplace(static_cast<uint64_t>(a.slot) << 32 | a.site, live.size());
       if (fresh) live.push_back(LiveSite{devices_[a.slot], sites_.sites[a.site], 0, 0});
@@ -198,38 +120,36 @@ bool loaded_pytorch_cuda(const Capture &capture) {
 }
 
 // Informational: what the allocator environment and the allocation pattern suggest.
-std::string allocator_mode(const Capture &capture, const Frameworks &frameworks, const Timeline &timeline,
-                           const Ledger &ledger) {
+format::AllocatorMode allocator_mode(const Capture &capture, const Frameworks &frameworks, const Timeline &timeline,
+                                     const Ledger &ledger) {
+  using format::AllocatorMode;
   std::string env = capture.run ? capture.run->allocator_env : std::string();
-  if (contains(env, "backend:cudaMallocAsync")) return "per-tensor (cudaMallocAsync)";
+  if (contains(env, "backend:cudaMallocAsync")) return AllocatorMode::kPerTensorAsync;
   // The other frameworks' per-object modes (gpuleak run --jax / --cupy); their pools: hiding_pool.
   if (frameworks.jax && allocator_setting(capture, "XLA_PYTHON_CLIENT_ALLOCATOR") == "platform")
-    return "per-buffer (JAX's platform allocator)";
+    return AllocatorMode::kJaxPlatform;
   if (frameworks.jax && allocator_setting(capture, "XLA_PYTHON_CLIENT_ALLOCATOR") == "address")
-    return "per-buffer (JAX's address allocator)";
-  if (frameworks.cupy && allocator_setting(capture, "GPULEAK_CUPY") == "per-array")
-    return "per-array (CuPy without its memory pool)";
-  if (frameworks.cupy && allocator_setting(capture, "GPULEAK_CUPY") == "async")
-    return "per-array (CuPy's stream-ordered pool, cudaMallocAsync)";
+    return AllocatorMode::kJaxAddress;
+  if (frameworks.cupy && allocator_setting(capture, "GPULEAK_CUPY") == "per-array") return AllocatorMode::kCupyPerArray;
+  if (frameworks.cupy && allocator_setting(capture, "GPULEAK_CUPY") == "async") return AllocatorMode::kCupyAsync;
   if (contains(env, "expandable_segments:True") || contains(env, "expandable_segments:true"))
-    return "segments (expandable, cuMemCreate/cuMemMap)";
+    return AllocatorMode::kSegmentsExpandable;
   const uint64_t device = timeline.device_allocs, async = timeline.async_allocs, vmm = timeline.vmm_allocs,
                  device_2mib = timeline.device_2mib_allocs;
-  if (ledger.accounting.allocations == 0) return "none";
-  if (vmm > 0) return "virtual memory (cuMemCreate/cuMemMap)";
-  if (async > device) return "stream-ordered (cudaMallocAsync)";
+  if (ledger.accounting.allocations == 0) return AllocatorMode::kNone;
+  if (vmm > 0) return AllocatorMode::kVirtualMemory;
+  if (async > device) return AllocatorMode::kStreamOrdered;
   // PyTorch with its default allocator: what cudaMalloc sees are its cached segments, whatever
   // their sizes (a short run has few segments beside cuBLAS's own allocations).
   if (loaded_pytorch_cuda(capture) && !contains(env, "PYTORCH_NO_CUDA_MEMORY_CACHING=") && device > 0)
-    return "segments (PyTorch's caching allocator)";
+    return AllocatorMode::kSegmentsPyTorch;
   // Libraries beside the caching allocator (cuBLAS, NCCL) make a few allocations of their own: 3/4
   // suffice. A caching allocator keeps its segments: most are never freed (a per-tensor run with
   // 2 MiB activations frees nearly everything it allocates).
   uint64_t allocs = 0, frees = 0;
   for (const auto &t : ledger.totals) allocs += t.allocs, frees += t.frees;
-  if (device > 0 && device_2mib * 4 >= device * 3 && frees * 4 <= allocs)
-    return "segments (a caching allocator: every block a multiple of 2 MiB)";
-  return "per-allocation";
+  if (device > 0 && device_2mib * 4 >= device * 3 && frees * 4 <= allocs) return AllocatorMode::kSegments2MiB;
+  return AllocatorMode::kPerAllocation;
 }
 
 void fill_devices(const Capture &capture, const Ledger &ledger, Analysis *out) {
@@ -279,26 +199,6 @@ void fill_iterations(const Capture &capture, const std::vector<Span> &spans, con
     it.cells_end = ledger.cell_start[s + 1];
     out->iterations.push_back(std::move(it));
   }
-}
-
-// No iterations: what was tried, in the order tried, and the --loop line to suggest.
-void say_why_none(const Capture &capture, const SiteTable &sites, const HidingPool &pool, Analysis *out) {
-  const UserCode &user = out->user_code;
-  IterationChoice &c = out->iteration_choice;
-  c.tried.push_back(capture.markers.empty() ? "no gpuleak_iteration marks" : "no complete gpuleak_iteration marks");
-  c.tried.push_back(capture.nvtx.empty() ? "no NVTX ranges" : "no NVTX range named like a step");
-  if (!pool.mode.empty()) {
-    c.tried.push_back("no loop inferred: " + pool.mode + " hides the objects");
-  } else {
-    if (c.observed)
-      c.tried.push_back(c.levels == 0 ? "no observed Python loop or callback ran 4 passes with allocations"
-                                      : "no observed Python loop holding most of the allocations");
-    else if (!c.observer.empty())
-      c.tried.push_back("Python loops not observed (" + c.observer + ")");
-    c.tried.push_back("no Python loop in the allocations' lines");
-    c.tried.push_back("no period in the allocation sequence");
-  }
-  c.suggested_loop = suggest_loop(capture, sites, user);
 }
 
 void fill_live_at_exit(std::vector<LiveSite> live, const AnalysisOptions &o, Analysis *out) {
@@ -432,8 +332,13 @@ void judge_loops(const Ledger &ledger, const SiteTable &sites, std::vector<LoopR
 }  // namespace
 }  // namespace detail
 
-Analysis analyze(const format::Capture &capture, const format::MemorySource &memory, const AnalysisOptions &options) {
-  using namespace detail;
+namespace detail {
+namespace {
+
+// analyze() over `memory`; `record_order`: its time order as indices into capture.memory (kept in
+// Lives::record_of), null when the records are streamed.
+Analysis run(const format::Capture &capture, const format::MemorySource &memory, const AnalysisOptions &options,
+             const std::vector<uint32_t> *record_order) {
   Analysis out;
   out.user_code = user_code_for(capture, options.user_code);
   std::vector<Span> spans = marked_iterations(capture, capture_end_ns(capture, memory), options, &out);
@@ -441,37 +346,9 @@ Analysis analyze(const format::Capture &capture, const format::MemorySource &mem
   std::vector<uint32_t> oom_positions;
   SiteTable sites;
   const Timeline timeline = make_timeline(capture, memory, &spans, ooms.times(), &oom_positions, spans.empty(), &sites);
-  // No marks: the user's Python loop when the frames show one, else the period. Neither when a
-  // framework's pool hides the objects: its allocations follow the pool's growth, not the loop.
   const Frameworks frameworks = detect_frameworks(capture);
   const HidingPool pool = hiding_pool(capture, frameworks);
-  if (spans.empty() && pool.mode.empty()) {
-    spans =
-        spans_from_observed(capture, timeline, sites, options.min_auto_repetitions, &out.iteration_choice, &out.loops);
-    if (!spans.empty()) out.iteration_source = IterationSource::kObserved;
-  } else {
-    for (const format::Observer &o : capture.observers) {
-      out.iteration_choice.observer = o.note;
-      out.iteration_choice.observed = o.method == static_cast<uint32_t>(format::ObserverMethod::kMonitoring);
-    }
-  }
-  if (spans.empty() && pool.mode.empty()) {
-    spans = spans_from_python_loop(capture, timeline, sites, out.user_code, options.min_auto_repetitions,
-                                   options.min_auto_coverage);
-    if (!spans.empty()) out.iteration_source = IterationSource::kPythonLoop;
-  }
-  if (spans.empty() && pool.mode.empty()) {
-    spans = spans_from_period(timeline, sites, options.min_auto_repetitions, options.min_auto_coverage);
-    if (!spans.empty()) out.iteration_source = IterationSource::kAuto;
-  }
-  if (spans.empty()) say_why_none(capture, sites, pool, &out);
-  std::vector<uint32_t>().swap(sites.alloc_sequence);
-  std::vector<uint32_t>().swap(sites.alloc_positions);
-  // Usually in that order already (one loop, found in order): then nothing moves.
-  auto by_start = [](const Span &a, const Span &b) {
-    return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.begin < b.begin;
-  };
-  if (!std::is_sorted(spans.begin(), spans.end(), by_start)) std::stable_sort(spans.begin(), spans.end(), by_start);
+  spans = find_iterations(capture, timeline, &sites, pool, std::move(spans), options, &out);
 
   Primary primary;
   out.primary_loop = primary_loop(spans);
@@ -508,18 +385,19 @@ Analysis analyze(const format::Capture &capture, const format::MemorySource &mem
   for (LoopRun &o : others) observers.push_back(o.survivors.get());
   for (Observer *o : advisor.observers()) observers.push_back(o);
   std::optional<LifeRecorder> lives;
-  if (options.record_lives) observers.push_back(&lives.emplace(sites, segments));
+  if (options.record_lives) observers.push_back(&lives.emplace(sites, segments, timeline.devices));
   std::optional<RetentionJoin> retention;  // only with the start-up hook's paths (format 1.7)
   if (!capture.retentions.empty()) observers.push_back(&retention.emplace(capture));
   Ledger ledger;
   replay(capture, timeline, sites, spans, primary.end_pos, observers, &ledger);
-  if (lives) out.lives = lives->take(ledger);
+  if (lives) out.lives = lives->take(record_order ? *record_order : std::vector<uint32_t>{});
 
   out.accounting = ledger.accounting;
   out.duration_ns = since_start(timeline.end_ns, capture.header.monotonic_ns);
-  out.allocator_mode = pool.mode.empty() ? allocator_mode(capture, frameworks, timeline, ledger) : pool.mode;
+  out.allocator_mode =
+      pool.mode.empty() ? format::AllocatorModes{{allocator_mode(capture, frameworks, timeline, ledger)}} : pool.mode;
   out.allocator_note = pool.note;
-  if (out.allocator_mode.compare(0, 8, "segments") == 0)
+  if (out.allocator_mode.segments_only())
     out.allocator_note =
         "gpuleak saw a caching allocator's segments, not tensors: a leak smaller than the cached segments (a "
         "scalar kept every step) may be hidden; for per-tensor call sites rerun with `gpuleak run --torch "
@@ -552,8 +430,16 @@ Analysis analyze(const format::Capture &capture, const format::MemorySource &mem
   return out;
 }
 
+}  // namespace
+}  // namespace detail
+
+Analysis analyze(const format::Capture &capture, const format::MemorySource &memory, const AnalysisOptions &options) {
+  return detail::run(capture, memory, options, nullptr);
+}
+
 Analysis analyze(const format::Capture &capture, const AnalysisOptions &options) {
-  return analyze(capture, format::VectorMemorySource(capture.memory), options);
+  const format::VectorMemorySource memory(capture.memory);
+  return detail::run(capture, memory, options, &memory.order());
 }
 
 }  // namespace gpuleak::analysis

@@ -31,6 +31,7 @@
 #include "analysis/advice.h"  // Advice, AdviceOptions (and Site, analysis/site.h)
 #include "analysis/lives.h"
 #include "analysis/user_code.h"
+#include "format/allocator_mode.h"
 #include "format/capture_reader.h"
 #include "format/memory_source.h"
 
@@ -347,9 +348,9 @@ struct Analysis {
   IterationChoice iteration_choice;
   std::string primary_loop;  // the loop the verdicts use ("" when none)
   uint32_t primary_iterations = 0;
-  uint32_t warmup_iterations = 0;  // primary iterations skipped as warm-up
-  uint64_t duration_ns = 0;        // last record's time
-  std::string allocator_mode;      // what the allocation pattern and environment suggest
+  uint32_t warmup_iterations = 0;         // primary iterations skipped as warm-up
+  uint64_t duration_ns = 0;               // last record's time
+  format::AllocatorModes allocator_mode;  // what the allocation pattern and environment suggest
   // When allocator_mode says a caching allocator's segments were seen: a leak smaller than what
   // the segments cache may be hidden, and a per-tensor run would show it. "" otherwise.
   std::string allocator_note;
@@ -418,5 +419,11 @@ Analysis analyze(const format::Capture &capture, const AnalysisOptions &options 
 // (memory.failed()), the result covers the records read before the failure: check it.
 Analysis analyze(const format::Capture &capture, const format::MemorySource &memory,
                  const AnalysisOptions &options = {});
+
+// What the drawings of a capture read (the trace, the viewer, the exports): `analysis`'s lives
+// when it recorded them over capture.memory (AnalysisOptions::record_lives, as the front door asks
+// when it keeps the records), else those of a default analysis of `capture` that records them (a
+// life depends on no option). Never null.
+std::shared_ptr<const Lives> lives_of(const format::Capture &capture, const Analysis &analysis);
 
 }  // namespace gpuleak::analysis

@@ -72,13 +72,13 @@ HidingPool hiding_pool(const format::Capture &capture, const Frameworks &f) {
   using format::PoolFramework;
   const std::string cupy = allocator_setting(capture, "GPULEAK_CUPY");
   if (f.cupy && cupy != "per-array" && cupy != "async" && !pool_tracked(capture, PoolFramework::kCuPy))
-    return {"pool (CuPy's memory pool)",
+    return {{{format::AllocatorMode::kCupyPoolHidden}},
             "gpuleak saw CuPy's memory pool, not arrays: the pool keeps freed blocks and reuses them, so a leak "
             "shows only when the pool grows, and a loop found without marks would count the pool's growth steps; "
             "under `gpuleak run` (without --cupy segments) every array is seen inside the pool, or mark the loop "
             "(`gpuleak run --loop FILE:LINE`)"};
   if (f.jax && !jax_per_buffer(capture) && !pool_tracked(capture, PoolFramework::kJax))
-    return {"pool (JAX's BFC allocator)",
+    return {{{format::AllocatorMode::kJaxBfcHidden}},
             "gpuleak saw the region JAX's BFC allocator preallocates and grows, not buffers: a leak inside it is "
             "hidden, and a loop found without marks would count the pool's growth steps; under `gpuleak run` "
             "(without --jax segments) JAX's live arrays are sampled at each iteration boundary, or mark the loop "
@@ -94,16 +94,18 @@ HidingPool pool_objects(const format::Capture &capture, bool iterations) {
     if (t.framework == static_cast<int32_t>(format::PoolFramework::kCuPy)) cupy = t.description;
     if (t.framework == static_cast<int32_t>(format::PoolFramework::kJax)) jax = t.description;
   }
+  using format::AllocatorMode;
   HidingPool out;
-  std::vector<std::string> modes, notes;
+  std::vector<AllocatorMode> &modes = out.mode.modes;
+  std::vector<std::string> notes;
   if (!torch.empty() || (cupy.empty() && jax.empty())) {
-    modes.push_back("per-tensor (PyTorch's caching allocator, through its trace)");
+    modes.push_back(AllocatorMode::kPyTorchTrace);
     notes.push_back("tensors were seen through " +
                     (torch.empty() ? std::string("a caching allocator's trace") : torch) +
                     ": leaks are per tensor site; the segments that hold them are listed apart");
   }
   if (!cupy.empty()) {
-    modes.push_back("per-array (CuPy's memory pool, through its allocator)");
+    modes.push_back(AllocatorMode::kCupyPoolObjects);
     notes.push_back("CuPy arrays were seen through " + cupy +
                     ": leaks are per array site; the pool's chunks (cudaMalloc) that hold them are listed apart");
   }
@@ -111,13 +113,13 @@ HidingPool pool_objects(const format::Capture &capture, bool iterations) {
   if (!jax.empty() && (per_buffer == "platform" || per_buffer == "address")) {
     // Every buffer its own CUDA allocation; the sampled arrays give the buffers that hold them
     // their lines (XLA makes a jitted step's outputs on a thread with no Python frame of the user's).
-    modes.push_back("per-buffer (JAX's " + per_buffer + " allocator, live arrays sampled)");
+    modes.push_back(per_buffer == "platform" ? AllocatorMode::kJaxPlatformSampled : AllocatorMode::kJaxAddressSampled);
     notes.push_back("every JAX buffer was its own CUDA allocation (XLA_PYTHON_CLIENT_ALLOCATOR=" + per_buffer +
                     "); the live arrays sampled at each iteration boundary (" + jax +
                     ") give the buffers that hold them the lines that made them: leaks are per array site; "
                     "buffers no array held are seen with their own frames");
   } else if (!jax.empty()) {
-    modes.push_back("per-array (JAX's arena, live arrays sampled)");
+    modes.push_back(AllocatorMode::kJaxArenaSampled);
     std::string note = "JAX arrays were seen through " + jax +
                        ": leaks are per array site, from the arrays that survive boundaries; the arena that holds "
                        "them is listed apart";
@@ -127,10 +129,7 @@ HidingPool pool_objects(const format::Capture &capture, bool iterations) {
           "(gpuleak.iterate, or `gpuleak run --loop FILE:LINE`)";
     notes.push_back(std::move(note));
   }
-  for (size_t i = 0; i < modes.size(); ++i) {
-    out.mode += (i ? "; " : "") + modes[i];
-    out.note += (i ? "; " : "") + notes[i];
-  }
+  for (size_t i = 0; i < notes.size(); ++i) out.note += (i ? "; " : "") + notes[i];
   return out;
 }
 

@@ -190,8 +190,10 @@ class PositionCursor {
   uint32_t last_ = 0;
 };
 
-// One live allocation, as long as it lives.
-struct Life {
+// The ledger's working state for one allocation while it is live: an entry of its live set,
+// erased at the release. Not a second record of a life: the one kept for readers is
+// AllocationLife (lives.h), written from these by LifeRecorder (life_recorder.h).
+struct LiveAllocation {
   uint64_t size = 0;
   uint32_t birth = 0;  // event position
   uint32_t site = 0;
@@ -220,13 +222,13 @@ struct LiveKeyHash {
     return mix64(k.address ^ (where << 44));
   }
 };
-using LiveSet = FlatMap<LiveKey, Life, LiveKeyHash>;
+using LiveSet = FlatMap<LiveKey, LiveAllocation, LiveKeyHash>;
 
 class PoolBlocks;  // pool_blocks.h
 // Whether an allocation's bytes are a call site's own, for leaks, live at exit and OOM sites: device
 // memory, and a framework allocator's blocks; not the segments that hold blocks (`pool` null: no
 // blocks in the capture).
-bool leak_candidate(const PoolBlocks *pool, const Life &a);
+bool leak_candidate(const PoolBlocks *pool, const LiveAllocation &a);
 
 // Told about every change as the replay makes it. Positions only grow; at one position a
 // release comes before a birth.
@@ -240,12 +242,12 @@ class Observer {
     (void)k, (void)r, (void)live;
     default_before_ = true;
   }
-  virtual void born(uint32_t k, const format::MemoryRecord &r, const Life &a) { (void)k, (void)r, (void)a; }
+  virtual void born(uint32_t k, const format::MemoryRecord &r, const LiveAllocation &a) { (void)k, (void)r, (void)a; }
   // `r` is the record that ended it: a free, an allocation reusing the address, a context reset.
-  virtual void died(uint32_t k, const format::MemoryRecord &r, const Life &a) { (void)k, (void)r, (void)a; }
+  virtual void died(uint32_t k, const format::MemoryRecord &r, const LiveAllocation &a) { (void)k, (void)r, (void)a; }
   // A VMM allocation's first mapping at event k moved it from site `old` to a.site: what an
   // observer noted about it while it lived (a snapshot of the live set) must follow.
-  virtual void remapped(uint32_t k, uint32_t old, const Life &a) { (void)k, (void)old, (void)a; }
+  virtual void remapped(uint32_t k, uint32_t old, const LiveAllocation &a) { (void)k, (void)old, (void)a; }
   // After event k was applied. The default, like before()'s, is called once.
   virtual void after(uint32_t k, const LiveSet &live) {
     (void)k, (void)live;
@@ -273,10 +275,25 @@ std::string allocator_setting(const format::Capture &capture, const char *name);
 // memory pool, JAX's BFC allocator): then allocation patterns are the pool's, not the loop's, and
 // no loop is looked for without marks. Empty mode: none.
 struct HidingPool {
-  std::string mode;  // allocator_mode
-  std::string note;  // allocator_note
+  format::AllocatorModes mode;  // allocator_mode
+  std::string note;             // allocator_note
 };
 HidingPool hiding_pool(const format::Capture &capture, const Frameworks &frameworks);
+
+// Iteration finding (iteration_finding.cpp), the one place that picks a run's iterations. First,
+// before pass 0 (which places their times on event positions): the marked ones, from the C API,
+// else from NVTX ranges matching AnalysisOptions::iteration_range_regex (sets iteration_source,
+// warns about a bad pattern). Empty when the program marked none.
+std::vector<Span> marked_iterations(const format::Capture &capture, uint64_t capture_end_ns,
+                                    const AnalysisOptions &options, Analysis *out);
+// Then, after pass 0: `marked` when there are any; else, unless a framework's pool hides the
+// objects, the observed Python loops, the loop in the allocations' Python frames, the allocation
+// sequence's period, the first that finds any. Sets iteration_source and iteration_choice (what
+// was tried and the --loop to suggest when nothing was found) and frees the sites' allocation
+// sequence. The spans come back sorted by start.
+std::vector<Span> find_iterations(const format::Capture &capture, const Timeline &timeline, SiteTable *sites,
+                                  const HidingPool &pool, std::vector<Span> marked, const AnalysisOptions &options,
+                                  Analysis *out);
 // Whether a framework's own allocator told gpuleak about its objects (a PoolTracker record of
 // that framework: PyTorch's tensors, CuPy's arrays, JAX's sampled live arrays).
 bool pool_tracked(const format::Capture &capture, format::PoolFramework framework);
@@ -314,7 +331,7 @@ struct Ledger {
   IterationDevice row(uint32_t span, size_t slot) const;
 };
 // One replay of every event: fills *ledger and tells the observers. `primary_ends` (Primary::end_pos)
-// sets each Life's ends_at_birth.
+// sets each LiveAllocation's ends_at_birth.
 void replay(const format::Capture &capture, const Timeline &timeline, const SiteTable &sites,
             const std::vector<Span> &spans, const std::vector<uint32_t> &primary_ends,
             const std::vector<Observer *> &observers, Ledger *ledger);
@@ -328,13 +345,13 @@ struct Primary {
 
 // Per (device, site): the live bytes and counts at the primary iteration ends, as changes at
 // the ends where an allocation started or stopped counting (verdicts.cpp).
-// With own_births, the loop is not the replay's primary (Life::ends_at_birth counts another
+// With own_births, the loop is not the replay's primary (LiveAllocation::ends_at_birth counts another
 // loop's ends): each allocation's birth iteration is searched for in `primary`'s ends.
 class SurvivorObserver : public Observer {
  public:
   SurvivorObserver(const Primary &primary, const PoolBlocks *pool, bool own_births = false)
       : primary_(primary), pool_(pool), ends_(primary.end_pos), own_births_(own_births) {}
-  void died(uint32_t k, const format::MemoryRecord &r, const Life &a) override;
+  void died(uint32_t k, const format::MemoryRecord &r, const LiveAllocation &a) override;
   void finish(const LiveSet &live) override;
 
   struct Delta {
@@ -355,7 +372,7 @@ class SurvivorObserver : public Observer {
   std::vector<Series> series;
 
  private:
-  void add(const Life &a, uint32_t ub);
+  void add(const LiveAllocation &a, uint32_t ub);
   const Primary &primary_;
   const PoolBlocks *pool_;
   PositionCursor ends_;  // over primary_.end_pos, at the replay's position
@@ -378,8 +395,8 @@ class OomObserver : public Observer {
   void use_sites(const std::vector<Site> *sites) { sites_ = sites; }
   void use_pool(const PoolBlocks *pool) { pool_ = pool; }
   void before(uint32_t k, const format::MemoryRecord *r, const LiveSet &live) override;
-  void born(uint32_t k, const format::MemoryRecord &r, const Life &a) override;
-  void remapped(uint32_t k, uint32_t old, const Life &a) override;
+  void born(uint32_t k, const format::MemoryRecord &r, const LiveAllocation &a) override;
+  void remapped(uint32_t k, uint32_t old, const LiveAllocation &a) override;
   std::vector<OomEvent> events();  // after the replay
 
  private:

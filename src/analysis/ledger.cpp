@@ -207,7 +207,7 @@ class Replayer {
       ++out_.accounting.not_owned;
       return;
     }
-    Life a;
+    LiveAllocation a;
     a.size = r.size;
     a.birth = k;
     a.site = sites_.of(r);
@@ -219,8 +219,8 @@ class Replayer {
     a.space = space;
     a.async = stream_ordered(r);
     LiveKey key = key_of(r.address, r.device, space);
-    if (Life *old = live_map_.find(key)) {  // its free was never seen: the old allocation ends here
-      Life gone = *old;
+    if (LiveAllocation *old = live_map_.find(key)) {  // its free was never seen: the old allocation ends here
+      LiveAllocation gone = *old;
       live_map_.erase(key);
       release(k, r, gone, false);
     }
@@ -252,18 +252,18 @@ class Replayer {
   // The live allocation a free or map refers to: its key, or false. A free whose kind was not
   // recorded is tried in every space; a device pointer freed while another device was current is
   // looked for on the other devices.
-  Life *find(uint64_t address, int16_t device, uint8_t kind, LiveKey *key) {
+  LiveAllocation *find(uint64_t address, int16_t device, uint8_t kind, LiveKey *key) {
     static const Space kAll[] = {Space::kDevicePtr, Space::kArray, Space::kVmm, Space::kHost, Space::kPoolBlock};
     Space space = space_of(kind);
     for (Space s : kAll) {
       if (kind != 0 ? s != space : s == Space::kPoolBlock) continue;  // a block's free always names its kind
       *key = key_of(address, device, s);
-      if (Life *found = live_map_.find(*key)) return found;
+      if (LiveAllocation *found = live_map_.find(*key)) return found;
       if (s == Space::kHost) continue;
       for (int dev : out_.devices) {
         if (dev == device_of(device)) continue;
         *key = LiveKey{address, dev, s};
-        if (Life *found = live_map_.find(*key)) return found;
+        if (LiveAllocation *found = live_map_.find(*key)) return found;
       }
     }
     return nullptr;
@@ -273,17 +273,17 @@ class Replayer {
     if (r.flags & format::kFlagGraphReservation) return;
     if (r.kind != 0 && space_of(r.kind) == Space::kNotOwned) return;  // closing an import
     LiveKey key;
-    Life *found = find(r.address, r.device, r.kind, &key);
+    LiveAllocation *found = find(r.address, r.device, r.kind, &key);
     if (!found) {
       ++out_.accounting.unmatched_frees;
       return;
     }
-    Life gone = *found;
+    LiveAllocation gone = *found;
     live_map_.erase(key);
     release(k, r, gone, true);
   }
 
-  void release(uint32_t k, const MemoryRecord &r, const Life &a, bool counted) {
+  void release(uint32_t k, const MemoryRecord &r, const LiveAllocation &a, bool counted) {
     if (counted) ++out_.accounting.frees;
     if (a.space == Space::kPoolBlock) {
       // no device bytes of its own
@@ -307,7 +307,7 @@ class Replayer {
   // (the first mapping of a handle only).
   void map(uint32_t k, const MemoryRecord &r) {
     LiveKey key;
-    Life *found = find(r.aux, r.device, static_cast<uint8_t>(Kind::kVmm), &key);
+    LiveAllocation *found = find(r.aux, r.device, static_cast<uint8_t>(Kind::kVmm), &key);
     if (!found || found->mapped) return;
     found->mapped = true;
     const uint32_t old = found->site;
@@ -319,8 +319,8 @@ class Replayer {
   void reset(uint32_t k, const MemoryRecord &r) {
     ++out_.accounting.context_resets;
     int s = slot(r.device);
-    std::vector<std::pair<LiveKey, Life>> dropped;
-    live_map_.for_each([&](const LiveKey &key, const Life &a) {
+    std::vector<std::pair<LiveKey, LiveAllocation>> dropped;
+    live_map_.for_each([&](const LiveKey &key, const LiveAllocation &a) {
       if (a.slot == s) dropped.emplace_back(key, a);
     });
     // In birth order, as the allocations were made.

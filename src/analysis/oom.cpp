@@ -64,7 +64,7 @@ void OomObserver::before(uint32_t k, const MemoryRecord *r, const LiveSet &live)
   }
 }
 
-void OomObserver::born(uint32_t, const MemoryRecord &r, const Life &a) {
+void OomObserver::born(uint32_t, const MemoryRecord &r, const LiveAllocation &a) {
   if (on_device(a.space)) last_success_[a.slot] = {true, r.ts_ns};
 }
 
@@ -87,7 +87,7 @@ void OomObserver::snapshot(uint32_t i, const LiveSet &live) {
   const int slot =
       slot_it != devices_.end() && *slot_it == e.device ? static_cast<int>(slot_it - devices_.begin()) : -1;
   auto &by_site = by_site_[i];
-  live.for_each([&](const LiveKey &, const Life &a) {
+  live.for_each([&](const LiveKey &, const LiveAllocation &a) {
     if (a.slot != slot) return;
     if (on_device(a.space)) {  // device memory, segments included
       e.live_bytes += a.size;
@@ -106,7 +106,7 @@ void OomObserver::snapshot(uint32_t i, const LiveSet &live) {
 
 // An allocation live at an OOM already taken is charged to the site of its first mapping, as if
 // that had been known then.
-void OomObserver::remapped(uint32_t, uint32_t old, const Life &a) {
+void OomObserver::remapped(uint32_t, uint32_t old, const LiveAllocation &a) {
   if (!leak_candidate(pool_, a)) return;
   for (const auto &[i, slot] : pending_) {
     if (slot != a.slot || a.birth >= positions_[i]) continue;

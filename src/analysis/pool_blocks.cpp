@@ -12,7 +12,7 @@ constexpr size_t kMaxSegmentSites = 100;
 constexpr size_t kMaxBlockSitesPerSegmentSite = 20;
 }  // namespace
 
-bool leak_candidate(const PoolBlocks *pool, const Life &a) {
+bool leak_candidate(const PoolBlocks *pool, const LiveAllocation &a) {
   if (a.space == Space::kPoolBlock) return true;
   return on_device(a.space) && !(pool && pool->segment(a));
 }
@@ -53,7 +53,7 @@ void PoolBlocks::after(uint32_t, const LiveSet &live) {
   map_pending_ = false;
   const format::MemoryRecord &m = pending_map_;
   LiveKey key{m.aux, device_of(m.device), Space::kVmm};
-  const Life *handle = const_cast<LiveSet &>(live).find(key);
+  const LiveAllocation *handle = const_cast<LiveSet &>(live).find(key);
   if (!handle) return;
   add_range(handle->slot, m.address, Range{m.address + m.size, handle->ordinal, handle->site});
 }
@@ -71,7 +71,7 @@ void PoolBlocks::mark(std::map<uint64_t, Range>::const_iterator range, uint16_t 
   marked_[segment.ordinal] = {k, segment.end - range->first};
 }
 
-void PoolBlocks::born(uint32_t, const format::MemoryRecord &r, const Life &a) {
+void PoolBlocks::born(uint32_t, const format::MemoryRecord &r, const LiveAllocation &a) {
   if (a.space == Space::kDevicePtr) {
     add_range(a.slot, r.address, Range{r.address + a.size, a.ordinal, a.site});
     return;
@@ -94,7 +94,7 @@ void PoolBlocks::born(uint32_t, const format::MemoryRecord &r, const Life &a) {
   holder_of_[a.ordinal] = k;
 }
 
-void PoolBlocks::died(uint32_t, const format::MemoryRecord &, const Life &a) {
+void PoolBlocks::died(uint32_t, const format::MemoryRecord &, const LiveAllocation &a) {
   if (a.space == Space::kPoolBlock) {
     auto it = holder_of_.find(a.ordinal);
     if (it == holder_of_.end()) return;
@@ -109,7 +109,7 @@ void PoolBlocks::died(uint32_t, const format::MemoryRecord &, const Life &a) {
   marked_.erase(m);
 }
 
-void PoolBlocks::remapped(uint32_t, uint32_t, const Life &a) {
+void PoolBlocks::remapped(uint32_t, uint32_t, const LiveAllocation &a) {
   auto it = owned_.find(a.ordinal);
   if (it == owned_.end()) return;
   for (const auto &[slot, start] : it->second) {
@@ -119,7 +119,7 @@ void PoolBlocks::remapped(uint32_t, uint32_t, const Life &a) {
 }
 
 void PoolBlocks::finish(const LiveSet &live) {
-  live.for_each([&](const LiveKey &, const Life &a) {
+  live.for_each([&](const LiveKey &, const LiveAllocation &a) {
     if (a.space == Space::kPoolBlock) {
       auto it = holder_of_.find(a.ordinal);
       if (it == holder_of_.end()) return;

@@ -28,13 +28,13 @@ class PoolBlocks : public Observer {
   PoolBlocks(const SiteTable &sites, const std::vector<int> &devices) : sites_(sites), devices_(devices) {}
 
   // Whether the allocation held part of a block at some point so far (a segment).
-  bool segment(const Life &a) const { return a.ordinal < segment_.size() && segment_[a.ordinal]; }
+  bool segment(const LiveAllocation &a) const { return a.ordinal < segment_.size() && segment_[a.ordinal]; }
 
   void before(uint32_t k, const format::MemoryRecord *r, const LiveSet &live) override;
   void after(uint32_t k, const LiveSet &live) override;
-  void born(uint32_t k, const format::MemoryRecord &r, const Life &a) override;
-  void died(uint32_t k, const format::MemoryRecord &r, const Life &a) override;
-  void remapped(uint32_t k, uint32_t old, const Life &a) override;
+  void born(uint32_t k, const format::MemoryRecord &r, const LiveAllocation &a) override;
+  void died(uint32_t k, const format::MemoryRecord &r, const LiveAllocation &a) override;
+  void remapped(uint32_t k, uint32_t old, const LiveAllocation &a) override;
   void finish(const LiveSet &live) override;
 
   // After the replay: the segments by site, devices ascending, most bytes at exit first.

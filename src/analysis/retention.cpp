@@ -45,13 +45,13 @@ RetentionJoin::RetentionJoin(const format::Capture &capture) : capture_(capture)
                    [&](uint32_t a, uint32_t b) { return capture.retentions[a].ts_ns < capture.retentions[b].ts_ns; });
 }
 
-void RetentionJoin::born(uint32_t, const format::MemoryRecord &r, const Life &a) {
+void RetentionJoin::born(uint32_t, const format::MemoryRecord &r, const LiveAllocation &a) {
   if (a.space != Space::kPoolBlock && a.space != Space::kDevicePtr) return;
   auto &live = a.space == Space::kPoolBlock ? blocks_ : device_;
   live[r.address] = Held{a.size, a.site, a.ordinal, a.slot};
 }
 
-void RetentionJoin::died(uint32_t, const format::MemoryRecord &r, const Life &a) {
+void RetentionJoin::died(uint32_t, const format::MemoryRecord &r, const LiveAllocation &a) {
   if (a.space != Space::kPoolBlock && a.space != Space::kDevicePtr) return;
   auto &live = a.space == Space::kPoolBlock ? blocks_ : device_;
   auto it = live.find(r.address);

@@ -17,8 +17,8 @@ class RetentionJoin : public Observer {
   explicit RetentionJoin(const format::Capture &capture);
   bool empty() const { return order_.empty() && capture_.retentions.empty(); }
   void before(uint32_t k, const format::MemoryRecord *r, const LiveSet &live) override;
-  void born(uint32_t k, const format::MemoryRecord &r, const Life &a) override;
-  void died(uint32_t k, const format::MemoryRecord &r, const Life &a) override;
+  void born(uint32_t k, const format::MemoryRecord &r, const LiveAllocation &a) override;
+  void died(uint32_t k, const format::MemoryRecord &r, const LiveAllocation &a) override;
   void finish(const LiveSet &live) override;
   // After decide(): fills Leak::retained of every leak, and Analysis::retention_walks.
   void apply(const std::vector<int> &devices, const SiteTable &sites, Analysis *out) const;

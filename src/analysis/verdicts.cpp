@@ -133,7 +133,7 @@ std::vector<double> fits_after_warmup(const std::vector<double> &y, uint32_t cou
 
 // Each allocation is live at the ends of iterations [lb, ub): born before end lb, dead at or
 // after end ub - 1.
-void SurvivorObserver::add(const Life &a, uint32_t ub) {
+void SurvivorObserver::add(const LiveAllocation &a, uint32_t ub) {
   const auto &ends = primary_.end_pos;
   const uint32_t n = static_cast<uint32_t>(ends.size());
   // Another loop's survivors: most allocations die before its first end or are born after its
@@ -170,17 +170,17 @@ void SurvivorObserver::add(const Life &a, uint32_t ub) {
   if (ub == n) s.last_alive_from.push_back(lb);
 }
 
-void SurvivorObserver::died(uint32_t k, const format::MemoryRecord &, const Life &a) {
+void SurvivorObserver::died(uint32_t k, const format::MemoryRecord &, const LiveAllocation &a) {
   if (!leak_candidate(pool_, a)) return;
   add(a, ends_.through(k));
 }
 
 void SurvivorObserver::finish(const LiveSet &live) {
   const uint32_t n = static_cast<uint32_t>(primary_.end_pos.size());
-  live.for_each([&](const LiveKey &, const Life &a) {
+  live.for_each([&](const LiveKey &, const LiveAllocation &a) {
     if (leak_candidate(pool_, a)) add(a, n);
   });
-  live.for_each([&](const LiveKey &, const Life &a) {  // what each site still holds at the end
+  live.for_each([&](const LiveKey &, const LiveAllocation &a) {  // what each site still holds at the end
     if (!leak_candidate(pool_, a)) return;
     auto it = index_.find(static_cast<uint64_t>(a.slot) << 32 | a.site);
     if (it == index_.end()) return;

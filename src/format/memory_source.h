@@ -57,6 +57,8 @@ class VectorMemorySource : public MemorySource {
   uint64_t size() const override { return records_.size(); }
   uint64_t max_ts() const override { return max_ts_; }
   void replay_blocks(const BlockVisitor &visit) const override;
+  // The time order: replay's k-th record is records[order()[k]]; empty when it is the file order.
+  const std::vector<uint32_t> &order() const { return order_; }
 
  private:
   const std::vector<MemoryRecord> &records_;

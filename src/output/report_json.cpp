@@ -285,7 +285,7 @@ json run_json(const format::Capture &c, const analysis::Analysis &a, const Repor
   json env = json::object();
   if (info && !info->allocator_env.empty()) env = allocator_env_json(info->allocator_env);
   run["allocator_env"] = std::move(env);
-  run["allocator_mode"] = a.allocator_mode;
+  run["allocator_mode"] = a.allocator_mode.text();
   run["allocator_note"] = text_or_null(a.allocator_note);
   run["pool_tracker"] = text_or_null(a.pool_tracker);
   run["retention"] = retention_json(a);

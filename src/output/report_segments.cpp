@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "format/allocator_mode.h"
 #include "format/words.h"
 #include "output/text_summary.h"
 
@@ -47,12 +48,17 @@ uint64_t u64(const json &j, const char *key) {
 
 std::string segments_owner(const json &report) {
   // The report's allocator mode names the framework (CuPy's pool chunks, JAX's arena, PyTorch's
-  // caching allocator by default).
+  // caching allocator by default, and whenever PyTorch's objects were seen too).
+  bool pytorch = false, cupy = false, jax = false;
   if (auto run = report.find("run"); run != report.end() && run->is_object()) {
-    const std::string mode = run->value("allocator_mode", std::string());
-    if (mode.find("CuPy") != std::string::npos && mode.find("PyTorch") == std::string::npos) return "CuPy's pool";
-    if (mode.find("JAX") != std::string::npos && mode.find("PyTorch") == std::string::npos) return "JAX's arena";
+    for (format::AllocatorMode m : format::AllocatorModes::parse(run->value("allocator_mode", std::string())).modes) {
+      pytorch |= format::framework_of(m) == format::ModeFramework::kPyTorch;
+      cupy |= format::framework_of(m) == format::ModeFramework::kCuPy;
+      jax |= format::framework_of(m) == format::ModeFramework::kJax;
+    }
   }
+  if (cupy && !pytorch) return "CuPy's pool";
+  if (jax && !pytorch) return "JAX's arena";
   return "PyTorch's caching allocator";
 }
 

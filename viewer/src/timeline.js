@@ -8,7 +8,7 @@
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { h } from './dom.js';
-import { decimateMinMax } from './decimate.js';
+import { decimateCurve } from './decimate.js';
 import { BYTE_INCREMENTS, formatBytes, formatCount, formatTimeAxis, formatTimeTicks } from './format.js';
 
 export const COLOURS = {
@@ -109,9 +109,9 @@ export class Timeline {
     };
   }
 
-  // The points to draw for [x0, x1]: at most two per pixel column.
+  // The points to draw for [x0, x1]: at most three per pixel column.
   dataFor([x0, x1], width) {
-    const d = decimateMinMax(this.full.t, this.full.y, x0, x1, Math.max(50, Math.round(width)));
+    const d = decimateCurve(this.full.t, this.full.y, x0, x1, Math.max(50, Math.round(width)));
     this.shown = d.t.length;
     return [d.t, d.y];
   }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decimateMinMax, lowerBound } from '../src/decimate.js';
+import { decimateCurve, lowerBound } from '../src/decimate.js';
 
 function walk(n, seed = 1) {
   let s = seed;
@@ -15,17 +15,17 @@ function walk(n, seed = 1) {
   return { t, y };
 }
 
-describe('decimateMinMax', () => {
+describe('decimateCurve', () => {
   it('returns short ranges unchanged', () => {
     const { t, y } = walk(50);
-    const d = decimateMinMax(t, y, t[0], t[49], 100);
+    const d = decimateCurve(t, y, t[0], t[49], 100);
     expect(d.t).toEqual(Array.from(t));
   });
 
-  it('keeps the maximum and at most two points per bucket', () => {
+  it('keeps the maximum and at most three points per bucket', () => {
     const { t, y } = walk(1_000_000, 3);
-    const d = decimateMinMax(t, y, t[0], t[t.length - 1], 1000);
-    expect(d.t.length).toBeLessThanOrEqual(2 * 1000 + 2);
+    const d = decimateCurve(t, y, t[0], t[t.length - 1], 1000);
+    expect(d.t.length).toBeLessThanOrEqual(3 * 1000 + 2);
     const max = (a) => a.reduce((m, v) => Math.max(m, v), -Infinity);
     const min = (a) => a.reduce((m, v) => Math.min(m, v), Infinity);
     expect(max(d.y)).toBe(max(y));
@@ -37,7 +37,7 @@ describe('decimateMinMax', () => {
     const n = 200_000;
     const t = Float64Array.from({ length: n }, (_, i) => i);
     const y = Float64Array.from({ length: n }, (_, i) => (i === 123_457 ? 99 : 1));
-    const d = decimateMinMax(t, y, 0, n - 1, 300);
+    const d = decimateCurve(t, y, 0, n - 1, 300);
     const k = d.y.indexOf(99);
     expect(k).toBeGreaterThanOrEqual(0);
     expect(d.t[k]).toBe(123_457);
@@ -48,7 +48,7 @@ describe('decimateMinMax', () => {
     const x0 = t[20_000];
     const x1 = t[60_000];
     const buckets = 200;
-    const d = decimateMinMax(t, y, x0, x1, buckets);
+    const d = decimateCurve(t, y, x0, x1, buckets);
     expect(d.t[0]).toBeLessThan(x0);
     expect(d.t[d.t.length - 1]).toBeGreaterThanOrEqual(x1);
     const width = (x1 - x0) / buckets;
@@ -63,7 +63,22 @@ describe('decimateMinMax', () => {
     }
   });
 
+  it('keeps each bucket\'s last point, so a step crosses every column edge at the right value', () => {
+    const { t, y } = walk(100_000, 9);
+    const buckets = 100;
+    const x0 = t[0];
+    const x1 = t[t.length - 1];
+    const d = decimateCurve(t, y, x0, x1, buckets);
+    const width = (x1 - x0) / buckets;
+    for (let b = 0; b < buckets - 1; b++) {
+      const hi = x0 + (b + 1) * width;
+      const last = lowerBound(t, hi) - 1;  // the last point before the column's right edge
+      if (last < 1 || t[last] < x0 + b * width) continue;
+      expect(d.t.includes(t[last]), `bucket ${b}`).toBe(true);
+    }
+  });
+
   it('handles an empty series', () => {
-    expect(decimateMinMax([], [], 0, 1, 10)).toEqual({ t: [], y: [] });
+    expect(decimateCurve([], [], 0, 1, 10)).toEqual({ t: [], y: [] });
   });
 });

@@ -1,10 +1,11 @@
 #include "output/trace/collapsed_stacks.h"
 
 #include <map>
+#include <memory>
 #include <utility>
 #include <vector>
 
-#include "output/trace/memory_replay.h"
+#include "analysis/lives.h"
 #include "text/escape.h"
 
 namespace gpuleak::output::trace {
@@ -49,16 +50,16 @@ std::string folded_frame(const std::string &name) {
 namespace {
 
 // (device, moment position): whose live allocations to fold.
-std::vector<std::pair<int, uint32_t>> moments(const MemoryReplay &replay, const analysis::Analysis &a, Moment at,
-                                              std::string *error) {
+std::vector<std::pair<int, uint32_t>> moments(const analysis::Lives &lives, uint64_t anchor,
+                                              const analysis::Analysis &a, Moment at, std::string *error) {
   std::vector<std::pair<int, uint32_t>> out;
   switch (at) {
     case Moment::kEnd:
-      for (int d : replay.devices) out.emplace_back(d, replay.size());
+      for (const analysis::DeviceCurve &d : lives.devices) out.emplace_back(d.device, lives.size());
       break;
-    case Moment::kPeak:
-      for (size_t s = 0; s < replay.devices.size(); ++s)
-        if (replay.peak[s] > 0) out.emplace_back(replay.devices[s], replay.peak_at[s]);
+    case Moment::kPeak:  // just after the event that first reached the peak
+      for (const analysis::DeviceCurve &d : lives.devices)
+        if (d.live.peak > 0) out.emplace_back(d.device, d.live.peak_position + 1);
       break;
     case Moment::kOom:
       if (a.ooms.empty()) {
@@ -66,7 +67,7 @@ std::vector<std::pair<int, uint32_t>> moments(const MemoryReplay &replay, const 
         break;
       }
       // Newest first: the failure the program met last, usually the one that ended it.
-      out.emplace_back(a.ooms.front().device, replay.lower_bound(replay.anchor() + a.ooms.front().t_ns));
+      out.emplace_back(a.ooms.front().device, lives.position_at(anchor + a.ooms.front().t_ns));
       break;
   }
   return out;
@@ -84,15 +85,15 @@ namespace {
 
 // Groups the allocations live on each (device, position) by call site; only those born at or
 // after `born_from` (an event position) count.
-void group_live(const MemoryReplay &replay, Sites &sites, const std::vector<std::pair<int, uint32_t>> &points,
+void group_live(const analysis::Lives &lives, Sites &sites, const std::vector<std::pair<int, uint32_t>> &points,
                 uint32_t born_from, std::vector<LiveStack> *out) {
   out->clear();
   for (const auto &[device, position] : points) {
     std::map<uint64_t, LiveStack> by_site;  // (stack, py stack) -> live
-    for (uint32_t i : replay.live_before(position, device, /*per_tensor=*/true)) {
-      const Life &l = replay.lives[i];
+    for (uint32_t i : lives.live_before(position, device, /*per_tensor=*/true)) {
+      const analysis::AllocationLife &l = lives.lives[i];
       if (l.birth < born_from) continue;
-      LiveStack &s = by_site[static_cast<uint64_t>(l.stack_id) << 32 | l.py_stack_id];
+      LiveStack &s = by_site[static_cast<uint64_t>(l.site.stack_id) << 32 | l.site.py_stack_id];
       s.bytes += l.size;
       s.count += 1;
     }
@@ -108,11 +109,11 @@ void group_live(const MemoryReplay &replay, Sites &sites, const std::vector<std:
 
 bool live_stacks(const format::Capture &capture, const analysis::Analysis &analysis, Sites &sites, Moment at,
                  std::vector<LiveStack> *out, std::string *error) {
-  MemoryReplay replay(capture, analysis);
+  const std::shared_ptr<const analysis::Lives> lives = analysis::lives_of(capture, analysis);
   error->clear();
-  auto points = moments(replay, analysis, at, error);
+  auto points = moments(*lives, capture.header.monotonic_ns, analysis, at, error);
   if (!error->empty()) return false;
-  group_live(replay, sites, points, 0, out);
+  group_live(*lives, sites, points, 0, out);
   return true;
 }
 
@@ -148,13 +149,14 @@ bool live_stacks_in_iterations(const format::Capture &capture, const analysis::A
                               " is outside the capture's iterations 0:" + std::to_string(count - 1);
     return false;
   }
-  MemoryReplay replay(capture, analysis);
+  const std::shared_ptr<const analysis::Lives> lives = analysis::lives_of(capture, analysis);
   error->clear();
-  const uint32_t born_from = replay.lower_bound(replay.anchor() + first->start_ns);
-  const uint32_t end = replay.lower_bound(replay.anchor() + last->end_ns);
+  const uint64_t anchor = capture.header.monotonic_ns;
+  const uint32_t born_from = lives->position_at(anchor + first->start_ns);
+  const uint32_t end = lives->position_at(anchor + last->end_ns);
   std::vector<std::pair<int, uint32_t>> points;
-  for (int d : replay.devices) points.emplace_back(d, end);
-  group_live(replay, sites, points, born_from, out);
+  for (const analysis::DeviceCurve &d : lives->devices) points.emplace_back(d.device, end);
+  group_live(*lives, sites, points, born_from, out);
   return true;
 }
 

@@ -2,72 +2,56 @@
 
 #include <algorithm>
 
+#include "output/curve_decimation.h"
+
 namespace gpuleak::output::trace {
 
-namespace {
+Counters decimate(const analysis::Lives &lives, uint64_t anchor, uint64_t resolution_ns, size_t max_points) {
+  const size_t devices = lives.devices.size();
+  std::vector<const analysis::LiveCurve *> curves(2 * devices + 1);
+  for (size_t d = 0; d < devices; ++d) {
+    curves[d] = &lives.devices[d].live;
+    curves[devices + 1 + d] = &lives.devices[d].blocks;
+  }
+  curves[devices] = &lives.host;
 
-// One track's bucket being filled.
-struct Bucket {
-  bool open = false;
-  int64_t index = 0;
-  int64_t max_ts = 0, last_ts = 0;
-  uint64_t max_value = 0, last_value = 0;
-};
-
-int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-
-}  // namespace
-
-Counters decimate(const MemoryReplay &replay, size_t tracks, uint64_t resolution_ns, size_t max_points) {
   Counters out;
-  out.changes = replay.changes.size();
-  out.used.assign(tracks, false);
-  for (const LiveChange &c : replay.changes)
-    if (c.track < tracks) out.used[c.track] = true;
-  const size_t used = static_cast<size_t>(std::count(out.used.begin(), out.used.end(), true));
+  out.used.assign(curves.size(), false);
+  int64_t first = INT64_MAX, last = INT64_MIN;
+  size_t used = 0;
+  auto ts = [&](uint32_t position) { return static_cast<int64_t>(lives.times[position] - anchor); };
+  for (size_t t = 0; t < curves.size(); ++t) {
+    const analysis::LiveCurve &c = *curves[t];
+    if (c.empty()) continue;
+    out.used[t] = true;
+    ++used;
+    out.changes += c.positions.size();
+    first = std::min(first, ts(c.positions.front()));
+    last = std::max(last, ts(c.positions.back()));
+  }
   if (used == 0) return out;
 
+  // One bucket grid for every track (origin: the first change of any), so that their points line up.
   uint64_t width = std::max<uint64_t>(1, resolution_ns) * 2;
-  const int64_t first = replay.time(replay.changes.front().position);
-  const int64_t last = replay.time(replay.changes.back().position);
-  const uint64_t span = static_cast<uint64_t>(std::max<int64_t>(0, last - first)) + 1;
-  // Each track gives at most 2 points per bucket plus its starting 0.
-  if (max_points > 3 * used && out.changes * 2 > max_points) {
-    const uint64_t per_track = std::max<uint64_t>(1, (max_points - used) / used / 2);  // buckets a track may fill
-    const uint64_t needed = (span + per_track - 1) / per_track;                        // then at most per_track buckets
-    width = std::max(width, needed);
-  }
+  if (max_points > 0) width = std::max(width, bucket_width_for(first, last, used, max_points));
   out.bucket_ns = width;
 
-  std::vector<Bucket> open(tracks);
-  std::vector<bool> started(tracks, false);
-  auto flush = [&](uint16_t track) {
-    Bucket &b = open[track];
-    if (!b.open) return;
-    out.points.push_back({b.max_ts, track, b.max_value});
-    if (b.last_ts != b.max_ts || b.last_value != b.max_value) out.points.push_back({b.last_ts, track, b.last_value});
-    b.open = false;
-  };
-  const int64_t w = static_cast<int64_t>(width);
-  for (const LiveChange &c : replay.changes) {
-    if (c.track >= tracks) continue;
-    const int64_t ts = replay.time(c.position);
-    const int64_t index = floor_div(ts - first, w);
-    Bucket &b = open[c.track];
-    if (!started[c.track]) {  // the curve starts from zero where the track is first touched
-      started[c.track] = true;
-      out.points.push_back({std::min<int64_t>(0, ts), c.track, 0});
+  std::vector<int64_t> t_ns;
+  std::vector<uint64_t> bytes;
+  for (size_t t = 0; t < curves.size(); ++t) {
+    const analysis::LiveCurve &c = *curves[t];
+    if (c.empty()) continue;
+    // The curve starts from zero at the capture's start (or its first change, when earlier): this
+    // point is the rule's "first point", so it is always kept.
+    t_ns.assign(1, std::min<int64_t>(0, ts(c.positions.front())));
+    bytes.assign(1, 0);
+    for (size_t i = 0; i < c.positions.size(); ++i) {
+      t_ns.push_back(ts(c.positions[i]));
+      bytes.push_back(c.bytes[i]);
     }
-    if (b.open && b.index != index) flush(c.track);
-    if (!b.open) {
-      b = Bucket{true, index, ts, ts, c.live, c.live};
-      continue;
-    }
-    if (c.live > b.max_value) b.max_value = c.live, b.max_ts = ts;
-    b.last_value = c.live;
-    b.last_ts = ts;
+    for (uint32_t i : decimate_curve(t_ns.data(), bytes.data(), t_ns.size(), first, width))
+      out.points.push_back({t_ns[i], static_cast<uint16_t>(t), bytes[i]});
   }
-  for (uint16_t t = 0; t < tracks; ++t) flush(t);
   std::stable_sort(out.points.begin(), out.points.end(),
                    [](const CounterPoint &a, const CounterPoint &b) { return a.ts_ns < b.ts_ns; });
   return out;

@@ -1,33 +1,35 @@
-// Live-bytes counters thinned for a viewer: a run with millions of allocations would otherwise
-// draw millions of counter points. Points are never averaged (an average hides the spike that
-// caused an OOM): time is cut into buckets, and each bucket keeps the moment of its maximum and
-// its last value, so every local maximum survives and the value at every bucket edge is exact.
+// The timeline's live-bytes counters: the curves the analysis keeps (analysis/lives.h), thinned by
+// the one decimation rule (output/curve_decimation.h) so that a run with millions of allocations
+// does not draw millions of counter points. Every curve's peak, troughs and the value at every
+// bucket edge survive; nothing is averaged.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
-#include "output/trace/memory_replay.h"
+#include "analysis/lives.h"
 
 namespace gpuleak::output::trace {
 
+// Counter tracks: 0..D-1 the devices' live bytes (Lives::devices order), D host pinned and
+// registered memory, D + 1 + slot the tensors a framework allocator handed out inside that
+// device's segments (capture format 1.3).
 struct CounterPoint {
-  int64_t ts_ns = 0;   // since the capture's start
-  uint16_t track = 0;  // as LiveChange::track
+  int64_t ts_ns = 0;  // since the capture's start
+  uint16_t track = 0;
   uint64_t value = 0;
 };
 
 struct Counters {
   std::vector<CounterPoint> points;  // by time; each used track starts with a 0 at the capture's start
-  uint64_t bucket_ns = 0;            // the bucket width used (2 points at most per bucket and track)
-  size_t changes = 0;                // counter changes before thinning
-  std::vector<bool> used;            // per track: it changed at least once
+  uint64_t bucket_ns = 0;            // the bucket width used (3 points at most per bucket and track)
+  size_t changes = 0;                // counter changes before thinning (event positions that moved a curve)
+  std::vector<bool> used;            // per track (2 x devices + 1): it changed at least once
 };
 
-// Buckets are 2 x resolution_ns wide (at most ~1 point per resolution_ns), widened when needed
-// so that all tracks together stay under max_points (0: no cap). `tracks` is the number of
-// counter tracks (devices + 1 for host memory).
-Counters decimate(const MemoryReplay &replay, size_t tracks, uint64_t resolution_ns, size_t max_points);
+// Buckets are 2 x resolution_ns wide, widened when needed so that all tracks together stay under
+// max_points (0: no cap). `anchor`: the capture's monotonic start.
+Counters decimate(const analysis::Lives &lives, uint64_t anchor, uint64_t resolution_ns, size_t max_points);
 
 }  // namespace gpuleak::output::trace

@@ -18,10 +18,10 @@ std::vector<const analysis::Iteration *> primary_iterations(const analysis::Anal
 }
 
 // Positions whose time lies in [from, to] (ns since the start).
-std::pair<uint32_t, uint32_t> positions_in(const MemoryReplay &replay, int64_t from, int64_t to, uint64_t anchor) {
+std::pair<uint32_t, uint32_t> positions_in(const MemoryEvents &events, int64_t from, int64_t to, uint64_t anchor) {
   auto mono = [&](int64_t rel) { return rel <= -static_cast<int64_t>(anchor) ? 0 : anchor + rel; };
-  uint32_t begin = replay.lower_bound(mono(from));
-  uint32_t end = replay.lower_bound(mono(to) + 1);
+  uint32_t begin = events.lower_bound(mono(from));
+  uint32_t end = events.lower_bound(mono(to) + 1);
   return {begin, std::max(begin, end)};
 }
 
@@ -44,11 +44,11 @@ bool in_windows(const std::vector<std::pair<int64_t, int64_t>> &w, int64_t t) {
 
 }  // namespace
 
-Selection select_events(const MemoryReplay &replay, const analysis::Analysis &a, const NvtxTimeline &nvtx,
+Selection select_events(const MemoryEvents &events, const analysis::Analysis &a, const NvtxTimeline &nvtx,
                         const TraceOptions &o) {
   Selection s;
-  const uint32_t n = replay.size();
-  const uint64_t anchor = replay.anchor();
+  const uint32_t n = events.size();
+  const uint64_t anchor = events.anchor();
   const auto primary = primary_iterations(a);
   const bool everything = o.full || (primary.empty() && n < o.all_events_below);
   s.policy = o.full ? "full" : everything ? "all" : "bounded";
@@ -60,29 +60,30 @@ Selection select_events(const MemoryReplay &replay, const analysis::Analysis &a,
       if (edge > 0) {
         // At most edge_events of each: the start of the first iterations, the end of the last.
         const uint32_t cap = static_cast<uint32_t>(std::min<size_t>(o.edge_events, UINT32_MAX));
-        auto [b0, e0] = positions_in(replay, primary[0]->start_ns, primary[edge - 1]->end_ns, anchor);
-        auto [b1, e1] = positions_in(replay, primary[primary.size() - edge]->start_ns, primary.back()->end_ns, anchor);
+        auto [b0, e0] = positions_in(events, primary[0]->start_ns, primary[edge - 1]->end_ns, anchor);
+        auto [b1, e1] = positions_in(events, primary[primary.size() - edge]->start_ns, primary.back()->end_ns, anchor);
         e0 = std::min(e0, b0 + std::min(cap, e0 - b0));
         b1 = std::max(b1, e1 - std::min(cap, e1 - b1));
         for (auto [b, e] : {std::make_pair(b0, e0), std::make_pair(b1, e1)}) {
           for (uint32_t k = b; k < e; ++k) keep[k] = true;
-          if (e > b) s.windows.emplace_back(replay.time(b), replay.time(e - 1));
+          if (e > b) s.windows.emplace_back(events.time(b), events.time(e - 1));
         }
       }
     } else {
       const uint32_t edge = static_cast<uint32_t>(std::min<size_t>(o.edge_events, n));
       for (uint32_t k = 0; k < edge; ++k) keep[k] = keep[n - 1 - k] = true;
       if (edge > 0) {
-        s.windows.emplace_back(replay.time(0), replay.time(edge - 1));
-        s.windows.emplace_back(replay.time(n - edge), replay.time(n - 1));
+        s.windows.emplace_back(events.time(0), events.time(edge - 1));
+        s.windows.emplace_back(events.time(n - edge), events.time(n - 1));
       }
     }
     // The allocations of each leaking call site, the budget shared among the leaks.
     const size_t per_leak = a.leaks.empty() ? 0 : o.max_leak_site_events / a.leaks.size();
     std::vector<std::vector<uint32_t>> births(a.leaks.size());
-    const std::vector<int> leak_of = leak_of_lives(replay, a);
-    for (size_t i = 0; i < replay.lives.size(); ++i)
-      if (leak_of[i] >= 0) births[leak_of[i]].push_back(replay.lives[i].birth);
+    const std::vector<int> leak_of = leak_of_lives(events, a);
+    const std::vector<analysis::AllocationLife> &lives = events.lives().lives;
+    for (size_t i = 0; i < lives.size(); ++i)
+      if (leak_of[i] >= 0) births[leak_of[i]].push_back(lives[i].birth);
     for (auto &b : births) {
       thin_evenly(&b, per_leak);
       for (uint32_t k : b) keep[k] = true;
@@ -90,11 +91,11 @@ Selection select_events(const MemoryReplay &replay, const analysis::Analysis &a,
     // The moments before and after each out-of-memory failure (those the analysis details: the
     // newest ones, AnalysisOptions::max_oom_events).
     for (const auto &oom : a.ooms) {
-      uint32_t p = replay.lower_bound(anchor + oom.t_ns);
+      uint32_t p = events.lower_bound(anchor + oom.t_ns);
       uint32_t b = p > o.oom_context_events ? p - o.oom_context_events : 0;
       uint32_t e = static_cast<uint32_t>(std::min<uint64_t>(n, static_cast<uint64_t>(p) + o.oom_context_events));
       for (uint32_t k = b; k < e; ++k) keep[k] = true;
-      if (e > b) s.windows.emplace_back(replay.time(b), replay.time(e - 1));
+      if (e > b) s.windows.emplace_back(events.time(b), events.time(e - 1));
     }
     merge_windows(&s.windows);
   }

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "analysis/analysis.h"
-#include "output/trace/memory_replay.h"
+#include "output/trace/memory_events.h"
 #include "output/trace/nvtx_ranges.h"
 #include "output/trace/trace_options.h"
 
@@ -27,7 +27,7 @@ struct Selection {
   std::vector<std::pair<int64_t, int64_t>> windows;
 };
 
-Selection select_events(const MemoryReplay &replay, const analysis::Analysis &analysis, const NvtxTimeline &nvtx,
+Selection select_events(const MemoryEvents &events, const analysis::Analysis &analysis, const NvtxTimeline &nvtx,
                         const TraceOptions &options);
 
 // Keeps `budget` elements spread evenly over v (the first and the last among them); budget 0

@@ -8,23 +8,24 @@
 
 namespace gpuleak::output::trace {
 
-std::vector<int> leak_of_lives(const MemoryReplay &replay, const analysis::Analysis &a) {
-  std::vector<int> out(replay.lives.size(), -1);
+std::vector<int> leak_of_lives(const MemoryEvents &events, const analysis::Analysis &a) {
+  const std::vector<analysis::AllocationLife> &lives = events.lives().lives;
+  std::vector<int> out(lives.size(), -1);
   if (a.leaks.empty()) return out;
   auto key = [](uint32_t stack, uint32_t py) { return static_cast<uint64_t>(stack) << 32 | py; };
   std::unordered_multimap<uint64_t, int> leaks;
   for (size_t i = 0; i < a.leaks.size(); ++i)
     leaks.emplace(key(a.leaks[i].site.stack_id, a.leaks[i].site.py_stack_id), static_cast<int>(i));
-  for (size_t i = 0; i < replay.lives.size(); ++i) {
-    const Life &l = replay.lives[i];
-    auto range = leaks.equal_range(key(l.stack_id, l.py_stack_id));
+  for (size_t i = 0; i < lives.size(); ++i) {
+    const analysis::AllocationLife &l = lives[i];
+    auto range = leaks.equal_range(key(l.site.stack_id, l.site.py_stack_id));
     for (auto it = range.first; it != range.second; ++it)
       if (a.leaks[it->second].device == l.device) out[i] = it->second;
   }
   return out;
 }
 
-std::vector<LeakMarker> leak_markers(const MemoryReplay &replay, const analysis::Analysis &a, size_t budget) {
+std::vector<LeakMarker> leak_markers(const MemoryEvents &events, const analysis::Analysis &a, size_t budget) {
   std::vector<LeakMarker> out;
   if (a.leaks.empty()) return out;
   std::vector<size_t> primary;  // indices into a.iterations, by start time
@@ -45,11 +46,12 @@ std::vector<LeakMarker> leak_markers(const MemoryReplay &replay, const analysis:
 
   // Per leak, per iteration (std::map: in iteration order).
   std::vector<std::map<size_t, LeakMarker>> by_iteration(a.leaks.size());
-  const std::vector<int> leak_of = leak_of_lives(replay, a);
-  for (size_t i = 0; i < replay.lives.size(); ++i) {
-    const Life &l = replay.lives[i];
-    if (leak_of[i] < 0 || l.death != kNoEvent) continue;
-    const int64_t born = replay.time(l.birth);
+  const std::vector<int> leak_of = leak_of_lives(events, a);
+  const std::vector<analysis::AllocationLife> &lives = events.lives().lives;
+  for (size_t i = 0; i < lives.size(); ++i) {
+    const analysis::AllocationLife &l = lives[i];
+    if (leak_of[i] < 0 || l.death != analysis::kStillAlive) continue;
+    const int64_t born = events.time(l.birth);
     const size_t *iteration = iteration_at(born);
     if (!iteration) continue;
     auto [it, fresh] = by_iteration[leak_of[i]].try_emplace(*iteration);

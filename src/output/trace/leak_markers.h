@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "analysis/analysis.h"
-#include "output/trace/memory_replay.h"
+#include "output/trace/memory_events.h"
 
 namespace gpuleak::output::trace {
 
@@ -20,12 +20,12 @@ struct LeakMarker {
   uint64_t count = 0;
 };
 
-// Per entry of replay.lives: the index into Analysis::leaks of the leak its call site and device
+// Per entry of events.lives().lives: the index into Analysis::leaks of the leak its call site and device
 // make it part of, or -1.
-std::vector<int> leak_of_lives(const MemoryReplay &replay, const analysis::Analysis &analysis);
+std::vector<int> leak_of_lives(const MemoryEvents &events, const analysis::Analysis &analysis);
 
 // By time. At most `budget` markers over all leaks (each leak gets an equal share, thinned
 // evenly over its iterations).
-std::vector<LeakMarker> leak_markers(const MemoryReplay &replay, const analysis::Analysis &analysis, size_t budget);
+std::vector<LeakMarker> leak_markers(const MemoryEvents &events, const analysis::Analysis &analysis, size_t budget);
 
 }  // namespace gpuleak::output::trace

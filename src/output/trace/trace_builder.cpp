@@ -82,16 +82,17 @@ void add_slice(std::vector<Item> *items, Source s, uint32_t index, int64_t start
 void plan_tracks(Plan &p) {
   const auto &a = p.analysis;
   // Counters: one per device, then host memory when the program had any, then the tensors inside
-  // each device's segments when a framework allocator reported them (memory_replay.h).
-  const size_t devices = p.replay.devices.size();
+  // each device's segments when a framework allocator reported them (counter_decimation.h).
+  const analysis::Lives &lives = p.events.lives();
+  const size_t devices = lives.devices.size();
   p.counter_track.assign(2 * devices + 1, 0);
   for (size_t d = 0; d <= 2 * devices; ++d) {
     if (d >= devices && !(d < p.counters.used.size() && p.counters.used[d])) continue;
     Track t;
     t.kind = TrackKind::kCounter;
-    t.name = d < devices    ? "cuda:" + std::to_string(p.replay.devices[d]) + " live"
+    t.name = d < devices    ? "cuda:" + std::to_string(lives.devices[d].device) + " live"
              : d == devices ? "host pinned live"
-                            : "cuda:" + std::to_string(p.replay.devices[d - devices - 1]) + " tensors";
+                            : "cuda:" + std::to_string(lives.devices[d - devices - 1].device) + " tensors";
     t.bytes_unit = true;
     t.sort_index = static_cast<int>(d);
     p.counter_track[d] = static_cast<uint32_t>(p.tracks.size());
@@ -124,7 +125,7 @@ void plan_tracks(Plan &p) {
   }
   // Threads: every thread something is shown on, the main thread first.
   std::set<uint32_t> tids;
-  for (uint32_t k : p.selection.memory) tids.insert(p.replay.at(k).tid);
+  for (uint32_t k : p.selection.memory) tids.insert(p.events.at(k).tid);
   for (uint32_t i : p.selection.nvtx_ranges)
     if (!p.nvtx.ranges[i].async) tids.insert(p.nvtx.ranges[i].tid);
   for (uint32_t i : p.selection.nvtx_marks) tids.insert(p.nvtx.marks[i].tid);
@@ -209,12 +210,11 @@ TraceSummary build_trace(const format::Capture &capture, const analysis::Analysi
 TraceSummary build_trace(const format::Capture &capture, const analysis::Analysis &analysis, Sites &sites,
                          const TraceOptions &options, TraceSink *sink, bool *ok) {
   Plan p(capture, analysis, options, sites);
-  const size_t counter_tracks = 2 * p.replay.devices.size() + 1;
   const uint64_t max_points = options.full ? 0 : options.max_counter_points;
-  p.counters = decimate(p.replay, counter_tracks, options.counter_resolution_ns, max_points);
+  p.counters = decimate(p.events.lives(), p.events.anchor(), options.counter_resolution_ns, max_points);
   p.nvtx = pair_nvtx(capture, static_cast<int64_t>(analysis.duration_ns));
-  p.selection = select_events(p.replay, analysis, p.nvtx, options);
-  p.leak_markers = leak_markers(p.replay, analysis, options.full ? SIZE_MAX : options.max_leak_markers);
+  p.selection = select_events(p.events, analysis, p.nvtx, options);
+  p.leak_markers = leak_markers(p.events, analysis, options.full ? SIZE_MAX : options.max_leak_markers);
   for (uint32_t i = 0; i < capture.markers.size(); ++i)
     if (capture.markers[i].op == static_cast<uint8_t>(format::MarkerOp::kMark)) p.api_marks.push_back(i);
   for (const auto &r : capture.ooms) p.ooms.push_back(&r);
@@ -227,7 +227,7 @@ TraceSummary build_trace(const format::Capture &capture, const analysis::Analysi
   s.policy = p.selection.policy;
   s.counter_points = p.counters.points.size();
   s.counter_changes = p.counters.changes;
-  s.memory_events = p.replay.size();
+  s.memory_events = p.events.size();
   s.memory_events_shown = p.selection.memory.size();
   s.iterations = analysis.iterations.size();
   s.leak_markers = p.leak_markers.size();

@@ -14,8 +14,9 @@
 //             each with a flow from the host call that launched it (gpu_activity.h)
 //   global    out-of-memory failures
 //
-// Numbers come from analysis::Analysis (iterations, leaks, OOMs) and from a replay that applies
-// the analysis' accounting rules (memory_replay.h). Events reach the sink in time order.
+// Numbers come from analysis::Analysis (iterations, leaks, OOMs), the counters and the allocation
+// events from its lives and live curves (analysis/lives.h): the trace replays nothing, so its
+// counters peak where the report says. Events reach the sink in time order.
 #pragma once
 
 #include <cstdint>

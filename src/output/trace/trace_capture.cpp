@@ -40,7 +40,7 @@ bool trace_capture_file(const std::string &path, TraceFormat fmt, const ReadOpti
                         ByteStream *out, TraceSummary *summary, std::vector<std::string> *warnings,
                         std::string *error) {
   ReadOptions keep = read;
-  keep.keep_memory = true;  // the timeline replays every record
+  keep.keep_memory = true;  // the timeline shows every record, in the analysis's order
   auto opened = open_and_analyze(path, keep, error);
   if (!opened) return false;
   const format::Capture &capture = opened->capture();

@@ -27,13 +27,13 @@ std::string nvtx_name(const Plan &p, uint32_t message_id) {
 }  // namespace
 
 int64_t memory_start(const Plan &p, uint32_t k) {
-  const format::MemoryRecord &r = p.replay.at(k);
+  const format::MemoryRecord &r = p.events.at(k);
   // An allocation's time is when the call returned: the slice starts when it was entered.
   const bool returned = r.op == static_cast<uint8_t>(format::Op::kAlloc);
-  return p.replay.time(k) - (returned ? static_cast<int64_t>(r.duration_ns) : 0);
+  return p.events.time(k) - (returned ? static_cast<int64_t>(r.duration_ns) : 0);
 }
 
-int64_t memory_duration(const Plan &p, uint32_t k) { return p.replay.at(k).duration_ns; }
+int64_t memory_duration(const Plan &p, uint32_t k) { return p.events.at(k).duration_ns; }
 
 void counter_event(Plan &p, uint32_t i, Event *e) {
   const CounterPoint &c = p.counters.points[i];
@@ -129,7 +129,7 @@ void oom_event(Plan &p, uint32_t i, Event *e) {
 }
 
 void memory_event(Plan &p, uint32_t k, bool end, Event *e) {
-  const format::MemoryRecord &r = p.replay.at(k);
+  const format::MemoryRecord &r = p.events.at(k);
   e->track = p.thread(r.tid);
   if (end) {
     e->phase = Phase::kCompleteEnd;
@@ -140,7 +140,7 @@ void memory_event(Plan &p, uint32_t k, bool end, Event *e) {
   e->category = "memory";
   e->name = api_of(r);
   if (r.result != 0) e->name += " failed";
-  const uint32_t life = p.replay.life_of(k);
+  const uint32_t life = p.events.life_of(k);
   uint64_t size = r.size;
   json args = {{"op", format::op_name(r.op)},
                {"kind", format::kind_name(r.kind)},
@@ -148,9 +148,9 @@ void memory_event(Plan &p, uint32_t k, bool end, Event *e) {
                {"address", hex(r.address)},
                {"device", r.device}};
   if (life != kNoEvent) {
-    const Life &l = p.replay.lives[life];
+    const analysis::AllocationLife &l = p.events.lives().lives[life];
     if (size == 0) size = l.size;  // a free's size when the recorder did not know it
-    args["site"] = p.sites.resolve(l.stack_id, l.py_stack_id).label;
+    args["site"] = p.sites.resolve(l.site.stack_id, l.site.py_stack_id).label;
   } else if (r.stack_id || r.py_stack_id) {
     args["site"] = p.sites.resolve(r.stack_id, r.py_stack_id).label;
   }
@@ -263,7 +263,7 @@ json trace_metadata(const Plan &p) {
   for (const auto &d : p.analysis.devices) growth += d.growth_bytes_per_iteration;
   m["growth_bytes_per_iteration"] = growth;
   m["events"] = {{"policy", p.selection.policy},
-                 {"memory_events", p.replay.size()},
+                 {"memory_events", p.events.size()},
                  {"memory_events_shown", p.selection.memory.size()},
                  {"nvtx_ranges", p.nvtx.ranges.size()},
                  {"nvtx_ranges_shown", p.selection.nvtx_ranges.size()},

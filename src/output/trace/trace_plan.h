@@ -15,7 +15,7 @@
 #include "output/trace/event_selection.h"
 #include "output/trace/gpu_activity.h"
 #include "output/trace/leak_markers.h"
-#include "output/trace/memory_replay.h"
+#include "output/trace/memory_events.h"
 #include "output/trace/nvtx_ranges.h"
 #include "output/trace/trace_options.h"
 #include "output/trace/trace_sink.h"
@@ -27,12 +27,12 @@ inline constexpr int64_t kPseudoTidBase = 1'000'000'000;
 
 struct Plan {
   Plan(const format::Capture &c, const analysis::Analysis &a, const TraceOptions &o, Sites &s)
-      : capture(c), analysis(a), options(o), replay(c, a), sites(s) {}
+      : capture(c), analysis(a), options(o), events(c, a), sites(s) {}
 
   const format::Capture &capture;
   const analysis::Analysis &analysis;
   const TraceOptions &options;
-  MemoryReplay replay;
+  MemoryEvents events;  // the memory records in time order, with the analysis's lives and curves
   Sites &sites;
   NvtxTimeline nvtx;
   Counters counters;
@@ -43,7 +43,7 @@ struct Plan {
   GpuTimeline gpu;                              // kernels, copies, memsets (CUPTI) shown
 
   std::vector<Track> tracks;
-  std::vector<uint32_t> counter_track;  // LiveChange::track -> index into tracks
+  std::vector<uint32_t> counter_track;  // CounterPoint::track -> index into tracks
   std::map<std::string, uint32_t> loop_track;
   std::map<uint32_t, uint32_t> thread_track;  // tid -> index into tracks
   std::vector<uint32_t> lane_track;           // NVTX async lane -> index into tracks

@@ -2,54 +2,50 @@
 
 #include <algorithm>
 
+#include "output/curve_decimation.h"
+
 namespace gpuleak::output::view {
 
-namespace {
-
-struct Delta {
-  uint32_t position;
-  bool up;
-  uint64_t size;
-};
-
-}  // namespace
-
-std::vector<DeviceTimeline> device_timelines(const AllocationLives &lives, const std::vector<int> &devices,
-                                             uint64_t end_ns) {
+std::vector<DeviceTimeline> device_timelines(const analysis::Lives &lives, uint64_t anchor, uint64_t end_ns,
+                                             size_t max_points) {
+  // Nanoseconds since the run's start (a record before the anchor counts as the start).
+  auto since = [&](uint32_t position) {
+    const uint64_t t = lives.times[position];
+    return t > anchor ? t - anchor : 0;
+  };
   std::vector<DeviceTimeline> out;
-  for (int device : devices) {
-    std::vector<Delta> deltas;
-    for (const Life &l : lives.lives()) {
-      if (l.device != device || l.pool_block) continue;  // a tensor's bytes are its segment's
-      deltas.push_back({l.birth, true, l.size});
-      if (l.death != kAlive) deltas.push_back({l.death, false, l.size});
+  std::vector<int64_t> t;
+  std::vector<uint64_t> bytes;
+  for (const analysis::DeviceCurve &d : lives.devices) {
+    const analysis::LiveCurve &c = d.live;
+    DeviceTimeline tl;
+    tl.device = d.device;
+    tl.peak_bytes = c.peak;
+    if (c.peak_position != analysis::kStillAlive) {
+      tl.peak_ns = since(c.peak_position);
+      tl.peak_position = c.peak_position;
     }
-    // Within one position the releases come first: an address handed out again while its old
-    // allocation was never freed ends the old one before the new one counts (as the ledger does).
-    std::stable_sort(deltas.begin(), deltas.end(), [](const Delta &a, const Delta &b) {
-      return a.position != b.position ? a.position < b.position : a.up < b.up;
-    });
-    DeviceTimeline t;
-    t.device = device;
-    Series &s = t.series;
-    s.t_ns.push_back(0);
-    s.bytes.push_back(0);
-    uint64_t live = 0;
-    for (size_t i = 0; i < deltas.size(); ++i) {
-      const Delta &d = deltas[i];
-      live = d.up ? live + d.size : live - d.size;
-      if (i + 1 < deltas.size() && deltas[i + 1].position == d.position) continue;
-      s.t_ns.push_back(lives.time_of(d.position));
-      s.bytes.push_back(live);
-      if (live > t.peak_bytes) {
-        t.peak_bytes = live;
-        t.peak_ns = s.t_ns.back();
-        t.peak_position = d.position;
+    t.assign(1, 0);
+    bytes.assign(1, 0);
+    for (size_t i = 0; i < c.positions.size(); ++i) {
+      t.push_back(static_cast<int64_t>(since(c.positions[i])));
+      bytes.push_back(c.bytes[i]);
+    }
+    t.push_back(std::max(static_cast<int64_t>(end_ns), t.back()));
+    bytes.push_back(c.last());
+    tl.source_points = t.size();
+    max_points = std::max<size_t>(max_points, 4);
+    if (t.size() <= max_points) {
+      tl.t_ns.assign(t.begin(), t.end());
+      tl.bytes = bytes;
+    } else {
+      const uint64_t width = bucket_width_for(t.front(), t.back(), 1, max_points);
+      for (uint32_t i : decimate_curve(t.data(), bytes.data(), t.size(), t.front(), width)) {
+        tl.t_ns.push_back(static_cast<uint64_t>(t[i]));
+        tl.bytes.push_back(bytes[i]);
       }
     }
-    s.t_ns.push_back(std::max(end_ns, s.t_ns.back()));
-    s.bytes.push_back(live);
-    out.push_back(std::move(t));
+    out.push_back(std::move(tl));
   }
   return out;
 }

@@ -3,10 +3,10 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <tuple>
 #include <unordered_map>
 
-#include "output/view/allocation_lives.h"
 #include "output/view/site_table.h"
 #include "output/view/timeline.h"
 
@@ -16,23 +16,25 @@ using nlohmann::json;
 
 namespace {
 
-json timeline_json(const DeviceTimeline &t, const ViewOptions &o) {
-  Series shown = decimate_min_max(t.series, o.max_timeline_points);
+using analysis::AllocationLife;
+using analysis::kStillAlive;
+
+json timeline_json(const DeviceTimeline &t) {
   return {{"device", t.device},
-          {"t_ns", std::move(shown.t_ns)},
-          {"live_bytes", std::move(shown.bytes)},
-          {"source_points", t.series.size()},
-          {"decimated", shown.size() < t.series.size()},
+          {"t_ns", t.t_ns},
+          {"live_bytes", t.bytes},
+          {"source_points", t.source_points},
+          {"decimated", t.t_ns.size() < t.source_points},
           {"peak", {{"t_ns", t.peak_ns}, {"bytes", t.peak_bytes}}}};
 }
 
 // Live memory of one device at one moment, by site, largest first; beyond max_sites summed up.
 template <typename IsLive>
-json snapshot_json(const AllocationLives &lives, int device, IsLive is_live, SiteTable &sites, const ViewOptions &o,
+json snapshot_json(const analysis::Lives &lives, int device, IsLive is_live, SiteTable &sites, const ViewOptions &o,
                    json head) {
   std::unordered_map<uint64_t, std::tuple<analysis::Site, uint64_t, uint64_t>> by_site;
   uint64_t total = 0, count = 0, reserved = 0, in_blocks = 0;
-  for (const Life &l : lives.lives()) {
+  for (const AllocationLife &l : lives.lives) {
     if (l.device != device || !is_live(l)) continue;
     if (l.segment) {  // by site: the tensors, not their segments
       reserved += l.size;
@@ -83,7 +85,11 @@ json snapshot_json(const AllocationLives &lives, int device, IsLive is_live, Sit
 // allocation was gone; the iteration count when freed after the last one; -1 when never freed.
 // An allocation freed inside its own iteration never appears: it cannot be alive at the end of
 // any range of whole iterations.
-json temporal_json(const AllocationLives &lives, const analysis::Analysis &a, SiteTable &sites) {
+json temporal_json(const analysis::Lives &lives, uint64_t anchor, const analysis::Analysis &a, SiteTable &sites) {
+  auto since = [&](uint32_t position) {  // ns since the run's start (before the anchor: the start)
+    const uint64_t t = lives.times[position];
+    return t > anchor ? t - anchor : 0;
+  };
   std::vector<const analysis::Iteration *> primary;
   for (const auto &it : a.iterations)
     if (it.primary) primary.push_back(&it);
@@ -102,11 +108,11 @@ json temporal_json(const AllocationLives &lives, const analysis::Analysis &a, Si
     return it - primary.begin();
   };
   std::map<std::tuple<uint32_t, int, int64_t, int64_t>, std::pair<uint64_t, uint64_t>> groups;
-  for (const Life &l : lives.lives()) {
-    if (l.segment) continue;  // the tensors in it are drawn instead
-    int64_t born = n ? birth_iteration(l.birth_ns) : -1;
+  for (const AllocationLife &l : lives.lives) {
+    if (l.device < 0 || l.segment) continue;  // host memory; a segment: the tensors in it are drawn instead
+    int64_t born = n ? birth_iteration(since(l.birth)) : -1;
     if (born < 0) continue;
-    int64_t died = l.death == kAlive ? -1 : death_iteration(l.death_ns);
+    int64_t died = l.death == kStillAlive ? -1 : death_iteration(since(l.death));
     if (died != -1 && died <= born) continue;
     auto &[count, bytes] = groups[{sites.index(l.site), l.device, born, died}];
     ++count;
@@ -149,19 +155,19 @@ json make_view_data(const format::Capture &capture, const analysis::Analysis &a,
 
 json make_view_data(const format::Capture &capture, const analysis::Analysis &a, Sites &resolved,
                     const ViewOptions &o) {
-  AllocationLives lives(capture, a);
+  const std::shared_ptr<const analysis::Lives> kept = analysis::lives_of(capture, a);
+  const analysis::Lives &lives = *kept;
+  const uint64_t anchor = capture.header.monotonic_ns;
   SiteTable sites(resolved);
-  std::vector<int> devices;
-  for (const auto &d : a.devices) devices.push_back(d.index);
-  std::vector<DeviceTimeline> timelines = device_timelines(lives, devices, a.duration_ns);
+  std::vector<DeviceTimeline> timelines = device_timelines(lives, anchor, a.duration_ns, o.max_timeline_points);
 
   json timeline = json::array(), snapshots = json::array();
-  for (const DeviceTimeline &t : timelines) timeline.push_back(timeline_json(t, o));
+  for (const DeviceTimeline &t : timelines) timeline.push_back(timeline_json(t));
   for (const DeviceTimeline &t : timelines) {
-    auto at_end = [](const Life &l) { return l.death == kAlive; };
+    auto at_end = [](const AllocationLife &l) { return l.death == kStillAlive; };
     snapshots.push_back(snapshot_json(lives, t.device, at_end, sites, o, {{"kind", "end"}, {"t_ns", a.duration_ns}}));
     const uint32_t p = t.peak_position;
-    auto at_peak = [p](const Life &l) { return l.birth <= p && (l.death == kAlive || l.death > p); };
+    auto at_peak = [p](const AllocationLife &l) { return l.birth <= p && (l.death == kStillAlive || l.death > p); };
     snapshots.push_back(snapshot_json(lives, t.device, at_peak, sites, o, {{"kind", "peak"}, {"t_ns", t.peak_ns}}));
   }
   // The end of the last primary iteration, where the report counts what a leak holds (its
@@ -172,7 +178,7 @@ json make_view_data(const format::Capture &capture, const analysis::Analysis &a,
   if (last) {
     // Its events are [begin_event, end_event): live at its end is live before end_event.
     const uint32_t p = last->end_event;
-    auto at_last = [p](const Life &l) { return l.birth < p && (l.death == kAlive || l.death >= p); };
+    auto at_last = [p](const AllocationLife &l) { return l.birth < p && (l.death == kStillAlive || l.death >= p); };
     for (const DeviceTimeline &t : timelines)
       snapshots.push_back(
           snapshot_json(lives, t.device, at_last, sites, o,
@@ -180,12 +186,12 @@ json make_view_data(const format::Capture &capture, const analysis::Analysis &a,
   }
   // The same moments as the report's oom.events[i]: before the first event at or after the failure.
   for (size_t i = 0; i < a.ooms.size(); ++i) {
-    const uint32_t p = lives.position_at(a.ooms[i].t_ns);
-    auto at_oom = [p](const Life &l) { return l.birth < p && (l.death == kAlive || l.death >= p); };
+    const uint32_t p = lives.position_at(anchor + a.ooms[i].t_ns);
+    auto at_oom = [p](const AllocationLife &l) { return l.birth < p && (l.death == kStillAlive || l.death >= p); };
     snapshots.push_back(snapshot_json(lives, a.ooms[i].device, at_oom, sites, o,
                                       {{"kind", "oom"}, {"oom_index", i}, {"t_ns", a.ooms[i].t_ns}}));
   }
-  json temporal = temporal_json(lives, a, sites);
+  json temporal = temporal_json(lives, anchor, a, sites);
   return {{"schema", kViewSchema},           {"timeline", std::move(timeline)}, {"snapshots", std::move(snapshots)},
           {"temporal", std::move(temporal)}, {"sites", sites.sites_json()},     {"frames", sites.frames_json()}};
 }

@@ -21,8 +21,9 @@ namespace gpuleak::output::view {
 inline constexpr const char *kViewSchema = "gpuleak.view/1";
 
 struct ViewOptions {
-  // Points of each device's timeline; longer series are thinned keeping each bucket's min and
-  // max (decimate.h), so peaks survive. Roughly 25 bytes of HTML per point.
+  // Points of each device's timeline; longer series are thinned by the one decimation rule
+  // (output/curve_decimation.h: each bucket's min, max and last), so peaks survive. Roughly 25
+  // bytes of HTML per point.
   size_t max_timeline_points = 1'000'000;
   // Call sites kept per flame graph snapshot (largest first); the rest is summed as "other".
   size_t max_snapshot_sites = 10'000;

@@ -82,7 +82,7 @@ TEST(FrameworkPools, JaxLeakIsTheArraysThatSurviveBoundaries) {
   ASSERT_EQ(a.segments[0].blocks.size(), 3u);
   EXPECT_EQ(a.segments[0].blocks[0].live_at_exit_bytes, 30 * 4 * kMiB);  // the losses, largest first
   EXPECT_EQ(a.segments[0].blocks[1].live_at_exit_bytes, 64 * kMiB);      // the weights
-  EXPECT_EQ(a.allocator_mode, "per-array (JAX's arena, live arrays sampled)");
+  EXPECT_EQ(a.allocator_mode.text(), "per-array (JAX's arena, live arrays sampled)");
   EXPECT_NE(a.allocator_note.find("live arrays at each iteration boundary"), std::string::npos) << a.allocator_note;
   EXPECT_EQ(a.allocator_note.find("--jax per-buffer"), std::string::npos) << a.allocator_note;
 }
@@ -158,7 +158,7 @@ TEST(FrameworkPools, JittedStepKeepingOneOfItsOutputsLeaksAtTheCall) {
     EXPECT_EQ(clean.verdict, Verdict::kClean);
     EXPECT_TRUE(clean.leaks.empty());
     if (per_buffer) {
-      EXPECT_EQ(a.allocator_mode, "per-buffer (JAX's platform allocator, live arrays sampled)");
+      EXPECT_EQ(a.allocator_mode.text(), "per-buffer (JAX's platform allocator, live arrays sampled)");
       EXPECT_EQ(a.devices[0].live_at_exit_bytes, 41 * 4 * kMiB + 4);  // the buffers are the bytes
       ASSERT_FALSE(a.segments.empty());                               // the buffers that held arrays
       EXPECT_EQ(a.segments[0].site.stack_id, 50u);
@@ -221,7 +221,7 @@ TEST(FrameworkPools, CupyFreesOnAnotherThreadPairByAddress) {
   EXPECT_EQ(leak.accounting.unmatched_frees, 0u);
   ASSERT_EQ(leak.leaks.size(), 1u);
   EXPECT_DOUBLE_EQ(leak.leaks[0].bytes_per_iteration, static_cast<double>(kMiB));
-  EXPECT_EQ(leak.allocator_mode, "per-array (CuPy's memory pool, through its allocator)");
+  EXPECT_EQ(leak.allocator_mode.text(), "per-array (CuPy's memory pool, through its allocator)");
   ASSERT_EQ(leak.segments.size(), 1u);
   EXPECT_EQ(leak.segments[0].site.stack_id, kChunkSite);
   EXPECT_EQ(leak.segments[0].blocks[0].live_at_exit_bytes, 30 * kMiB);

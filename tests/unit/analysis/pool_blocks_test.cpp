@@ -99,7 +99,7 @@ TEST(PoolBlocks, LeakIsPerTensorSiteAndDeviceBytesAreTheSegments) {
     EXPECT_EQ(a.segments[0].blocks[0].live_at_exit_count, 30u);
     EXPECT_EQ(a.segments[0].blocks[1].site.stack_id, kScratchSite);
     EXPECT_EQ(a.segments[0].blocks[1].peak_bytes, 4 * kMiB);
-    EXPECT_EQ(a.allocator_mode.rfind("per-tensor", 0), 0u) << a.allocator_mode;
+    EXPECT_EQ(a.allocator_mode.text().rfind("per-tensor", 0), 0u) << a.allocator_mode.text();
     EXPECT_EQ(a.allocator_note.find("--torch per-tensor"), std::string::npos) << a.allocator_note;
   }
 }

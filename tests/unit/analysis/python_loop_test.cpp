@@ -161,12 +161,12 @@ TEST(PythonLoop, NoUnmarkedLoopWhenAFrameworkPoolHidesObjects) {
   Analysis pool = build("");
   EXPECT_EQ(pool.iteration_source, IterationSource::kNone);
   EXPECT_EQ(pool.verdict, Verdict::kInconclusive);
-  EXPECT_EQ(pool.allocator_mode, "pool (CuPy's memory pool)");
+  EXPECT_EQ(pool.allocator_mode.text(), "pool (CuPy's memory pool)");
   EXPECT_NE(pool.allocator_note.find("every array is seen inside the pool"), std::string::npos) << pool.allocator_note;
   EXPECT_EQ(pool.allocator_note.find("--cupy per-array"), std::string::npos) << pool.allocator_note;
   Analysis per_array = build("GPULEAK_CUPY=per-array");
   EXPECT_EQ(per_array.iteration_source, IterationSource::kPythonLoop);
-  EXPECT_EQ(per_array.allocator_mode, "per-array (CuPy without its memory pool)");
+  EXPECT_EQ(per_array.allocator_mode.text(), "per-array (CuPy without its memory pool)");
   EXPECT_TRUE(per_array.allocator_note.empty());
   EXPECT_EQ(per_array.verdict, Verdict::kLeak);
 }

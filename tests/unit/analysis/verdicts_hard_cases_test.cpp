@@ -219,10 +219,10 @@ TEST(HardCases, PyTorchLoadedWithItsDefaultAllocatorMeansSegments) {
     return analyze(b.capture);
   };
   Analysis cached = build("");
-  EXPECT_EQ(cached.allocator_mode, "segments (PyTorch's caching allocator)");
+  EXPECT_EQ(cached.allocator_mode.text(), "segments (PyTorch's caching allocator)");
   EXPECT_NE(cached.allocator_note.find("may be hidden"), std::string::npos) << cached.allocator_note;
   Analysis per_tensor = build("PYTORCH_NO_CUDA_MEMORY_CACHING=1");
-  EXPECT_EQ(per_tensor.allocator_mode, "per-allocation");
+  EXPECT_EQ(per_tensor.allocator_mode.text(), "per-allocation");
   EXPECT_EQ(per_tensor.allocator_note, "");
 }
 
@@ -236,13 +236,13 @@ TEST(HardCases, CachingAllocatorSegmentsGetTheNoteThatALeakMayHide) {
     seg.end();
   }
   Analysis a = analyze(seg.capture);
-  EXPECT_EQ(a.allocator_mode, "segments (a caching allocator: every block a multiple of 2 MiB)");
+  EXPECT_EQ(a.allocator_mode.text(), "segments (a caching allocator: every block a multiple of 2 MiB)");
   EXPECT_NE(a.allocator_note.find("may be hidden"), std::string::npos) << a.allocator_note;
   EXPECT_NE(a.allocator_note.find("--torch per-tensor"), std::string::npos) << a.allocator_note;
   // Per-tensor allocations of any size: no note.
   CaptureBuilder tensors = loop(20, [](CaptureBuilder &b, int) { b.alloc(4, 7); });
   Analysis t = analyze(tensors.capture);
-  EXPECT_EQ(t.allocator_mode, "per-allocation");
+  EXPECT_EQ(t.allocator_mode.text(), "per-allocation");
   EXPECT_EQ(t.allocator_note, "");
   // Per-tensor 2 MiB activations, allocated and freed every step: not segments.
   CaptureBuilder acts = loop(20, [](CaptureBuilder &b, int) {

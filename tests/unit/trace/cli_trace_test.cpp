@@ -76,6 +76,51 @@ TEST(CliTrace, RealCaptureTraceNextToItOpensAndShowsTheLeak) {
   EXPECT_EQ(events(trace, "M", "gpuleak_trace")[0]["args"]["gpu_activity"], "GPU activity unavailable (CUPTI off)");
 }
 
+// The report, the trace's counter track and the viewer's curve show one peak and one live-at-exit
+// per device: all three read the analysis's curve (analysis/lives.h). Each output is re-parsed by
+// nlohmann; the view's timeline is thinned hard (--max-points 8) so that the rule must keep the peak.
+TEST(CliTrace, TheTraceAndTheViewPeakWhereTheReportDoes) {
+  std::string capture = leaky_capture();
+  ASSERT_FALSE(capture.empty());
+  const std::string dir = temp_dir("cli-one-peak");
+  CliRun r = sh(kCli + " report --quiet -o " + q(dir + "/r.json") + " " + q(capture));
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = sh(kCli + " trace -o " + q(dir + "/t.json") + " " + q(capture));
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = sh(kCli + " view --quiet --max-points 8 -o " + q(dir + "/v.html") + " " + q(capture));
+  ASSERT_EQ(r.status, 0) << r.err;
+
+  const json report = parse(read_text(dir + "/r.json"));
+  ASSERT_EQ(report["devices"].size(), 1u);
+  const uint64_t peak = report["devices"][0]["peak_live_bytes"];
+  const uint64_t at_exit = report["devices"][0]["live_at_exit_bytes"];
+  EXPECT_GE(peak, 30u << 20);  // 30 x 1 MiB kept, a 4 MiB temporary on top
+
+  const std::vector<json> counters = events(parse(read_text(dir + "/t.json")), "C", "cuda:0 live");
+  ASSERT_FALSE(counters.empty());
+  uint64_t trace_peak = 0;
+  for (const json &c : counters) trace_peak = std::max<uint64_t>(trace_peak, c["args"]["bytes"]);
+  EXPECT_EQ(trace_peak, peak);
+  EXPECT_EQ(counters.back()["args"]["bytes"], at_exit);
+
+  const std::string html = read_text(dir + "/v.html");
+  const std::string open = "id=\"gpuleak-data\">";
+  const size_t begin = html.find(open);
+  ASSERT_NE(begin, std::string::npos);
+  const size_t end = html.find("</script>", begin);
+  ASSERT_NE(end, std::string::npos);
+  const json page = parse(html.substr(begin + open.size(), end - begin - open.size()));
+  EXPECT_EQ(page["report"]["devices"][0]["peak_live_bytes"], peak);
+  const json &timeline = page["view"]["timeline"][0];
+  EXPECT_TRUE(timeline["decimated"].get<bool>());
+  EXPECT_LE(timeline["live_bytes"].size(), 8u);
+  EXPECT_EQ(timeline["peak"]["bytes"], peak);
+  uint64_t view_peak = 0;
+  for (const json &y : timeline["live_bytes"]) view_peak = std::max<uint64_t>(view_peak, y);
+  EXPECT_EQ(view_peak, peak);
+  EXPECT_EQ(timeline["live_bytes"].back(), at_exit);
+}
+
 TEST(CliTrace, PerfettoAndGzipOutputs) {
   std::string capture = leaky_capture();
   std::string dir = temp_dir("cli-formats");

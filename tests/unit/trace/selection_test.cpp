@@ -5,7 +5,7 @@
 
 #include "output/trace/counter_decimation.h"
 #include "output/trace/event_selection.h"
-#include "output/trace/memory_replay.h"
+#include "output/trace/memory_events.h"
 #include "trace_test_support.h"
 
 namespace gpuleak::testing {
@@ -123,8 +123,9 @@ TEST(Decimation, KeepsEveryLocalMaximumAndTheLastValueWithoutAveraging) {
     ptrs.clear();
     b.advance(100'000);  // quiet gap between bursts
   }
-  output::trace::MemoryReplay replay(b.capture, analysis::analyze(b.capture));
-  auto c = output::trace::decimate(replay, 2, 10'000, 0);
+  const auto lives = analysis::lives_of(b.capture, analysis::analyze(b.capture));
+  const uint64_t anchor = b.capture.header.monotonic_ns;
+  auto c = output::trace::decimate(*lives, anchor, 10'000, 0);
   EXPECT_LT(c.points.size(), c.changes / 10);
   // Each burst's maximum survives exactly.
   std::set<uint64_t> values;
@@ -134,22 +135,40 @@ TEST(Decimation, KeepsEveryLocalMaximumAndTheLastValueWithoutAveraging) {
   EXPECT_TRUE(values.count(150 * kMiB));
   for (uint64_t v : values) EXPECT_EQ(v % kMiB, 0u);  // no averages
   EXPECT_EQ(c.points.back().value, 0u);
-  // At most 2 points per bucket and track.
+  // At most 3 points per bucket and track (its min, max and last), and the starting zero.
   std::map<int64_t, int> per_bucket;
-  const int64_t first = replay.time(replay.changes.front().position);
+  const int64_t first = static_cast<int64_t>(lives->times[lives->devices[0].live.positions.front()] - anchor);
   for (const auto &p : c.points) ++per_bucket[(p.ts_ns - first) / static_cast<int64_t>(c.bucket_ns)];
-  for (auto &[bucket, n] : per_bucket) EXPECT_LE(n, 3) << bucket;  // 2 + the starting zero
+  for (auto &[bucket, n] : per_bucket) EXPECT_LE(n, 4) << bucket;
 }
 
 TEST(Decimation, TheOverallCapWidensBuckets) {
   format::Capture c = looped(2000);
-  output::trace::MemoryReplay replay(c, analysis::analyze(c));
-  auto d = output::trace::decimate(replay, 2, 1, 500);
+  const analysis::Analysis a = analysis::analyze(c);
+  auto d = output::trace::decimate(*analysis::lives_of(c, a), c.header.monotonic_ns, 1, 500);
   EXPECT_LE(d.points.size(), 500u);
   EXPECT_GT(d.bucket_ns, 2u);
   uint64_t max = 0;
   for (const auto &p : d.points) max = std::max(max, p.value);
-  EXPECT_EQ(max, replay.peak[0]);
+  EXPECT_EQ(max, a.devices[0].peak_live_bytes);
+}
+
+// Which allocation each event made or ended, in the analysis's time order.
+TEST(MemoryEvents, AFreeNamesTheAllocationItReleasedInTimeOrder) {
+  CaptureBuilder b;
+  uint64_t p = b.alloc(kMiB, 42);
+  b.free(p);
+  b.alloc(2 * kMiB, 43);
+  std::swap(b.capture.memory[1], b.capture.memory[2]);  // a thread's buffer drained late
+  output::trace::MemoryEvents events(b.capture, analysis::analyze(b.capture));
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events.at(1).op, static_cast<uint8_t>(format::Op::kFree));
+  ASSERT_NE(events.life_of(1), output::trace::kNoEvent);
+  const auto &life = events.lives().lives[events.life_of(1)];
+  EXPECT_EQ(life.site.stack_id, 42u);
+  EXPECT_EQ(life.death, 1u);
+  EXPECT_EQ(events.lives().lives[events.life_of(2)].site.stack_id, 43u);
+  EXPECT_LT(events.time(1), events.time(2));
 }
 
 }  // namespace
