@@ -67,6 +67,34 @@ TEST(GateCheckCli, TheUsersLineIsTheUnitOfJudgement) {
   EXPECT_NE(r.out.find("(1 failure, 0 warnings, 0 suppressed)"), std::string::npos) << r.out;
 }
 
+// Real reports from the GPU machine (run 17, an H100; tests/fixtures/h100, trimmed by
+// trim_report.py): a pytest run with one leaking test among clean ones is one failure, in the
+// test's own JUnit case; a clean serving program whose model was built in a comprehension before
+// its request loop passes (its setup loop is not a leak).
+TEST(GateCheckCli, RealPytestRunFailsOnceInItsTestsCase) {
+  ScratchDir dir;
+  const std::string fixture = GPULEAK_SOURCE_DIR "/tests/fixtures/h100/pytest_suite.report.json";
+  const std::string junit = dir.file("junit.xml");
+  Result r = gpuleak(dir, {"check", "--junit", junit, fixture});
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("test_gpu_suite.py:38 in test_leaky_step"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("in test_gpu_suite.py::test_leaky_step"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(1 failure, 0 warnings, 0 suppressed)"), std::string::npos) << r.out;
+  const std::string xml = slurp(junit);
+  EXPECT_NE(xml.find("tests=\"4\" failures=\"1\""), std::string::npos) << xml;
+  const size_t leaky = xml.find("name=\"test_gpu_suite.py::test_leaky_step\"");
+  ASSERT_NE(leaky, std::string::npos) << xml;
+  EXPECT_NE(xml.substr(leaky, xml.find("</testcase>", leaky) - leaky).find("<failure"), std::string::npos) << xml;
+}
+
+TEST(GateCheckCli, RealServingRunWithItsModelBuiltFirstPasses) {
+  ScratchDir dir;
+  const std::string fixture = GPULEAK_SOURCE_DIR "/tests/fixtures/h100/torch_serve_clean.report.json";
+  Result r = gpuleak(dir, {"check", fixture});
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("(0 failures"), std::string::npos) << r.out;
+}
+
 // Issue #28: CLI misuse is one clear line and exit 2.
 TEST(GateCheckCli, MisuseIsOneClearLineAndExitTwo) {
   ScratchDir dir;
