@@ -6,7 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 # Only what the demo runs: the CLI and the shim, and without a GPU the fake CUDA and the sample
-# (scripts/test.sh builds the rest).
+# (scripts/test.sh builds the rest, in ./build). The demo builds into its own folder with the Demo
+# build type (-O1, no debug info): on 2 cores the RelWithDebInfo build of these targets took 331 s
+# (588 CPU s, docs/benchmarks.md "The demo's build"). BUILD_DIR and BUILD_TYPE choose another.
+export BUILD_DIR=${BUILD_DIR:-build-demo} BUILD_TYPE=${BUILD_TYPE:-Demo}
 nvcc=${GPULEAK_CUDA_ROOT:-/usr/local/cuda}/bin/nvcc
 gpu=0
 nvidia-smi -L >/dev/null 2>&1 && [ -x "$nvcc" ] && gpu=1
@@ -15,7 +18,7 @@ if [ "$gpu" = 1 ]; then
 else
   scripts/build.sh gpuleak gpuleak_cli prog_leaky_static fake_cuda_driver fake_nvml
 fi
-build=${BUILD_DIR:-build}
+build=$BUILD_DIR
 out=$(mktemp -d "${TMPDIR:-/tmp}/gpuleak-demo-XXXXXX")
 if [ "$gpu" = 1 ]; then
   echo "== real GPU: $(nvidia-smi -L | head -n 1)"
