@@ -7,12 +7,17 @@
 
 Runs this file's --child loop as four variants, alternating, --repeat times each:
   plain     python, no gpuleak;
+  floor     python, no gpuleak, with the least a per-object view must do and nothing reported: CuPy's
+            pool behind a cupy.cuda.PythonFunctionAllocator that keeps each array's MemoryPointer
+            until its free (the hook gpuleak uses, the only global one); JAX's jax.live_arrays()
+            listed once per step. What gpuleak adds over it is what its own reporting costs;
   shim      `gpuleak run --cupy segments` / `--jax segments`: the shim alone (CuPy's pool chunks,
             JAX's arena; no per-object view);
   default   `gpuleak run` with no option: CuPy's arrays through the allocator wrapper, JAX's live
             arrays sampled at every boundary (the mode this issue adds);
 and prints the median step time of each, the overhead per step of `default` over `plain` (in
-microseconds and as a share of the step, against the issue's goal) and its share over `shim`.
+microseconds and as a share of the step, against the issue's goal), the floor's own share over
+`plain` and gpuleak's over the floor.
 `both` measures CuPy, then JAX (a framework that does not import is said and skipped); --json
 writes the figures. scripts/gpu-session.sh's `pools_cost` stage runs `--framework both`. The CuPy step makes --arrays arrays (each one elementwise op on a 256 KiB array, freed at
 once) and keeps none; the JAX step runs one jitted update over --live parameter arrays (every
@@ -51,6 +56,8 @@ def child(a):
         sys.exit(77)
     if a.framework == "cupy":
         import cupy as cp
+        if a.floor:
+            install_cupy_floor(cp)
         base = cp.ones(1 << 16, dtype=cp.float32) if hasattr(cp, "float32") else cp.ones(1 << 18)
         real = hasattr(cp, "float32")
 
@@ -77,21 +84,46 @@ def child(a):
                 state["params"][0].block_until_ready()
             else:
                 state["params"] = [jax.ones(1 << 18) for _ in range(a.live)]
+    listed = []
+
+    def list_live():  # the JAX floor: what any sampler of the live arrays pays at a boundary
+        listed[:] = [id(x) for x in jax.live_arrays()]
+
+    boundary = list_live if a.floor and a.framework == "jax" else (lambda: None)
     loop = iter(gpuleak.iterate(range(a.steps + a.warmup), loop="train"))
     for i in range(a.steps + a.warmup):
         start = time.perf_counter()
         next(loop)
         step()
+        boundary()
         times.append(time.perf_counter() - start)
     for _ in loop:
         pass
     return times[a.warmup:]
 
 
+def install_cupy_floor(cp):
+    """CuPy's default pool behind a PythonFunctionAllocator that only keeps each block until its free."""
+    pool, live = cp.get_default_memory_pool(), {}
+    pool_malloc = pool.malloc
+
+    def malloc(size, device_id):
+        memory = pool_malloc(size)
+        live[memory.ptr] = memory
+        return memory.ptr
+
+    def free(address, device_id):
+        live.pop(address, None)
+
+    cp.cuda.set_allocator(cp.cuda.PythonFunctionAllocator(malloc, free).malloc)
+
+
 def run_variant(a, variant, out):
     cmd = [sys.executable, os.path.abspath(__file__), "--child", "--framework", a.framework, "--steps", str(a.steps),
            "--arrays", str(a.arrays), "--live", str(a.live), "--warmup", str(a.warmup), "--json", out]
-    if variant != "plain":
+    if variant == "floor":
+        cmd.append("--floor")
+    if variant not in ("plain", "floor"):
         extra = ["--%s" % a.framework, "segments"] if variant == "shim" else []
         cmd = [a.gpuleak, "run", "--quiet", "--no-report", "--out", os.path.dirname(out)] + extra + ["--"] + cmd
     env = dict(os.environ)
@@ -111,7 +143,7 @@ def measure(a, framework):
     """The three variants of one framework, alternating, --repeat times; prints and returns the result."""
     b = argparse.Namespace(**vars(a))
     b.framework = framework
-    medians = {"plain": [], "shim": [], "default": []}
+    medians = {"plain": [], "floor": [], "shim": [], "default": []}
     with tempfile.TemporaryDirectory(prefix="gpuleak-pools-cost-") as tmp:
         for r in range(b.repeat):
             for variant in medians:
@@ -131,6 +163,9 @@ def measure(a, framework):
     print("  overhead per step: %+.1f us, %+.1f %% of a step (goal: at most %d %%); over the shim alone: %+.1f %%" % (
         added * 1e6, 100 * (m["default"] / m["plain"] - 1), 5 if framework == "cupy" else 2,
         100 * (m["default"] / m["shim"] - 1)))
+    print("  the floor (the hook alone, nothing reported): %+.1f us, %+.1f %% of a step; gpuleak over the floor: "
+          "%+.1f us, %+.1f %%" % ((m["floor"] - m["plain"]) * 1e6, 100 * (m["floor"] / m["plain"] - 1),
+                                  (m["default"] - m["floor"]) * 1e6, 100 * (m["default"] / m["floor"] - 1)))
     return {"framework": framework, "medians_s": m, "runs_s": medians, "overhead_s": added,
             "overhead_share": m["default"] / m["plain"] - 1}
 
@@ -145,6 +180,7 @@ def main():
     ap.add_argument("--live", type=int, default=200)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--child", action="store_true")
+    ap.add_argument("--floor", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--json", default="")
     a = ap.parse_args()
     if a.child:

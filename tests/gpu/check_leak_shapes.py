@@ -1,27 +1,39 @@
 #!/usr/bin/env python3
 """Judges the runs of run_leak_shapes.sh from their report JSON, and writes the summary table.
 
-  check_leak_shapes.py OUT_DIR
+  check_leak_shapes.py OUT_DIR [GPULEAK]   (with GPULEAK, the gate is tried on the graph runs)
 
 OUT_DIR/cases/<shape>-<allocator>/ holds one run each (stdout, stderr, exit status, captures and
 reports). Expectations (the issue #3 hard cases on a real PyTorch):
   graph   verdict leak in every allocator mode; in the per-tensor modes (no-caching, async) a
           leak whose stack has a Python frame in torch_leak_shapes.py.
   scalar  in the per-tensor modes: verdict leak, with such a Python frame. Under the default
-          caching allocator: run.allocator_note says the leak may be hidden and recommends a
-          per-tensor run (the verdict is recorded, not judged).
+          caching allocator seen per tensor through its trace (run.allocator_mode "per-tensor
+          (PyTorch's caching allocator, through its trace)", gpuleak's default since issue #19) the
+          same; seen only as segments: run.allocator_note says the leak may be hidden and
+          recommends a per-tensor run (the verdict is recorded, not judged).
   clean   verdict clean in every mode.
+The gate (issue #28): for each graph run whose user line groups several library sites, `gpuleak
+check REPORT --max-leak-per-iteration B` with B between the largest site's rate and the group's
+must fail with exactly one finding (the user's line), and pass with B at the group's rate.
 Writes OUT_DIR/summary.md; exit status 0 when every run met its expectation, 1 otherwise.
 """
 import glob
 import json
 import os
+import subprocess
 import sys
 
 SHAPES = ("graph", "scalar", "clean")
 ALLOCATORS = ("default", "no-caching", "async")
 PER_TENSOR = ("no-caching", "async")
+TRACE_MODE = "per-tensor (PyTorch's caching allocator, through its trace)"
 SCRIPT = "torch_leak_shapes.py"
+
+
+def report_path(case_dir):
+    reports = sorted(glob.glob(os.path.join(case_dir, "captures", f"{SCRIPT}.*.report.json")))
+    return reports[0] if len(reports) == 1 else None
 
 
 def load_report(case_dir):
@@ -49,6 +61,42 @@ def mib(n):
     return f"{n / 1048576:.2f} MiB" if abs(n) >= 1024 else f"{n:g} B"
 
 
+def per_tensor(allocator, report):
+    return allocator in PER_TENSOR or TRACE_MODE in ((report.get("run") or {}).get("allocator_mode") or "")
+
+
+def gate(gpuleak, report_path, report):
+    """(ok, seen, why) of the gate on the graph shape's user line: one failure under a budget that
+    every library site of the line meets alone, none at the line's own rate. (True, "", "") when the
+    report has no group of several sites to try it on."""
+    groups = [g for g in report.get("leak_groups") or [] if len(g.get("site_ids") or []) > 1]
+    if not groups:
+        return True, "gate: no user line with several sites", ""
+    group = groups[0]
+    by_id = {l.get("site_id"): l for l in report.get("leaks") or []}
+    largest = max(by_id[s].get("bytes_per_iteration") or 0 for s in group["site_ids"] if s in by_id)
+    total = group.get("bytes_per_iteration") or 0
+    budget = int((largest + total) / 2)
+    seen = (f"gate: line {group.get('headline', {}).get('text')!r} {mib(total)}/iteration over "
+            f"{len(group['site_ids'])} sites (largest {mib(largest)}); budget {mib(budget)}")
+    if not largest < budget < total:
+        return True, seen + ": no budget between site and line", ""
+    def check(b):
+        p = subprocess.run([gpuleak, "check", report_path, "--max-leak-per-iteration", str(b)],
+                           capture_output=True, text=True, timeout=60)
+        return p.returncode, p.stdout + p.stderr
+    rc, out = check(budget)
+    failures = [l for l in out.splitlines() if l.strip().startswith("FAIL leak:")]
+    seen += f" -> exit {rc}, {len(failures)} leak failure(s)"
+    if rc != 1 or len(failures) != 1:
+        return False, seen, "expected exit 1 with one failure (the user's line)"
+    rc2, _ = check(int(total) + 1)
+    seen += f"; at {mib(int(total) + 1)} exit {rc2}"
+    if rc2 != 0:
+        return False, seen, "expected exit 0 at the line's own rate"
+    return True, seen, ""
+
+
 def judge(shape, allocator, report):
     """(ok, seen, why) for one run."""
     verdict = report.get("verdict")
@@ -72,11 +120,11 @@ def judge(shape, allocator, report):
     if shape == "graph":
         if verdict != "leak":
             return False, seen, "expected verdict leak"
-        if allocator in PER_TENSOR and not with_site:
+        if per_tensor(allocator, report) and not with_site:
             return False, seen, f"expected a leak with a Python frame in {SCRIPT}"
         return True, seen, ""
     # scalar
-    if allocator in PER_TENSOR:
+    if per_tensor(allocator, report):
         if verdict != "leak":
             return False, seen, "expected verdict leak"
         if not with_site:
@@ -88,10 +136,11 @@ def judge(shape, allocator, report):
 
 
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) not in (2, 3):
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
         return 2
     out = sys.argv[1]
+    gpuleak = sys.argv[2] if len(sys.argv) == 3 else None
     rows, failed = [], 0
     for shape in SHAPES:
         for allocator in ALLOCATORS:
@@ -120,6 +169,9 @@ def main():
                 failed += 1
                 continue
             ok, seen, why = judge(shape, allocator, report)
+            if ok and shape == "graph" and gpuleak:
+                ok, gate_seen, why = gate(gpuleak, report_path(case), report)
+                seen += "; " + gate_seen
             rows.append((shape, allocator, "PASS" if ok else "FAIL", seen, why))
             failed += not ok
     lines = ["| shape | allocator | result | seen | expected (when failed) |", "|---|---|---|---|---|"]

@@ -61,4 +61,4 @@ for shape in graph scalar clean; do
   done
 done
 
-"$python" "$here/check_leak_shapes.py" "$out_dir"
+"$python" "$here/check_leak_shapes.py" "$out_dir" "$gpuleak"

@@ -28,7 +28,7 @@ class StandIn:
     def define(self, id, parent, kind, file, function, first, last, depth):
         defined[id] = dict(parent=parent, kind=kind, function=function.decode(), first=first, last=last, depth=depth)
 
-    def passed(self, id, op, task):
+    def passed(self, id, op, task_high, task_low):
         if StandIn.fail:
             raise RuntimeError("stand-in failure")
         passes.append((id, op))

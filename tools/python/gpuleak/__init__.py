@@ -87,18 +87,19 @@ def mark(label):
         fn(_label(label))
 
 
-# Called at every iteration boundary, before the boundary reaches the shim: f("begin") and
-# f("end"). gpuleak._jax samples JAX's live arrays here. A loop observer that finds passes by
-# itself (no marks) calls at_boundary() at each pass boundary for the same effect.
+# Called at every iteration boundary, before the boundary reaches the shim: f("begin", False) and
+# f("end", False). gpuleak._jax samples JAX's live arrays here. A loop observer that finds passes
+# by itself (no marks) calls at_boundary("end", nested) at each pass: nested is True for a loop
+# inside another observed loop or callback, whose passes a sampler may thin out to bound its cost.
 _boundary_observers = []
 
 
-def at_boundary(event):
+def at_boundary(event, nested=False):
     """An iteration boundary ("begin" or "end") for the samplers in _boundary_observers; a failing
     sampler is never the program's problem."""
     for observe in _boundary_observers:
         try:
-            observe(event)
+            observe(event, nested)
         except Exception:
             pass
 

@@ -29,22 +29,36 @@ def _warn(message):
 
 
 def _shim():
-    """(pool_block, pool_attached) from the preloaded shim, or None without it."""
+    """(block32, pool_attached) from the preloaded shim, or None without it.
+    block32(op, device, address_high, address_low, size_high, size_low, framework) tells the shim
+    of one array: every argument a C int, passed with no argtypes, so that ctypes makes no
+    converter object per argument (half the cost of a call, src/shim/c_api.cpp)."""
     try:
         process = ctypes.CDLL(None)
-        block = process.gpuleak_api_pool_block
         attached = process.gpuleak_api_pool_attached
     except (OSError, AttributeError):
+        return None
+    attached.argtypes = [ctypes.c_int, ctypes.c_char_p]
+    attached.restype = None
+    try:
+        return process.gpuleak_api_pool_block32, attached
+    except AttributeError:  # an older shim: the 64-bit call, the halves joined again
+        pass
+    try:
+        block = process.gpuleak_api_pool_block
+    except AttributeError:
         return None
     block.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_ulonglong, ctypes.c_ulonglong, ctypes.c_ulonglong,
                       ctypes.c_int]
     block.restype = ctypes.c_int
-    attached.argtypes = [ctypes.c_int, ctypes.c_char_p]
-    attached.restype = None
-    return block, attached
+
+    def block32(op, device, address_high, address_low, size_high, size_low, framework):
+        return block(op, device, address_high << 32 | address_low, size_high << 32 | size_low, 0, framework)
+
+    return block32, attached
 
 
-def wrap_pool(cuda, pool, block):
+def wrap_pool(cuda, pool, block32):
     """A PythonFunctionAllocator's malloc that takes every array from `pool` and tells the shim."""
     live = {}  # address -> the pool's MemoryPointer: the block stays the program's until freed
     pool_malloc = pool.malloc
@@ -53,12 +67,12 @@ def wrap_pool(cuda, pool, block):
         memory = pool_malloc(size)
         address = memory.ptr
         live[address] = memory
-        block(1, device_id, address, size, 0, CUPY)
+        block32(1, device_id, address >> 32, address & 0xFFFFFFFF, size >> 32, size & 0xFFFFFFFF, CUPY)
         return address
 
     def free(address, device_id):
         # Said before the block goes back to the pool: another thread may be handed it next.
-        block(2, device_id, address, 0, 0, CUPY)
+        block32(2, device_id, address >> 32, address & 0xFFFFFFFF, 0, 0, CUPY)
         live.pop(address, None)
 
     allocator = cuda.PythonFunctionAllocator(malloc, free)

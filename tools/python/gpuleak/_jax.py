@@ -35,6 +35,7 @@ import os
 import re
 import sys
 import threading
+import time
 import weakref
 
 JAX = 3  # the framework number of gpuleak_api_pool_object / _framework_oom
@@ -53,10 +54,21 @@ class _Shim:
         self.frames.argtypes = [ctypes.c_uint, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_char_p),
                                 ctypes.POINTER(ctypes.c_int)]
         self.frames.restype = ctypes.c_uint
-        self.object = process.gpuleak_api_pool_object
-        self.object.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_ulonglong, ctypes.c_ulonglong, ctypes.c_int,
-                                ctypes.c_uint]
-        self.object.restype = ctypes.c_int
+        # object32(op, device, address_high, address_low, size_high, size_low, framework, site):
+        # C ints only, passed with no argtypes (no converter object per argument: about half the
+        # cost of a call, src/shim/c_api.cpp). An older shim has only the 64-bit form.
+        self.object32 = getattr(process, "gpuleak_api_pool_object32", None)
+        if self.object32 is None:
+            wide = process.gpuleak_api_pool_object
+            wide.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_ulonglong, ctypes.c_ulonglong, ctypes.c_int,
+                             ctypes.c_uint]
+            wide.restype = ctypes.c_int
+
+            def object32(op, device, address_high, address_low, size_high, size_low, framework, site):
+                return wide(op, device, address_high << 32 | address_low, size_high << 32 | size_low, framework,
+                            site)
+
+            self.object32 = object32
         self.oom = process.gpuleak_api_framework_oom
         self.oom.argtypes = [ctypes.c_int, ctypes.c_int] + [ctypes.c_ulonglong] * 4
         self.oom.restype = ctypes.c_int
@@ -85,6 +97,9 @@ def _on_gpu(device):
     return getattr(device, "platform", "gpu") not in ("cpu", "tpu")
 
 
+NESTED_SPACING = 9  # sample durations between two samples at nested loops' passes (Sampler._affordable)
+
+
 class Sampler:
     """The arrays seen live at the last sample, and the interned sites of their tracebacks."""
 
@@ -96,6 +111,8 @@ class Sampler:
         self.sites = {}  # traceback -> py stack id
         self.samples = 0
         self.open = False  # an iteration began and has not ended
+        self.last_end = 0.0  # perf_counter() when the last sample ended, and what it took
+        self.last_cost = 0.0
         if hasattr(os, "register_at_fork"):  # a child's capture interns its own stacks
             os.register_at_fork(after_in_child=self._forget)
 
@@ -169,7 +186,7 @@ class Sampler:
             return
         self.samples += 1
         seen, now = self.seen, {}
-        report = self.shim.object
+        report = self.shim.object32
         gone, new = [], []
         for array in live:
             key = id(array)
@@ -186,7 +203,7 @@ class Sampler:
         # per-buffer allocator, handed the freed buffer out again since the last sample).
         for _, placed in gone:
             for device, address in placed:
-                report(2, device, address, 0, JAX, 0)
+                report(2, device, address >> 32, address & 0xFFFFFFFF, 0, 0, JAX, 0)
         for key, array in new:
             try:
                 bufs = self.buffers(array)
@@ -201,18 +218,33 @@ class Sampler:
             sid = self.site(array)
             placed = []
             for device, address, size in bufs:
-                if report(1, device, address, size, JAX, sid):
+                if report(1, device, address >> 32, address & 0xFFFFFFFF, size >> 32, size & 0xFFFFFFFF, JAX, sid):
                     placed.append((device, address))
             now[key] = (ref, placed)
         self.seen = now
 
-    def on_boundary(self, event):
+    def on_boundary(self, event, nested=False):
         # Once per iteration: at its end, or at a begin that closes the last one implicitly (the C
         # API's rule). Sampling at both would double the cost and see only what the loop's own
         # fetch of the next item made in between.
         if event == "end" or self.open:
-            self.sample()
+            if not nested or self._affordable():
+                self.timed_sample()
         self.open = event == "begin"
+
+    def _affordable(self):
+        """A nested loop's pass (an inner loop of eager ops, passes of microseconds) is sampled only
+        when NESTED_SPACING sample durations have passed since the last sample ended: at most about
+        a tenth of the program's time goes to sampling at such passes, where sampling at every pass
+        would cost a listing of every live array per pass. An outermost loop's passes and marked
+        iterations are always sampled."""
+        return time.perf_counter() - self.last_end >= NESTED_SPACING * self.last_cost
+
+    def timed_sample(self):
+        start = time.perf_counter()
+        self.sample()
+        self.last_end = time.perf_counter()
+        self.last_cost = self.last_end - start
 
     # --- out of memory ---------------------------------------------------------------------------
 

@@ -116,7 +116,7 @@ class Shim:
         try:
             process = ctypes.CDLL(None)
             self.define = process.gpuleak_api_loop_define
-            self.passed = process.gpuleak_api_loop_pass
+            passed = process.gpuleak_api_loop_pass
             self.observer = process.gpuleak_api_observer
         except (OSError, AttributeError):
             self.define = self.passed = self.observer = None
@@ -124,10 +124,22 @@ class Shim:
         self.define.argtypes = [ctypes.c_uint, ctypes.c_uint, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p,
                                 ctypes.c_uint, ctypes.c_uint, ctypes.c_uint]
         self.define.restype = None
-        self.passed.argtypes = [ctypes.c_uint, ctypes.c_int, ctypes.c_ulonglong]
-        self.passed.restype = ctypes.c_ulonglong
         self.observer.argtypes = [ctypes.c_int, ctypes.c_char_p]
         self.observer.restype = None
+        # A pass is the observer's per-iteration call: passed(id, op, task_high, task_low) takes C
+        # ints only, passed with no argtypes (no converter object per argument; src/shim/c_api.cpp),
+        # the task's id as two halves. An older shim has only the 64-bit form.
+        self.passed = getattr(process, "gpuleak_api_loop_pass32", None)
+        if self.passed is not None:
+            self.passed.restype = ctypes.c_ulonglong
+            return
+        passed.argtypes = [ctypes.c_uint, ctypes.c_int, ctypes.c_ulonglong]
+        passed.restype = ctypes.c_ulonglong
+
+        def passed64(id, op, task_high, task_low):
+            return passed(id, op, task_high << 32 | task_low)
+
+        self.passed = passed64
 
     def present(self):
         return self.passed is not None
@@ -391,7 +403,7 @@ class Observer:
         if cb.off:
             return self.mon.DISABLE
         task = _task_id()
-        clock = self.shim.passed(cb.id, 2, task)
+        clock = self.shim.passed(cb.id, 2, task >> 32, task & 0xFFFFFFFF)
         # A coroutine per request starts in bursts (the requests queued behind a semaphore start
         # before any allocates): its quiet streak is judged at its returns instead (issue #33).
         if not task and _quiet(cb, clock):
@@ -408,7 +420,7 @@ class Observer:
         caller = frame.f_back
         if caller is not None and not self.user.file(caller.f_code.co_filename):
             task = _task_id()
-            clock = self.shim.passed(cb.id, 3, task)
+            clock = self.shim.passed(cb.id, 3, task >> 32, task & 0xFFFFFFFF)
             if task and _quiet(cb, clock):
                 cb.off = True
         return None
@@ -421,20 +433,22 @@ class Observer:
             info = self.learn(code)
             if info is None:
                 return self.mon.DISABLE
-        if code.co_code[src] == self.no_interrupt:
-            return self.mon.DISABLE  # the await / yield-from machinery, not the user's loop
         loop = info.by_head.get(dst)
-        if loop is None:
-            loop = info.by_head[dst] = Loop(code, dst, src)
-            loop.parent = info.loop_at(dst)
-            info.loops.append(loop)
+        if loop is None or src != loop.end:  # a jump not seen yet (each pass jumps from the same place)
+            if code.co_code[src] == self.no_interrupt:
+                return self.mon.DISABLE  # the await / yield-from machinery, not the user's loop
+            if loop is None:
+                loop = info.by_head[dst] = Loop(code, dst, src)
+                loop.parent = info.loop_at(dst)
+                info.loops.append(loop)
         if loop.off:
             return self.mon.DISABLE
         if not loop.id:
             self._define(loop, frame)
         if _package._boundary_observers:  # JAX's live arrays sampled at each pass (gpuleak._jax)
-            _package.at_boundary("end")
-        if _quiet(loop, self.shim.passed(loop.id, 1, _task_id())):
+            _package.at_boundary("end", loop.depth > 0)
+        task = _task_id()
+        if _quiet(loop, self.shim.passed(loop.id, 1, task >> 32, task & 0xFFFFFFFF)):
             loop.off = True
             return self.mon.DISABLE
         return None
