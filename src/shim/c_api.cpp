@@ -160,10 +160,22 @@ GPULEAK_API int gpuleak_api_pool_object(int op, int device, unsigned long long a
              : 0;
 }
 
-GPULEAK_API int gpuleak_api_pool_object32(int op, int device, unsigned address_high, unsigned address_low,
-                                          unsigned size_high, unsigned size_low, int framework, unsigned py_stack_id) {
-  return gpuleak_api_pool_object(op, device, joined(address_high, address_low), joined(size_high, size_low), framework,
-                                 py_stack_id);
+// One sample of a framework's live objects in one call (tools/python/gpuleak/_jax.py): n objects,
+// four 64-bit words each (op | device << 8 | framework << 24, address, size, py_stack_id), in
+// order (the objects gone first, then the new ones), the words' address as two halves. A sample
+// of 200 new and 200 gone arrays is one ctypes call instead of 400. Returns how many were
+// recorded; an object the recorder refuses (stopped, a malformed entry) is skipped.
+GPULEAK_API unsigned gpuleak_api_pool_objects32(unsigned n, unsigned words_high, unsigned words_low) {
+  const auto *words = reinterpret_cast<const unsigned long long *>(joined(words_high, words_low));
+  if (words == nullptr || n > (1u << 24)) return 0;
+  unsigned recorded = 0;
+  for (unsigned i = 0; i < n; ++i, words += 4) {
+    const int op = static_cast<int>(words[0] & 0xFF);
+    const int device = static_cast<int>((words[0] >> 8) & 0xFFFF);
+    const int framework = static_cast<int>((words[0] >> 24) & 0xFF);
+    recorded += gpuleak_api_pool_object(op, device, words[1], words[2], framework, static_cast<unsigned>(words[3]));
+  }
+  return recorded;
 }
 
 // A framework's own out-of-memory, with no CUDA call failing (XLA raising RESOURCE_EXHAUSTED

@@ -7,10 +7,11 @@ at exit and at an out-of-memory:
 - jax.live_arrays(): every live array; each array's `traceback` (on by default) gives its call
   site, the user's line for an eager op or for a jitted call's output; `unsafe_buffer_pointer()`
   and `nbytes` place it inside the arena the shim saw.
-- Only the arrays new since the last sample are reported (gpuleak_api_pool_object, op 1, with the
-  traceback's frames interned once per traceback: gpuleak_api_python_frames), and those gone since
-  (op 2). A leak is what survives boundaries, so the verdict, the line and the rate come from the
-  arrays; temporaries inside a jitted step are never seen (they live and die between two samples).
+- Only the arrays new since the last sample are reported (op 1, with the traceback's frames
+  interned once per traceback: gpuleak_api_python_frames), and those gone since (op 2), all of a
+  sample in one call (gpuleak_api_pool_objects32). A leak is what survives boundaries, so the
+  verdict, the line and the rate come from the arrays; temporaries inside a jitted step are never
+  seen (they live and die between two samples).
 
 Out of memory: XLA raises RESOURCE_EXHAUSTED from inside its arena and no CUDA call fails, so the
 shim sees nothing. The exception class's __init__ is wrapped (jax.errors.JaxRuntimeError, or
@@ -29,6 +30,7 @@ jitted step's outputs on a thread of its own, and the array at a buffer's addres
 buffer the user's line (attach()).
 """
 
+import array as _array
 import atexit
 import ctypes
 import os
@@ -39,6 +41,8 @@ import time
 import weakref
 
 JAX = 3  # the framework number of gpuleak_api_pool_object / _framework_oom
+NEW = 1 | JAX << 24  # an object's first word in a sample (_Shim.objects), with its device << 8
+GONE = 2 | JAX << 24
 
 SAMPLED = "live arrays at each iteration boundary, at exit and at an out-of-memory; temporaries inside a jitted " \
           "step are not seen"
@@ -54,27 +58,33 @@ class _Shim:
         self.frames.argtypes = [ctypes.c_uint, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_char_p),
                                 ctypes.POINTER(ctypes.c_int)]
         self.frames.restype = ctypes.c_uint
-        # object32(op, device, address_high, address_low, size_high, size_low, framework, site):
-        # C ints only, passed with no argtypes (no converter object per argument: about half the
-        # cost of a call, src/shim/c_api.cpp). An older shim has only the 64-bit form.
-        self.object32 = getattr(process, "gpuleak_api_pool_object32", None)
-        if self.object32 is None:
-            wide = process.gpuleak_api_pool_object
-            wide.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_ulonglong, ctypes.c_ulonglong, ctypes.c_int,
-                             ctypes.c_uint]
-            wide.restype = ctypes.c_int
-
-            def object32(op, device, address_high, address_low, size_high, size_low, framework, site):
-                return wide(op, device, address_high << 32 | address_low, size_high << 32 | size_low, framework,
-                            site)
-
-            self.object32 = object32
+        # objects32(n, words_high, words_low): one sample's n objects in one call, four 64-bit
+        # words each, the words' address as two halves (C ints only, passed with no argtypes; src/
+        # shim/c_api.cpp). An older shim has only the call per object.
+        self.objects32 = getattr(process, "gpuleak_api_pool_objects32", None)
+        if self.objects32 is None:
+            self.object = process.gpuleak_api_pool_object
+            self.object.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_ulonglong, ctypes.c_ulonglong, ctypes.c_int,
+                                    ctypes.c_uint]
+            self.object.restype = ctypes.c_int
         self.oom = process.gpuleak_api_framework_oom
         self.oom.argtypes = [ctypes.c_int, ctypes.c_int] + [ctypes.c_ulonglong] * 4
         self.oom.restype = ctypes.c_int
         self.attached = process.gpuleak_api_pool_attached
         self.attached.argtypes = [ctypes.c_int, ctypes.c_char_p]
         self.attached.restype = None
+
+    def objects(self, words):
+        """Records a sample: `words` holds four ints an object (op | device << 8, address, size,
+        site), the objects gone first."""
+        if self.objects32 is not None:
+            buf = _array.array("Q", words)
+            address = buf.buffer_info()[0]
+            self.objects32(len(words) // 4, address >> 32, address & 0xFFFFFFFF)
+            return
+        for i in range(0, len(words), 4):
+            op = words[i]
+            self.object(op & 0xFF, (op >> 8) & 0xFFFF, words[i + 1], words[i + 2], JAX, words[i + 3])
 
 
 def _shim():
@@ -186,7 +196,7 @@ class Sampler:
             return
         self.samples += 1
         seen, now = self.seen, {}
-        report = self.shim.object32
+        words = []  # the sample for the shim: four words an object (_Shim.objects)
         gone, new = [], []
         for array in live:
             key = id(array)
@@ -203,7 +213,7 @@ class Sampler:
         # per-buffer allocator, handed the freed buffer out again since the last sample).
         for _, placed in gone:
             for device, address in placed:
-                report(2, device, address >> 32, address & 0xFFFFFFFF, 0, 0, JAX, 0)
+                words += (GONE | device << 8, address, 0, 0)
         for key, array in new:
             try:
                 bufs = self.buffers(array)
@@ -218,9 +228,12 @@ class Sampler:
             sid = self.site(array)
             placed = []
             for device, address, size in bufs:
-                if report(1, device, address >> 32, address & 0xFFFFFFFF, size >> 32, size & 0xFFFFFFFF, JAX, sid):
+                if address and 0 <= device <= 0x7FFF:
+                    words += (NEW | device << 8, address, size, sid)
                     placed.append((device, address))
             now[key] = (ref, placed)
+        if words:
+            self.shim.objects(words)
         self.seen = now
 
     def on_boundary(self, event, nested=False):
