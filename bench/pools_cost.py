@@ -83,7 +83,9 @@ def child(a):
                 state["params"] = update(state["params"])
                 state["params"][0].block_until_ready()
             else:
-                state["params"] = [jax.ones(1 << 18) for _ in range(a.live)]
+                # No Python loop in the step, as in the real one (a jitted call): a loop here
+                # would be an observed level of its own.
+                state["params"] = list(map(lambda _: jax.ones(1 << 18), range(a.live)))
     listed = []
 
     def list_live():  # the JAX floor: what any sampler of the live arrays pays at a boundary
@@ -91,14 +93,18 @@ def child(a):
 
     boundary = list_live if a.floor and a.framework == "jax" else (lambda: None)
     loop = iter(gpuleak.iterate(range(a.steps + a.warmup), loop="train"))
+    # A step's time runs from one pass's start to the next's: what gpuleak does at the loop's own
+    # back edge (the observer's pass, the sample it takes there) counts too.
+    starts = []
     for i in range(a.steps + a.warmup):
-        start = time.perf_counter()
+        starts.append(time.perf_counter())
         next(loop)
         step()
         boundary()
-        times.append(time.perf_counter() - start)
+    starts.append(time.perf_counter())
     for _ in loop:
         pass
+    times = [b - e for e, b in zip(starts, starts[1:])]
     return times[a.warmup:]
 
 
@@ -123,13 +129,15 @@ def run_variant(a, variant, out):
            "--arrays", str(a.arrays), "--live", str(a.live), "--warmup", str(a.warmup), "--json", out]
     if variant == "floor":
         cmd.append("--floor")
-    if variant not in ("plain", "floor"):
+    if variant not in ("plain", "floor"):  # gpuleak run (default-ref: with --ref-pythondir's package)
         extra = ["--%s" % a.framework, "segments"] if variant == "shim" else []
         cmd = [a.gpuleak, "run", "--quiet", "--no-report", "--out", os.path.dirname(out)] + extra + ["--"] + cmd
     env = dict(os.environ)
     for k in list(env):
         if k.startswith("GPULEAK_") and k not in ("GPULEAK_LIB", "GPULEAK_PYTHONDIR"):
             del env[k]
+    if variant == "default-ref":
+        env["GPULEAK_PYTHONDIR"] = a.ref_pythondir
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
     if p.returncode == 77:
         raise SkipFramework(p.stdout.strip() or p.stderr.strip()[-300:])
@@ -144,6 +152,8 @@ def measure(a, framework):
     b = argparse.Namespace(**vars(a))
     b.framework = framework
     medians = {"plain": [], "floor": [], "shim": [], "default": []}
+    if b.ref_pythondir:
+        medians["default-ref"] = []
     with tempfile.TemporaryDirectory(prefix="gpuleak-pools-cost-") as tmp:
         for r in range(b.repeat):
             for variant in medians:
@@ -181,6 +191,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--child", action="store_true")
     ap.add_argument("--floor", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--ref-pythondir", default="",
+                    help="another gpuleak Python package (its folder): a `default-ref` variant runs with it")
     ap.add_argument("--json", default="")
     a = ap.parse_args()
     if a.child:

@@ -69,6 +69,21 @@ class Model:
         alloc()
 
 
+def guarded_training():
+    # A try/except that falls through puts, in Python 3.12+, a backward jump at the end of the
+    # function (from the handler to the code after the try): no loop, and no parent of the step loop.
+    try:
+        import no_such_module_here  # noqa: F401
+    except ImportError:
+        pass
+    for step in range(6):
+        alloc()
+    try:
+        raise KeyError("handled")
+    except KeyError:
+        pass
+
+
 def stepping():
     layers = [Layer() for _ in range(3)]
     for i in range(12):
@@ -98,6 +113,11 @@ def main():
     check(i["parent"] == outer and i["depth"] == 1 and o["depth"] == 0, "the token loop runs in the request loop")
     check(sum(1 for p in passes if p == (outer, 1)) == 3 and sum(1 for p in passes if p == (inner, 1)) == 12,
           "3 request passes and 12 token passes")
+    guarded_training()
+    guarded = [d for d in list(defined.values()) if d["function"] == "guarded_training"]
+    check(len(guarded) == 1 and guarded[0]["depth"] == 0 and guarded[0]["parent"] == 0,
+          "one loop in guarded_training, at depth 0 with no parent (an except handler's jump is no loop): %r"
+          % guarded)
     hot()
     hot_id = [id for id, d in list(defined.items()) if d["function"] == "hot"]
     check(len(hot_id) == 1, "the hot loop is defined")

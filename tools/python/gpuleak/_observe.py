@@ -202,6 +202,28 @@ def _loop_nodes(path):
     return nodes
 
 
+_spans = {}  # file -> (lineno, end_lineno) of its loop statements and comprehensions, or None
+
+
+def _loop_spans(path):
+    """The lines a backward jump of a loop can come from: for/while statements and comprehensions
+    (inlined loops since 3.12). None without the source."""
+    if path in _spans:
+        return _spans[path]
+    spans = None
+    try:
+        import ast
+        with open(path, "rb") as f:
+            tree = ast.parse(f.read(), path)
+        kinds = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+        spans = [(n.lineno, n.end_lineno) for n in ast.walk(tree)
+                 if isinstance(n, kinds) and getattr(n, "end_lineno", None)]
+    except Exception:
+        spans = None
+    _spans[path] = spans
+    return spans
+
+
 def _lines(code, lo, hi):
     """Lowest and highest line of the instructions at offsets [lo, hi]."""
     first = last = 0
@@ -216,17 +238,27 @@ def _lines(code, lo, hi):
 class CodeInfo:
     """The loops of one user code object, found from its backward jumps (once, on first sight)."""
 
-    __slots__ = ("loops", "by_head", "calls", "callback")
+    __slots__ = ("loops", "by_head", "calls", "callback", "not_loops")
 
     def __init__(self, code, dis):
         self.loops = []
         self.by_head = {}
         self.calls = 0         # starts seen from user code (not callbacks)
         self.callback = None   # Loop-like record of the function as a callback, once one is seen
+        self.not_loops = set()  # offsets of backward jumps that close no loop (below)
         backward = (dis.opmap.get("JUMP_BACKWARD"),)
         try:
+            spans = _loop_spans(code.co_filename)
             for ins in dis.get_instructions(code):
                 if ins.opcode in backward and isinstance(ins.argval, int) and ins.argval < ins.offset:
+                    # The compiler (3.12+) also jumps back from an exception handler, placed after
+                    # the function's code, to the code after its try statement: a jump from a line
+                    # in no loop statement closes no loop, and must not be taken for one around
+                    # the function's real loops (which would then all look nested).
+                    line = ins.positions.lineno if ins.positions else None
+                    if spans is not None and line is not None and not any(lo <= line <= hi for lo, hi in spans):
+                        self.not_loops.add(ins.offset)
+                        continue
                     loop = self.by_head.get(ins.argval)
                     if loop is None:
                         loop = self.by_head[ins.argval] = Loop(code, ins.argval, ins.offset)
@@ -435,6 +467,8 @@ class Observer:
                 return self.mon.DISABLE
         loop = info.by_head.get(dst)
         if loop is None or src != loop.end:  # a jump not seen yet (each pass jumps from the same place)
+            if src in info.not_loops:
+                return self.mon.DISABLE  # an exception handler's way back (CodeInfo)
             if code.co_code[src] == self.no_interrupt:
                 return self.mon.DISABLE  # the await / yield-from machinery, not the user's loop
             if loop is None:
