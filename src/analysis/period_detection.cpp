@@ -91,8 +91,8 @@ std::vector<uint32_t> positions_of(const Timeline &timeline, const SiteTable &si
 std::vector<uint64_t> times_at(const Timeline &timeline, const std::vector<uint32_t> &positions) {
   std::vector<uint64_t> out(positions.size(), 0);
   size_t next = 0;
-  timeline.replay([&](uint32_t k, const format::MemoryRecord &r) {
-    for (; next < positions.size() && positions[next] == k; ++next) out[next] = r.ts_ns;
+  timeline.replay_times([&](uint32_t k, uint64_t ts) {
+    for (; next < positions.size() && positions[next] == k; ++next) out[next] = ts;
   });
   return out;
 }
