@@ -96,6 +96,8 @@ LoopView make_loop(const format::Capture &capture, const SiteTable &sites, const
   loop.w = primary.warmup;
   loop.min_post_warmup = options.min_post_warmup_iterations;
   loop.first_begin = kNone;
+  for (auto *v : {&loop.begin, &loop.end}) v->reserve(primary.spans.size());
+  for (auto *v : {&loop.start_ns, &loop.end_ns}) v->reserve(primary.spans.size());
   for (uint32_t s : primary.spans) {
     loop.begin.push_back(spans[s].begin);
     loop.end.push_back(spans[s].end);
