@@ -60,6 +60,8 @@ void DevicePeaks::before(uint32_t k, const format::MemoryRecord *, const LiveSet
       [&](uint32_t j) {
         if (j < loop_.w) return;
         for (Slot &s : slots_) {
+          // At most one run per post-warm-up iteration: room for all at once, not by doubling.
+          if (s.ages.capacity() == 0) s.ages.reserve(loop_.n - loop_.w);
           if (s.ages.empty() || !(s.ages.back().ages == s.iteration_best)) s.ages.push_back({s.iteration_best, 0});
           ++s.ages.back().iterations;
         }

@@ -9,6 +9,7 @@
 #include "analysis/life_recorder.h"
 #include "analysis/pool_blocks.h"
 #include "analysis/retention.h"
+#include "format/huge_pages.h"
 #include "text/paths.h"
 
 namespace gpuleak::analysis {
@@ -185,6 +186,7 @@ void fill_iterations(const Capture &capture, const std::vector<Span> &spans, con
   uint32_t *counter = nullptr;  // the previous span's loop's: usually this one's too
   const uint64_t anchor = capture.header.monotonic_ns;
   out->iterations.reserve(spans.size());
+  format::prefer_huge_pages(out->iterations);
   for (size_t s = 0; s < spans.size(); ++s) {
     Iteration it;
     it.loop = spans[s].loop;

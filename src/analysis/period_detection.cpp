@@ -27,6 +27,7 @@
 #include <array>
 
 #include "analysis/internal.h"
+#include "format/huge_pages.h"
 
 namespace gpuleak::analysis::detail {
 
@@ -176,6 +177,9 @@ std::vector<Span> spans_from_starts(const Timeline &timeline, const SiteTable &s
   const std::vector<uint32_t> at = positions_of(timeline, sites, wanted);
   std::vector<Span> spans;
   std::vector<uint32_t> lengths;
+  spans.reserve(starts.size());
+  format::prefer_huge_pages(spans);
+  lengths.reserve(starts.size());
   for (size_t j = 0; j < starts.size(); ++j) {
     Span s;
     s.loop = loop;

@@ -248,6 +248,7 @@ void FileMemorySource::replay_blocks(const BlockVisitor &visit) const {
     // is every record's: nothing moves while a block is visited).
     cache_.clear();
     cache_.reserve(static_cast<size_t>(size()));
+    prefer_huge_pages(cache_);  // 23 MB for 320,000 records: 5,600 page faults of 4 KiB otherwise
     size_t handed = 0;
     merge([&](bool synthetic, const MemoryRecord &r) {
       if (cache_.size() == cache_.capacity()) return;  // (cannot happen: size() records in all)
