@@ -60,6 +60,8 @@ void DevicePeaks::before(uint32_t k, const format::MemoryRecord *, const LiveSet
       [&](uint32_t j) {
         if (j < loop_.w) return;
         for (Slot &s : slots_) {
+          // At most one run per post-warm-up iteration: room for all at once, not by doubling.
+          if (s.ages.capacity() == 0) s.ages.reserve(loop_.n - loop_.w);
           if (s.ages.empty() || !(s.ages.back().ages == s.iteration_best)) s.ages.push_back({s.iteration_best, 0});
           ++s.ages.back().iterations;
         }
@@ -96,6 +98,8 @@ LoopView make_loop(const format::Capture &capture, const SiteTable &sites, const
   loop.w = primary.warmup;
   loop.min_post_warmup = options.min_post_warmup_iterations;
   loop.first_begin = kNone;
+  for (auto *v : {&loop.begin, &loop.end}) v->reserve(primary.spans.size());
+  for (auto *v : {&loop.start_ns, &loop.end_ns}) v->reserve(primary.spans.size());
   for (uint32_t s : primary.spans) {
     loop.begin.push_back(spans[s].begin);
     loop.end.push_back(spans[s].end);

@@ -9,6 +9,7 @@
 #include "analysis/life_recorder.h"
 #include "analysis/pool_blocks.h"
 #include "analysis/retention.h"
+#include "format/huge_pages.h"
 #include "text/paths.h"
 
 namespace gpuleak::analysis {
@@ -185,6 +186,7 @@ void fill_iterations(const Capture &capture, const std::vector<Span> &spans, con
   uint32_t *counter = nullptr;  // the previous span's loop's: usually this one's too
   const uint64_t anchor = capture.header.monotonic_ns;
   out->iterations.reserve(spans.size());
+  format::prefer_huge_pages(out->iterations);
   for (size_t s = 0; s < spans.size(); ++s) {
     Iteration it;
     it.loop = spans[s].loop;
@@ -229,8 +231,15 @@ std::vector<LoopRun> loops_to_judge(const std::vector<Span> &spans, const std::s
   if (loops->empty() && !primary_loop.empty()) {
     std::unordered_map<std::string, uint32_t> count;
     std::vector<std::string> order;
-    for (const Span &s : spans)
-      if (count[s.loop]++ == 0) order.push_back(s.loop);
+    uint32_t *counter = nullptr;  // the previous span's loop's: a loop's spans come in runs
+    for (size_t s = 0; s < spans.size(); ++s) {
+      if (!counter || spans[s].loop != spans[s - 1].loop) {
+        auto [it, fresh] = count.try_emplace(spans[s].loop, 0);
+        if (fresh) order.push_back(spans[s].loop);
+        counter = &it->second;
+      }
+      ++*counter;
+    }
     const bool marked = source == IterationSource::kApi || source == IterationSource::kNvtx;
     const uint32_t reps = static_cast<uint32_t>(std::max(2, o.min_auto_repetitions));
     for (const std::string &name : order) {
@@ -248,15 +257,19 @@ std::vector<LoopRun> loops_to_judge(const std::vector<Span> &spans, const std::s
   std::vector<size_t> run_of(loops->size(), SIZE_MAX);
   for (size_t i = 0; i < loops->size(); ++i)
     if (!(*loops)[i].primary) run_of[i] = runs.size(), runs.emplace_back(), runs.back().judgment = i;
+  size_t judged = SIZE_MAX;  // the previous span's loop's index into *loops (SIZE_MAX: none)
   for (uint32_t s = 0; s < spans.size(); ++s) {
-    auto it = by_name.find(spans[s].loop);
-    if (it == by_name.end()) continue;
-    LoopJudgment &j = (*loops)[it->second];
+    if (s == 0 || spans[s].loop != spans[s - 1].loop) {
+      auto it = by_name.find(spans[s].loop);
+      judged = it == by_name.end() ? SIZE_MAX : it->second;
+    }
+    if (judged == SIZE_MAX) continue;
+    LoopJudgment &j = (*loops)[judged];
     const uint64_t start = since_start(spans[s].start_ns, anchor), end = since_start(spans[s].end_ns, anchor);
     if (j.passes++ == 0) j.start_ns = start;
     j.start_ns = std::min(j.start_ns, start);
     j.end_ns = std::max(j.end_ns, end);
-    if (run_of[it->second] != SIZE_MAX) runs[run_of[it->second]].primary.spans.push_back(s);
+    if (run_of[judged] != SIZE_MAX) runs[run_of[judged]].primary.spans.push_back(s);
   }
   for (LoopRun &r : runs) {
     std::vector<uint32_t> &v = r.primary.spans;

@@ -119,6 +119,14 @@ struct Timeline {
       ++k;
     });
   }
+  // The same, with the records' times alone: visit(k, ts_ns).
+  template <typename F>
+  void replay_times(F &&visit) const {
+    uint32_t k = 0;
+    source->replay_times([&](const uint64_t *ts, size_t n) {
+      for (size_t i = 0; i < n && k < size; ++i, ++k) visit(k, ts[i]);
+    });
+  }
 };
 // The latest timestamp of any record (memory, NVTX, marker, OOM).
 uint64_t capture_end_ns(const format::Capture &capture, const format::MemorySource &source);
@@ -258,6 +266,12 @@ class Observer {
   // Whether before() or after() is the default that does nothing (known once it was called).
   bool default_before() const { return default_before_; }
   bool default_after() const { return default_after_; }
+
+ protected:
+  // Called from an overriding before() that knows it has nothing to do at any event of this
+  // replay (an OOM observer of a capture without OOMs): the replay stops calling it, as it does
+  // the default's.
+  void nothing_before() { default_before_ = true; }
 
  private:
   bool default_before_ = false, default_after_ = false;

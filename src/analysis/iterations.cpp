@@ -167,10 +167,12 @@ std::vector<Span> spans_from_nvtx(const Capture &capture, const std::regex &patt
 
 std::string primary_loop(const std::vector<Span> &spans) {
   std::map<std::string, std::pair<size_t, uint64_t>> loops;  // name -> (count, first start)
-  for (const Span &s : spans) {
-    auto [it, fresh] = loops.try_emplace(s.loop, 0, s.start_ns);
-    ++it->second.first;
-    it->second.second = std::min(it->second.second, s.start_ns);
+  std::pair<size_t, uint64_t> *loop = nullptr;               // the previous span's: spans come in runs
+  for (size_t s = 0; s < spans.size(); ++s) {
+    if (!loop || spans[s].loop != spans[s - 1].loop)
+      loop = &loops.try_emplace(spans[s].loop, 0, spans[s].start_ns).first->second;
+    ++loop->first;
+    loop->second = std::min(loop->second, spans[s].start_ns);
   }
   const std::string *best = nullptr;
   std::pair<size_t, uint64_t> best_key{0, 0};

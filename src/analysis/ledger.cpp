@@ -13,6 +13,7 @@
 #include <numeric>
 
 #include "analysis/internal.h"
+#include "format/huge_pages.h"
 
 namespace gpuleak::analysis::detail {
 
@@ -71,6 +72,11 @@ class Replayer {
     if (!std::is_sorted(by_end_.begin(), by_end_.end(), by_end))
       std::stable_sort(by_end_.begin(), by_end_.end(), by_end);
     open_pos_.assign(spans_.size(), kNone);
+    // Usually one cell per span or more: room for one each at once, rather than a vector grown by
+    // doubling through 10 MB (each growth a copy onto fresh pages) when every span touches a device.
+    // Capacity that no span uses is never touched.
+    cells_.reserve(spans_.size());
+    format::prefer_huge_pages(cells_);
     // Every observer is told before and after each event, until its before() or after() turns
     // out to be the one that does nothing (after the first event).
     std::vector<Observer *> before = observers_, after = observers_;
@@ -162,6 +168,7 @@ class Replayer {
     };
     if (!std::is_sorted(cells_.begin(), cells_.end(), order)) std::stable_sort(cells_.begin(), cells_.end(), order);
     out_.cells.reserve(cells_.size());
+    format::prefer_huge_pages(out_.cells);
     out_.cell_start.assign(spans_.size() + 1, 0);
     for (const Cell &c : cells_) {
       out_.cells.push_back(c.row);

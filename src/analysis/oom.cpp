@@ -42,6 +42,7 @@ void OomObserver::place(const std::vector<uint32_t> &positions, const std::vecto
 
 // The OOMs placed at position k (before event k) see what is live now and the recent history.
 void OomObserver::before(uint32_t k, const MemoryRecord *r, const LiveSet &live) {
+  if (by_position_.empty() && ring_devices_.empty()) return nothing_before();  // no OOM in the capture
   for (; next_ < by_position_.size() && positions_[by_position_[next_]] <= k; ++next_)
     snapshot(by_position_[next_], live);
   if (!r || ring_devices_.empty()) return;

@@ -27,6 +27,7 @@
 #include <array>
 
 #include "analysis/internal.h"
+#include "format/huge_pages.h"
 
 namespace gpuleak::analysis::detail {
 
@@ -91,8 +92,8 @@ std::vector<uint32_t> positions_of(const Timeline &timeline, const SiteTable &si
 std::vector<uint64_t> times_at(const Timeline &timeline, const std::vector<uint32_t> &positions) {
   std::vector<uint64_t> out(positions.size(), 0);
   size_t next = 0;
-  timeline.replay([&](uint32_t k, const format::MemoryRecord &r) {
-    for (; next < positions.size() && positions[next] == k; ++next) out[next] = r.ts_ns;
+  timeline.replay_times([&](uint32_t k, uint64_t ts) {
+    for (; next < positions.size() && positions[next] == k; ++next) out[next] = ts;
   });
   return out;
 }
@@ -176,9 +177,11 @@ std::vector<Span> spans_from_starts(const Timeline &timeline, const SiteTable &s
   const std::vector<uint32_t> at = positions_of(timeline, sites, wanted);
   std::vector<Span> spans;
   std::vector<uint32_t> lengths;
+  spans.reserve(starts.size());
+  format::prefer_huge_pages(spans);
+  lengths.reserve(starts.size());
   for (size_t j = 0; j < starts.size(); ++j) {
-    Span s;
-    s.loop = loop;
+    Span s{loop};  // copied in place: an assignment into a default string cost three times that
     s.begin = at[j];
     if (j + 1 < starts.size()) {
       s.end = at[j + 1];

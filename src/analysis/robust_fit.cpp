@@ -101,6 +101,12 @@ double robust_slope(const double *y, size_t n, std::vector<double> *scratch) {
     each_slope([&](double q) { s[k++] = q; });
     return median_of(s.data(), pairs);
   }
+  // Both ends of the bracket the same slope: every slope kept is that one, and so is the median.
+  // A series that keeps coming back to the same few values (a device's live bytes at the ends of
+  // one-allocation iterations) has most of its slopes exactly 0, and the selection among them was
+  // a quarter of such a fit. (The same double as selecting: slopes equal to lo are lo, and no
+  // slope of a series without -0 in it is -0.)
+  if (lo == hi) return lo;
   const size_t r = h - below;  // the median's rank among the slopes inside
   std::nth_element(inside, inside + r, inside + m);
   const double upper = inside[r];

@@ -71,7 +71,7 @@ void place_spans(const Timeline &timeline, const std::vector<Span *> &spans) {
     placer.add(s->end_ns, true, &s->end);
   }
   placer.sort();
-  timeline.replay([&](uint32_t k, const MemoryRecord &r) { placer.at(k, r.ts_ns); });
+  timeline.replay_times([&](uint32_t k, uint64_t ts) { placer.at(k, ts); });
   placer.finish(timeline.size);
   for (Span *s : spans) s->end = std::max(s->end, s->begin);
 }

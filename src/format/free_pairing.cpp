@@ -13,12 +13,24 @@ size_t PairingTable::home(uint64_t key) const {
 }
 
 PairingTable::Entry *PairingTable::find(uint64_t key) {
+  size_t slot;
+  return find(key, &slot);
+}
+
+PairingTable::Entry *PairingTable::find(uint64_t key, size_t *slot) {
   const size_t mask = slots_.size() - 1;
   for (size_t i = home(key);; i = (i + 1) & mask) {
     Slot &s = slots_[i];
     if (!s.used) return nullptr;
-    if (s.key == key) return &s.entry;
+    if (s.key == key) {
+      *slot = i;
+      return &s.entry;
+    }
   }
+}
+
+void PairingTable::erase_slot(size_t slot) {
+  if (slot < slots_.size() && slots_[slot].used) erase_at(slot);
 }
 
 PairingTable::Entry *PairingTable::insert(uint64_t key, bool may_grow, bool *fresh) {
@@ -99,8 +111,8 @@ void FreePairing::apply(MemoryRecord &r) {
       return;
     }
     case PairRole::kEnds: {
-      const uint64_t key = pairing_key(r.space, r.address);
-      const PairingTable::Entry *e = live_.find(key);
+      size_t slot;
+      const PairingTable::Entry *e = live_.find(pairing_key(r.space, r.address), &slot);
       if (!e) {
         r.flags |= kFlagUnknownPointer;
         return;
@@ -109,7 +121,7 @@ void FreePairing::apply(MemoryRecord &r) {
       r.kind = e->kind;
       r.device = e->device;
       r.flags &= static_cast<uint16_t>(~kFlagGraphReservation);  // only a pointer never counted is one
-      if (r.result == 0) live_.erase(key);                       // a free that failed leaves the allocation live
+      if (r.result == 0) live_.erase_slot(slot);                 // a free that failed leaves the allocation live
       return;
     }
   }

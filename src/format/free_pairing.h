@@ -86,6 +86,9 @@ class PairingTable {
   // `capacity` slots to start with (a power of two).
   explicit PairingTable(size_t capacity = 1024);
   Entry *find(uint64_t key);
+  // The same, and where it is: erase_slot(*slot) takes it out without looking for it again.
+  Entry *find(uint64_t key, size_t *slot);
+  void erase_slot(size_t slot);
   // The entry for `key`, made empty if new; null when the table is full and may not grow.
   Entry *insert(uint64_t key, bool may_grow, bool *fresh);
   void erase(uint64_t key);

@@ -192,8 +192,17 @@ void FileMemorySource::add_synthetic(std::vector<MemoryRecord> records) {
   synthetic_ = std::move(records);
 }
 
-void FileMemorySource::replay_blocks(const BlockVisitor &visit) const {
-  if (failed() || size() == 0) return;
+void MemorySource::replay_times(const TimeVisitor &visit) const {
+  std::vector<uint64_t> ts;
+  replay_blocks([&](const MemoryRecord *records, size_t n) {
+    ts.resize(n);
+    for (size_t i = 0; i < n; ++i) ts[i] = records[i].ts_ns;
+    visit(ts.data(), n);
+  });
+}
+
+template <typename Take>
+void FileMemorySource::merge(Take &&take) const {
   std::vector<RunCursor> cursors;
   cursors.reserve(runs_.size());
   for (const Run &run : runs_) cursors.emplace_back(fd_, run);
@@ -216,19 +225,68 @@ void FileMemorySource::replay_blocks(const BlockVisitor &visit) const {
     if (failed()) return;
   }
   LoserTree tree(std::move(keys));
-  std::vector<MemoryRecord> block(static_cast<size_t>(std::min<uint64_t>(kBlock, size())));
-  size_t n = 0;
-  FreePairing pairing;  // each replay pairs the frees afresh, in the order it hands them out
   while (!tree.ended()) {
     const uint32_t w = tree.winner();
     if (w == synthetic_run)
-      block[n++] = synthetic_[next_synthetic++];
+      take(true, synthetic_[next_synthetic++]);
     else
-      pairing.apply(block[n++] = cursors[w].record);
-    if (n == block.size()) visit(block.data(), n), n = 0;
+      take(false, cursors[w].record);
     tree.replace(key_of(w));
     if (failed()) break;  // the records before the failure are still delivered
   }
+}
+
+void FileMemorySource::replay_blocks(const BlockVisitor &visit) const {
+  if (failed() || size() == 0) return;
+  if (cached_) {
+    for (size_t i = 0; i < cache_.size(); i += kBlock) visit(cache_.data() + i, std::min(kBlock, cache_.size() - i));
+    return;
+  }
+  FreePairing pairing;  // each replay pairs the frees afresh, in the order it hands them out
+  if (size() <= cache_bytes_ / sizeof(MemoryRecord)) {
+    // Merged straight into the cache, and handed out from there a block at a time (the capacity
+    // is every record's: nothing moves while a block is visited).
+    cache_.clear();
+    cache_.reserve(static_cast<size_t>(size()));
+    prefer_huge_pages(cache_);  // 23 MB for 320,000 records: 5,600 page faults of 4 KiB otherwise
+    size_t handed = 0;
+    merge([&](bool synthetic, const MemoryRecord &r) {
+      if (cache_.size() == cache_.capacity()) return;  // (cannot happen: size() records in all)
+      cache_.push_back(r);
+      if (!synthetic) pairing.apply(cache_.back());
+      if (cache_.size() - handed == kBlock) visit(cache_.data() + handed, kBlock), handed += kBlock;
+    });
+    if (cache_.size() > handed) visit(cache_.data() + handed, cache_.size() - handed);
+    cached_ = !failed() && cache_.size() == size();
+    if (!cached_) std::vector<MemoryRecord>().swap(cache_);
+    return;
+  }
+  std::vector<MemoryRecord> block(static_cast<size_t>(std::min<uint64_t>(kBlock, size())));
+  size_t n = 0;
+  merge([&](bool synthetic, const MemoryRecord &r) {
+    block[n] = r;
+    if (!synthetic) pairing.apply(block[n]);
+    if (++n == block.size()) visit(block.data(), n), n = 0;
+  });
+  if (n) visit(block.data(), n);
+}
+
+void FileMemorySource::replay_times(const TimeVisitor &visit) const {
+  if (failed() || size() == 0) return;
+  std::vector<uint64_t> block(static_cast<size_t>(std::min<uint64_t>(kBlock, size())));
+  if (cached_) {
+    for (size_t i = 0; i < cache_.size(); i += kBlock) {
+      const size_t n = std::min(kBlock, cache_.size() - i);
+      for (size_t j = 0; j < n; ++j) block[j] = cache_[i + j].ts_ns;
+      visit(block.data(), n);
+    }
+    return;
+  }
+  size_t n = 0;
+  merge([&](bool, const MemoryRecord &r) {
+    block[n] = r.ts_ns;
+    if (++n == block.size()) visit(block.data(), n), n = 0;
+  });
   if (n) visit(block.data(), n);
 }
 

@@ -17,32 +17,27 @@ void JsonTextWriter::value(const json &v, size_t indent) {
     case json::value_t::boolean:
       return boolean(v.get<bool>());
     case json::value_t::null:
-      out_ += "null";
-      return;
+      return put("null", 4);
     case json::value_t::number_integer:
       return integer(v.get<json::number_integer_t>());
     case json::value_t::number_unsigned:
       return integer(v.get<json::number_unsigned_t>());
     default:  // floating point (nlohmann's shortest round trip), binary, discarded
-      out_ += v.dump(2, ' ', false, json::error_handler_t::replace);
-      return;
+      return put(v.dump(2, ' ', false, json::error_handler_t::replace));
   }
 }
 
 void JsonTextWriter::object(const json &v, size_t indent, const Splice *splice) {
   const auto &members = v.get_ref<const json::object_t &>();
   size_t left = members.size() + (splice ? 1 : 0);
-  if (left == 0) {
-    out_ += "{}";
-    return;
-  }
-  out_ += "{\n";
+  if (left == 0) return put("{}", 2);
+  put("{\n", 2);
   auto write_member = [&](const std::string &key, auto &&write_value) {
     spaces(indent + 2);
     string(key, nullptr);
-    out_ += ": ";
+    put(": ", 2);
     write_value();
-    out_ += --left ? ",\n" : "\n";
+    --left ? put(",\n", 2) : put("\n", 1);
   };
   auto write_splice = [&] { write_member(splice->key, [&] { splice->write(*this, indent + 2); }); };
   for (const auto &[key, member] : members) {
@@ -51,24 +46,21 @@ void JsonTextWriter::object(const json &v, size_t indent, const Splice *splice) 
   }
   if (splice) write_splice();
   spaces(indent);
-  out_ += '}';
+  put("}", 1);
 }
 
 void JsonTextWriter::array(const json &v, size_t indent) {
   const auto &items = v.get_ref<const json::array_t &>();
-  if (items.empty()) {
-    out_ += "[]";
-    return;
-  }
-  out_ += "[\n";
+  if (items.empty()) return put("[]", 2);
+  put("[\n", 2);
   size_t left = items.size();
   for (const json &item : items) {
     spaces(indent + 2);
     value(item, indent + 2);
-    out_ += --left ? ",\n" : "\n";
+    --left ? put(",\n", 2) : put("\n", 1);
   }
   spaces(indent);
-  out_ += ']';
+  put("]", 1);
 }
 
 void JsonTextWriter::string(const std::string &s) { string(s, nullptr); }
@@ -80,33 +72,36 @@ void JsonTextWriter::string(const std::string &s, const json *v) {
   for (const char c : s) {
     const auto b = static_cast<unsigned char>(c);
     if (b < 0x20 || b > 0x7e || c == '"' || c == '\\') {
-      out_ += v ? v->dump(-1, ' ', false, json::error_handler_t::replace)
-                : json(s).dump(-1, ' ', false, json::error_handler_t::replace);
-      return;
+      return put(v ? v->dump(-1, ' ', false, json::error_handler_t::replace)
+                   : json(s).dump(-1, ' ', false, json::error_handler_t::replace));
     }
   }
-  out_ += '"';
-  out_ += s;
-  out_ += '"';
+  put("\"", 1);
+  put(s);
+  put("\"", 1);
 }
 
 void JsonTextWriter::spaces(size_t n) {
   static constexpr char kSpaces[] = "                                ";  // 32
-  for (; n > 32; n -= 32) out_.append(kSpaces, 32);
-  out_.append(kSpaces, n);
+  for (; n > 32; n -= 32) put(kSpaces, 32);
+  put(kSpaces, n);
 }
 
 std::string json_text(const json &value) {
   std::string out;
   out.reserve(1 << 16);
-  JsonTextWriter(&out).value(value, 0);
+  JsonTextWriter w(&out);
+  w.value(value, 0);
+  w.flush();
   return out;
 }
 
 std::string json_text(const json &value, const JsonTextWriter::Splice &splice) {
   std::string out;
   out.reserve(1 << 16);
-  JsonTextWriter(&out).object(value, 0, &splice);
+  JsonTextWriter w(&out);
+  w.object(value, 0, &splice);
+  w.flush();
   return out;
 }
 

@@ -69,6 +69,14 @@ std::vector<uint64_t> replayed(const MemorySource &source) {
   return ids;
 }
 
+// replay_times() against the times of replay(), of the same source.
+void expect_times_as_replayed(const MemorySource &source) {
+  std::vector<uint64_t> want, got;
+  source.replay([&](const MemoryRecord &r) { want.push_back(r.ts_ns); });
+  source.replay_times([&](const uint64_t *ts, size_t n) { got.insert(got.end(), ts, ts + n); });
+  EXPECT_EQ(got, want);
+}
+
 TEST(MemorySource, FileReplayIsTheStableSortByTime) {
   const std::string all = shuffled_capture(5000);
   const std::string path = ::testing::TempDir() + "/memory_source.gpuleak";
@@ -98,8 +106,20 @@ TEST(MemorySource, FileReplayIsTheStableSortByTime) {
     EXPECT_EQ(file.size(), whole.memory.size());
     EXPECT_GE(file.runs(), 4u);  // three threads, one of them twice
     EXPECT_EQ(file.max_ts(), expected.back().ts_ns);
+    EXPECT_FALSE(file.cached());
     EXPECT_EQ(replayed(file), expected_ids);
-    EXPECT_EQ(replayed(file), expected_ids);  // as often as asked
+    EXPECT_TRUE(file.cached());               // small: kept by the first replay
+    EXPECT_EQ(replayed(file), expected_ids);  // as often as asked, from memory now
+    Capture again;
+    FileMemorySource streamed;  // the same, merged from the file on every replay
+    streamed.set_cache_bytes(0);
+    ASSERT_TRUE(read_capture_stream(path, &again, &streamed, &error)) << error;
+    EXPECT_EQ(replayed(streamed), expected_ids);
+    EXPECT_EQ(replayed(streamed), expected_ids);
+    EXPECT_FALSE(streamed.cached());
+    expect_times_as_replayed(file);
+    expect_times_as_replayed(streamed);
+    expect_times_as_replayed(VectorMemorySource(whole.memory));
     EXPECT_EQ(replayed(VectorMemorySource(whole.memory)), expected_ids);
     EXPECT_FALSE(file.failed());
   }
