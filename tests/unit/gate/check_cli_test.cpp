@@ -95,6 +95,29 @@ TEST(GateCheckCli, RealServingRunWithItsModelBuiltFirstPasses) {
   EXPECT_NE(r.out.find("(0 failures"), std::string::npos) << r.out;
 }
 
+// Issue #28's budget on a real report (H100, torch_leak_shapes.py graph under the default caching
+// allocator, seen per tensor): the user's line keeps 6 MiB + 4 B per iteration through three
+// library sites (4 MiB, 2 MiB, 4 B). A budget that every site meets alone fails the line once;
+// one above the line's rate passes.
+TEST(GateCheckCli, RealGraphRunFailsOnceOnItsUserLine) {
+  ScratchDir dir;
+  const std::string fixture = GPULEAK_SOURCE_DIR "/tests/fixtures/h100/torch_graph_default.report.json";
+  Result r = gpuleak(dir, {"check", fixture, "--max-leak-per-iteration", "5MiB"});
+  EXPECT_EQ(r.code, 1) << r.out;
+  size_t failures = 0;
+  for (size_t at = r.out.find("  FAIL leak: "); at != std::string::npos; at = r.out.find("  FAIL leak: ", at + 1))
+    ++failures;
+  EXPECT_EQ(failures, 1u) << r.out;
+  EXPECT_NE(
+      r.out.find("  FAIL leak: torch_leak_shapes.py:29 in keep_graph, called from torch_leak_shapes.py:61 in main "
+                 "leaks 6 MiB/iteration"),
+      std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("[3 sites]"), std::string::npos) << r.out;
+  r = gpuleak(dir, {"check", "--max-leak-per-iteration", "7MiB", fixture});
+  EXPECT_EQ(r.code, 0) << r.out;
+}
+
 // Issue #28: CLI misuse is one clear line and exit 2.
 TEST(GateCheckCli, MisuseIsOneClearLineAndExitTwo) {
   ScratchDir dir;

@@ -119,6 +119,7 @@ class Sampler:
         self.lock = threading.RLock()  # an OOM raised while sampling samples again on the same thread
         self.seen = {}  # id(array) -> (weak reference or None, [(device, address)])
         self.sites = {}  # traceback -> py stack id
+        self.last_site = (None, 0)  # the last traceback object looked up, and its id
         self.samples = 0
         self.open = False  # an iteration began and has not ended
         self.last_end = 0.0  # perf_counter() when the last sample ended, and what it took
@@ -129,12 +130,20 @@ class Sampler:
     def _forget(self):
         self.seen = {}
         self.sites = {}
+        self.last_site = (None, 0)
 
     def site(self, array):
         """The shim's id of the array's creation traceback (innermost frame first), 0 when none."""
         tb = getattr(array, "traceback", None)
         if tb is None:
             return 0
+        if tb is self.last_site[0]:  # the outputs of one jitted call share their traceback object
+            return self.last_site[1]
+        sid = self._site(tb)
+        self.last_site = (tb, sid)
+        return sid
+
+    def _site(self, tb):
         try:
             known = self.sites.get(tb)
         except TypeError:  # an unhashable traceback: interned every time
