@@ -3,7 +3,8 @@
 #include <algorithm>
 
 #include "analysis/advice_internal.h"
-#include "analysis/internal.h"
+#include "analysis/frameworks.h"
+#include "analysis/ledger.h"
 
 namespace gpuleak::analysis {
 

@@ -1,14 +1,32 @@
-// analyze(): runs the stages of internal.h in order and assembles the public Analysis.
+// analyze(): runs the stages of the analysis in order and assembles the public Analysis. The
+// stages, each private to src/analysis, in the order they run:
+//   iteration_finding.h   marked_iterations: the iterations the program marked (C API, NVTX)
+//   timeline.h            make_timeline (pass 0): sites interned, spans and OOMs placed
+//   frameworks.h          which framework's pool holds the memory, and its allocator settings
+//   iteration_finding.h   find_iterations: the one place that picks the iterations, from the marked
+//                         ones or else observed_loops.cpp, python_loop_detection.cpp and
+//                         period_detection.cpp
+//   ledger.h              replay (pass 1, and 2 for the advice): what is live, device totals,
+//                         per-iteration numbers, handed as it happens to the observers
+//                         (replay_observer.h): verdicts.h's SurvivorObserver, oom_observer.h,
+//                         pool_blocks.h, life_recorder.h, retention.h
+//   verdicts.h            decide: leaks, growth, per-device and overall verdicts; forecast: when a
+//                         leaking or growing device runs out
+//   advice_internal.h     the loop advice
 #include <algorithm>
 #include <iterator>
 #include <memory>
 #include <unordered_map>
 
 #include "analysis/advice_internal.h"
-#include "analysis/internal.h"
+#include "analysis/frameworks.h"
+#include "analysis/iteration_finding.h"
+#include "analysis/ledger.h"
 #include "analysis/life_recorder.h"
+#include "analysis/oom_observer.h"
 #include "analysis/pool_blocks.h"
 #include "analysis/retention.h"
+#include "analysis/verdicts.h"
 #include "text/paths.h"
 
 namespace gpuleak::analysis {

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "analysis/internal.h"
+#include "analysis/frameworks.h"
 #include "text/escape.h"
 
 namespace gpuleak::analysis::detail {

@@ -34,7 +34,10 @@
 #include <map>
 #include <unordered_map>
 
-#include "analysis/internal.h"
+#include "analysis/iteration_finding.h"
+#include "analysis/records.h"
+#include "analysis/replay_observer.h"
+#include "analysis/timeline.h"
 #include "text/paths.h"
 
 namespace gpuleak::analysis::detail {

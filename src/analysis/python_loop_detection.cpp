@@ -35,7 +35,8 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "analysis/internal.h"
+#include "analysis/iteration_finding.h"
+#include "analysis/timeline.h"
 #include "text/paths.h"
 
 namespace gpuleak::analysis::detail {
