@@ -127,8 +127,6 @@ uint32_t warmup_for(uint32_t n, int requested) {
   return std::min<uint32_t>({std::max<uint32_t>(1, n / 10), 5u, n});
 }
 
-bool contains(const std::string &s, const char *needle) { return s.find(needle) != std::string::npos; }
-
 // libc10_cuda.so holds PyTorch's CUDA caching allocator: loaded means PyTorch allocates here.
 bool loaded_pytorch_cuda(const Capture &capture) {
   for (const format::Module &m : capture.modules) {
@@ -141,17 +139,14 @@ bool loaded_pytorch_cuda(const Capture &capture) {
 format::AllocatorMode allocator_mode(const Capture &capture, const Frameworks &frameworks, const Timeline &timeline,
                                      const Ledger &ledger) {
   using format::AllocatorMode;
-  std::string env = capture.run ? capture.run->allocator_env : std::string();
-  if (contains(env, "backend:cudaMallocAsync")) return AllocatorMode::kPerTensorAsync;
+  const format::AllocatorSettings &env = allocator_settings(capture);
+  if (env.torch_async_backend) return AllocatorMode::kPerTensorAsync;
   // The other frameworks' per-object modes (gpuleak run --jax / --cupy); their pools: hiding_pool.
-  if (frameworks.jax && allocator_setting(capture, "XLA_PYTHON_CLIENT_ALLOCATOR") == "platform")
-    return AllocatorMode::kJaxPlatform;
-  if (frameworks.jax && allocator_setting(capture, "XLA_PYTHON_CLIENT_ALLOCATOR") == "address")
-    return AllocatorMode::kJaxAddress;
-  if (frameworks.cupy && allocator_setting(capture, "GPULEAK_CUPY") == "per-array") return AllocatorMode::kCupyPerArray;
-  if (frameworks.cupy && allocator_setting(capture, "GPULEAK_CUPY") == "async") return AllocatorMode::kCupyAsync;
-  if (contains(env, "expandable_segments:True") || contains(env, "expandable_segments:true"))
-    return AllocatorMode::kSegmentsExpandable;
+  if (frameworks.jax && env.xla_allocator == format::XlaAllocator::kPlatform) return AllocatorMode::kJaxPlatform;
+  if (frameworks.jax && env.xla_allocator == format::XlaAllocator::kAddress) return AllocatorMode::kJaxAddress;
+  if (frameworks.cupy && env.cupy == format::CupyMode::kPerArray) return AllocatorMode::kCupyPerArray;
+  if (frameworks.cupy && env.cupy == format::CupyMode::kAsync) return AllocatorMode::kCupyAsync;
+  if (env.torch_expandable) return AllocatorMode::kSegmentsExpandable;
   const uint64_t device = timeline.device_allocs, async = timeline.async_allocs, vmm = timeline.vmm_allocs,
                  device_2mib = timeline.device_2mib_allocs;
   if (ledger.accounting.allocations == 0) return AllocatorMode::kNone;
@@ -159,7 +154,7 @@ format::AllocatorMode allocator_mode(const Capture &capture, const Frameworks &f
   if (async > device) return AllocatorMode::kStreamOrdered;
   // PyTorch with its default allocator: what cudaMalloc sees are its cached segments, whatever
   // their sizes (a short run has few segments beside cuBLAS's own allocations).
-  if (loaded_pytorch_cuda(capture) && !contains(env, "PYTORCH_NO_CUDA_MEMORY_CACHING=") && device > 0)
+  if (loaded_pytorch_cuda(capture) && env.torch_caching == format::TorchCaching::kUnset && device > 0)
     return AllocatorMode::kSegmentsPyTorch;
   // Libraries beside the caching allocator (cuBLAS, NCCL) make a few allocations of their own: 3/4
   // suffice. A caching allocator keeps its segments: most are never freed (a per-tensor run with

@@ -15,8 +15,8 @@ struct Frameworks {
   bool jax = false, cupy = false;
 };
 Frameworks detect_frameworks(const format::Capture &capture);
-// NAME's value in the recorder's allocator settings ("" when it was not set).
-std::string allocator_setting(const format::Capture &capture, const char *name);
+// The allocator switches the recorder saw at start (none when the capture has no run record).
+const format::AllocatorSettings &allocator_settings(const format::Capture &capture);
 // A framework pool that hands gpuleak its own blocks instead of the program's objects (CuPy's
 // memory pool, JAX's BFC allocator): then allocation patterns are the pool's, not the loop's, and
 // no loop is looked for without marks. Empty mode: none.

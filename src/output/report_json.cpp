@@ -25,27 +25,17 @@ namespace {
 
 json text_or_null(const std::string &s) { return s.empty() ? json(nullptr) : json(s); }
 
-// The run record's allocator settings: PYTORCH_CUDA_ALLOC_CONF as it was, then ";NAME=value" for
-// each other switch that was set (run_facts.cpp). Each becomes its own key.
-json allocator_env_json(const std::string &recorded) {
+// The run's allocator settings (allocator_settings.h), each of the documented switches its own key
+// and the rest, PYTORCH_CUDA_ALLOC_CONF's text first, joined as PYTORCH_CUDA_ALLOC_CONF.
+json allocator_env_json(const format::AllocatorSettings &settings) {
   json env = json::object();
   std::string conf;
-  size_t from = 0;
-  while (from <= recorded.size()) {
-    size_t semi = recorded.find(';', from);
-    std::string part = recorded.substr(from, semi == std::string::npos ? std::string::npos : semi - from);
-    bool named = false;
-    for (const char *name : {"PYTORCH_NO_CUDA_MEMORY_CACHING", "XLA_PYTHON_CLIENT_ALLOCATOR",
-                             "XLA_PYTHON_CLIENT_PREALLOCATE", "GPULEAK_CUPY"}) {
-      const size_t n = std::char_traits<char>::length(name);
-      if (part.size() > n && part.compare(0, n, name) == 0 && part[n] == '=') {
-        env[name] = part.substr(n + 1);
-        named = true;
-      }
-    }
-    if (!named && !part.empty()) conf += (conf.empty() ? "" : ";") + part;
-    if (semi == std::string::npos) break;
-    from = semi + 1;
+  for (const format::AllocatorSettings::Part &p : settings.parts) {
+    if (p.name == "PYTORCH_NO_CUDA_MEMORY_CACHING" || p.name == "XLA_PYTHON_CLIENT_ALLOCATOR" ||
+        p.name == "XLA_PYTHON_CLIENT_PREALLOCATE" || p.name == "GPULEAK_CUPY")
+      env[p.name] = p.value;
+    else
+      conf += (conf.empty() ? "" : ";") + (p.name.empty() ? p.value : p.name + "=" + p.value);
   }
   if (!conf.empty()) env["PYTORCH_CUDA_ALLOC_CONF"] = conf;
   return env;
@@ -229,11 +219,6 @@ json loops_json(const format::Capture &capture, const analysis::Analysis &a, Sit
   return out;
 }
 
-const char *cupti_name(uint32_t state) {
-  static const char *const names[] = {"off", "on", "unavailable", "taken", "yielded"};
-  return state < 5 ? names[state] : "unknown";
-}
-
 // (capture format 1.4) Where the capture switched to its aggregated form, and what that loses;
 // null for a capture written raw throughout.
 json aggregated_json(const format::Capture &c, const analysis::Analysis &a) {
@@ -282,9 +267,7 @@ json run_json(const format::Capture &c, const analysis::Analysis &a, const Repor
   std::string version = info && !info->version.empty() ? info->version : ctx.gpuleak_version;
   run["gpuleak_version"] = text_or_null(version);
   run["cuda_driver_version"] = info && info->fixed.driver_version ? json(info->fixed.driver_version) : json(nullptr);
-  json env = json::object();
-  if (info && !info->allocator_env.empty()) env = allocator_env_json(info->allocator_env);
-  run["allocator_env"] = std::move(env);
+  run["allocator_env"] = info ? allocator_env_json(info->allocator) : json::object();
   run["allocator_mode"] = a.allocator_mode.text();
   run["allocator_note"] = text_or_null(a.allocator_note);
   run["pool_tracker"] = text_or_null(a.pool_tracker);
@@ -292,7 +275,7 @@ json run_json(const format::Capture &c, const analysis::Analysis &a, const Repor
   run["unwinder"] = info ? text_or_null(info->unwinder) : json(nullptr);
   run["stack_depth"] = info ? json(info->fixed.stack_depth) : json(nullptr);
   json cap;
-  cap["cupti"] = c.stats ? cupti_name(c.stats->cupti_state) : "unknown";
+  cap["cupti"] = format::cupti_state_name(c.cupti());
   cap["events"] = c.stats ? c.stats->events : std::max<uint64_t>(c.memory_records, c.memory.size());
   cap["events_dropped"] = c.stats ? c.stats->events_dropped : 0;
   cap["tracking_disabled"] = c.disabled.empty() ? json(nullptr) : json(c.disabled.front());

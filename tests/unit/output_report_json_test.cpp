@@ -62,7 +62,7 @@ void fill_run(format::Capture &c) {
   run.command = {"python3", "train.py", "--epochs", "1"};
   run.host = "gpu-node-07";
   run.version = "0.1.0";
-  run.allocator_env = "backend:cudaMallocAsync";
+  run.allocator = format::AllocatorSettings::parse("backend:cudaMallocAsync");
   run.unwinder = "libunwind";
   c.run = run;
   format::StatsRecord s{};
@@ -332,16 +332,16 @@ TEST(ReportJson, SiteIdIgnoresAddressesAndModuleDirectories) {
 // frameworks' switches (run_facts.cpp): each gets its own key.
 TEST(ReportJson, AllocatorEnvHasOneKeyPerSetting) {
   CaptureBuilder b = leaking_run();
-  b.capture.run->allocator_env =
+  b.capture.run->allocator = format::AllocatorSettings::parse(
       "expandable_segments:True;PYTORCH_NO_CUDA_MEMORY_CACHING=1;XLA_PYTHON_CLIENT_ALLOCATOR=platform;"
-      "XLA_PYTHON_CLIENT_PREALLOCATE=false;GPULEAK_CUPY=per-array";
+      "XLA_PYTHON_CLIENT_PREALLOCATE=false;GPULEAK_CUPY=per-array");
   json r = make_report(b.capture, analysis::analyze(b.capture), fake_symbolize, {});
   EXPECT_EQ(r["run"]["allocator_env"], json({{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"},
                                              {"PYTORCH_NO_CUDA_MEMORY_CACHING", "1"},
                                              {"XLA_PYTHON_CLIENT_ALLOCATOR", "platform"},
                                              {"XLA_PYTHON_CLIENT_PREALLOCATE", "false"},
                                              {"GPULEAK_CUPY", "per-array"}}));
-  b.capture.run->allocator_env = "XLA_PYTHON_CLIENT_ALLOCATOR=platform";
+  b.capture.run->allocator = format::AllocatorSettings::parse("XLA_PYTHON_CLIENT_ALLOCATOR=platform");
   r = make_report(b.capture, analysis::analyze(b.capture), fake_symbolize, {});
   EXPECT_EQ(r["run"]["allocator_env"], json({{"XLA_PYTHON_CLIENT_ALLOCATOR", "platform"}}));
 }
@@ -351,7 +351,7 @@ TEST(ReportJson, HostileStringsStayValidJson) {
       std::string("q\"b\\s\x01\x1f\n</script><script>alert(1)</script>") + "\xff\xfe" + "\xc3\x28";
   CaptureBuilder b = leaking_run();
   b.capture.run->host = hostile;
-  b.capture.run->allocator_env = hostile;
+  b.capture.run->allocator = format::AllocatorSettings::parse(hostile);
   b.capture.run->command = {hostile, "ok"};
   b.capture.disabled.push_back(hostile);
   for (auto &m : b.capture.markers) m.label_id = b.str("tr\xe9in</script>");
