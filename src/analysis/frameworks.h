@@ -5,6 +5,7 @@
 #include <string>
 
 #include "format/allocator_mode.h"
+#include "format/allocator_settings.h"
 #include "format/capture_reader.h"
 
 namespace gpuleak::analysis::detail {
