@@ -3,7 +3,8 @@
 #include <algorithm>
 
 #include "analysis/advice_internal.h"
-#include "analysis/internal.h"
+#include "analysis/frameworks.h"
+#include "analysis/ledger.h"
 
 namespace gpuleak::analysis {
 
@@ -126,9 +127,9 @@ LoopView make_loop(const format::Capture &capture, const SiteTable &sites, const
 namespace {
 
 bool per_object_mode(const format::Capture &capture) {
-  return allocator_setting(capture, "GPULEAK_CUPY") == "per-array" ||
-         allocator_setting(capture, "XLA_PYTHON_CLIENT_ALLOCATOR") == "platform" ||
-         allocator_setting(capture, "PYTORCH_NO_CUDA_MEMORY_CACHING") == "1";
+  const format::AllocatorSettings &s = allocator_settings(capture);
+  return s.cupy == format::CupyMode::kPerArray || s.xla_allocator == format::XlaAllocator::kPlatform ||
+         s.torch_caching == format::TorchCaching::kOff;
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 //   advice_reserve.cpp  fragmentation without a failure: NVML's samples, reserved far above live
 //   advice_text.cpp  the sentences and the units they print
 //
-// A rule is an Observer of the replay (internal.h): it aggregates as allocations are born and
+// A rule is an Observer of the replay (replay_observer.h): it aggregates as allocations are born and
 // die, so that what it keeps is proportional to sites, iterations and live allocations. A rule
 // that needs a moment known only at the end (the peak) asks for a second replay. A rule that reads
 // other records of the capture (OOM, device usage, ...) reads them from LoopView::capture.
@@ -18,7 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "analysis/internal.h"
+#include "analysis/analysis.h"
+#include "analysis/records.h"
+#include "analysis/replay_observer.h"
+#include "analysis/timeline.h"
 
 namespace gpuleak::analysis::detail {
 

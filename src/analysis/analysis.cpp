@@ -1,14 +1,32 @@
-// analyze(): runs the stages of internal.h in order and assembles the public Analysis.
+// analyze(): runs the stages of the analysis in order and assembles the public Analysis. The
+// stages, each private to src/analysis, in the order they run:
+//   iteration_finding.h   marked_iterations: the iterations the program marked (C API, NVTX)
+//   timeline.h            make_timeline (pass 0): sites interned, spans and OOMs placed
+//   frameworks.h          which framework's pool holds the memory, and its allocator settings
+//   iteration_finding.h   find_iterations: the one place that picks the iterations, from the marked
+//                         ones or else observed_loops.cpp, python_loop_detection.cpp and
+//                         period_detection.cpp
+//   ledger.h              replay (pass 1, and 2 for the advice): what is live, device totals,
+//                         per-iteration numbers, handed as it happens to the observers
+//                         (replay_observer.h): verdicts.h's SurvivorObserver, oom_observer.h,
+//                         pool_blocks.h, life_recorder.h, retention.h
+//   verdicts.h            decide: leaks, growth, per-device and overall verdicts; forecast: when a
+//                         leaking or growing device runs out
+//   advice_internal.h     the loop advice
 #include <algorithm>
 #include <iterator>
 #include <memory>
 #include <unordered_map>
 
 #include "analysis/advice_internal.h"
-#include "analysis/internal.h"
+#include "analysis/frameworks.h"
+#include "analysis/iteration_finding.h"
+#include "analysis/ledger.h"
 #include "analysis/life_recorder.h"
+#include "analysis/oom_observer.h"
 #include "analysis/pool_blocks.h"
 #include "analysis/retention.h"
+#include "analysis/verdicts.h"
 #include "format/huge_pages.h"
 #include "text/paths.h"
 
@@ -110,8 +128,6 @@ uint32_t warmup_for(uint32_t n, int requested) {
   return std::min<uint32_t>({std::max<uint32_t>(1, n / 10), 5u, n});
 }
 
-bool contains(const std::string &s, const char *needle) { return s.find(needle) != std::string::npos; }
-
 // libc10_cuda.so holds PyTorch's CUDA caching allocator: loaded means PyTorch allocates here.
 bool loaded_pytorch_cuda(const Capture &capture) {
   for (const format::Module &m : capture.modules) {
@@ -124,17 +140,14 @@ bool loaded_pytorch_cuda(const Capture &capture) {
 format::AllocatorMode allocator_mode(const Capture &capture, const Frameworks &frameworks, const Timeline &timeline,
                                      const Ledger &ledger) {
   using format::AllocatorMode;
-  std::string env = capture.run ? capture.run->allocator_env : std::string();
-  if (contains(env, "backend:cudaMallocAsync")) return AllocatorMode::kPerTensorAsync;
+  const format::AllocatorSettings &env = allocator_settings(capture);
+  if (env.torch_async_backend) return AllocatorMode::kPerTensorAsync;
   // The other frameworks' per-object modes (gpuleak run --jax / --cupy); their pools: hiding_pool.
-  if (frameworks.jax && allocator_setting(capture, "XLA_PYTHON_CLIENT_ALLOCATOR") == "platform")
-    return AllocatorMode::kJaxPlatform;
-  if (frameworks.jax && allocator_setting(capture, "XLA_PYTHON_CLIENT_ALLOCATOR") == "address")
-    return AllocatorMode::kJaxAddress;
-  if (frameworks.cupy && allocator_setting(capture, "GPULEAK_CUPY") == "per-array") return AllocatorMode::kCupyPerArray;
-  if (frameworks.cupy && allocator_setting(capture, "GPULEAK_CUPY") == "async") return AllocatorMode::kCupyAsync;
-  if (contains(env, "expandable_segments:True") || contains(env, "expandable_segments:true"))
-    return AllocatorMode::kSegmentsExpandable;
+  if (frameworks.jax && env.xla_allocator == format::XlaAllocator::kPlatform) return AllocatorMode::kJaxPlatform;
+  if (frameworks.jax && env.xla_allocator == format::XlaAllocator::kAddress) return AllocatorMode::kJaxAddress;
+  if (frameworks.cupy && env.cupy == format::CupyMode::kPerArray) return AllocatorMode::kCupyPerArray;
+  if (frameworks.cupy && env.cupy == format::CupyMode::kAsync) return AllocatorMode::kCupyAsync;
+  if (env.torch_expandable) return AllocatorMode::kSegmentsExpandable;
   const uint64_t device = timeline.device_allocs, async = timeline.async_allocs, vmm = timeline.vmm_allocs,
                  device_2mib = timeline.device_2mib_allocs;
   if (ledger.accounting.allocations == 0) return AllocatorMode::kNone;
@@ -142,7 +155,7 @@ format::AllocatorMode allocator_mode(const Capture &capture, const Frameworks &f
   if (async > device) return AllocatorMode::kStreamOrdered;
   // PyTorch with its default allocator: what cudaMalloc sees are its cached segments, whatever
   // their sizes (a short run has few segments beside cuBLAS's own allocations).
-  if (loaded_pytorch_cuda(capture) && !contains(env, "PYTORCH_NO_CUDA_MEMORY_CACHING=") && device > 0)
+  if (loaded_pytorch_cuda(capture) && env.torch_caching == format::TorchCaching::kUnset && device > 0)
     return AllocatorMode::kSegmentsPyTorch;
   // Libraries beside the caching allocator (cuBLAS, NCCL) make a few allocations of their own: 3/4
   // suffice. A caching allocator keeps its segments: most are never freed (a per-tensor run with

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "analysis/internal.h"
+#include "analysis/verdicts.h"
 
 namespace gpuleak::analysis::detail {
 

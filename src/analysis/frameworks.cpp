@@ -4,9 +4,8 @@
 // Decided from what the capture holds: the loaded modules' paths, the Python frames' file names,
 // and the allocator settings the recorder saw at start (run_facts.cpp).
 #include <algorithm>
-#include <cstring>
 
-#include "analysis/internal.h"
+#include "analysis/frameworks.h"
 #include "text/escape.h"
 
 namespace gpuleak::analysis::detail {
@@ -14,8 +13,6 @@ namespace gpuleak::analysis::detail {
 namespace {
 
 bool has(const std::string &s, const char *needle) { return s.find(needle) != std::string::npos; }
-
-bool starts(const std::string &s, const char *prefix) { return s.compare(0, std::strlen(prefix), prefix) == 0; }
 
 }  // namespace
 
@@ -30,7 +27,7 @@ Frameworks detect_frameworks(const format::Capture &capture) {
   for (const format::Module &m : capture.modules) look(m.path);
   std::unordered_map<uint32_t, bool> seen;
   for (const auto &[id, stack] : capture.stacks) {
-    if (stack.kind != 1) continue;
+    if (stack.kind != format::StackKind::kPython) continue;
     for (size_t i = 0; i + 1 < stack.frames.size(); i += 2) {
       const uint32_t file = static_cast<uint32_t>(stack.frames[i] >> 32);
       if (seen.try_emplace(file, true).second) look(capture.string(file));
@@ -39,18 +36,9 @@ Frameworks detect_frameworks(const format::Capture &capture) {
   return f;
 }
 
-// The value of NAME in the recorder's allocator settings ("conf;NAME=value;..."), "" when unset.
-std::string allocator_setting(const format::Capture &capture, const char *name) {
-  const std::string env = capture.run ? capture.run->allocator_env : std::string();
-  const std::string key = std::string(name) + "=";
-  for (size_t from = 0; from <= env.size();) {
-    size_t semi = env.find(';', from);
-    std::string part = env.substr(from, semi == std::string::npos ? std::string::npos : semi - from);
-    if (starts(part, key.c_str())) return part.substr(key.size());
-    if (semi == std::string::npos) break;
-    from = semi + 1;
-  }
-  return "";
+const format::AllocatorSettings &allocator_settings(const format::Capture &capture) {
+  static const format::AllocatorSettings kNone;
+  return capture.run ? capture.run->allocator : kNone;
 }
 
 bool pool_tracked(const format::Capture &capture, format::PoolFramework framework) {
@@ -59,25 +47,20 @@ bool pool_tracked(const format::Capture &capture, format::PoolFramework framewor
   return false;
 }
 
-namespace {
-bool jax_per_buffer(const format::Capture &capture) {
-  const std::string a = allocator_setting(capture, "XLA_PYTHON_CLIENT_ALLOCATOR");
-  return a == "platform" || a == "address";
-}
-}  // namespace
-
 // Only when gpuleak saw no objects of that pool: its own allocator wrapper (CuPy) or sampler (JAX)
 // did not attach (plain LD_PRELOAD without gpuleak's Python package, `--cupy segments`).
 HidingPool hiding_pool(const format::Capture &capture, const Frameworks &f) {
+  using format::CupyMode;
   using format::PoolFramework;
-  const std::string cupy = allocator_setting(capture, "GPULEAK_CUPY");
-  if (f.cupy && cupy != "per-array" && cupy != "async" && !pool_tracked(capture, PoolFramework::kCuPy))
+  const format::AllocatorSettings &settings = allocator_settings(capture);
+  if (f.cupy && settings.cupy != CupyMode::kPerArray && settings.cupy != CupyMode::kAsync &&
+      !pool_tracked(capture, PoolFramework::kCuPy))
     return {{{format::AllocatorMode::kCupyPoolHidden}},
             "gpuleak saw CuPy's memory pool, not arrays: the pool keeps freed blocks and reuses them, so a leak "
             "shows only when the pool grows, and a loop found without marks would count the pool's growth steps; "
             "under `gpuleak run` (without --cupy segments) every array is seen inside the pool, or mark the loop "
             "(`gpuleak run --loop FILE:LINE`)"};
-  if (f.jax && !jax_per_buffer(capture) && !pool_tracked(capture, PoolFramework::kJax))
+  if (f.jax && !settings.jax_per_buffer() && !pool_tracked(capture, PoolFramework::kJax))
     return {{{format::AllocatorMode::kJaxBfcHidden}},
             "gpuleak saw the region JAX's BFC allocator preallocates and grows, not buffers: a leak inside it is "
             "hidden, and a loop found without marks would count the pool's growth steps; under `gpuleak run` "
@@ -109,12 +92,14 @@ HidingPool pool_objects(const format::Capture &capture, bool iterations) {
     notes.push_back("CuPy arrays were seen through " + cupy +
                     ": leaks are per array site; the pool's chunks (cudaMalloc) that hold them are listed apart");
   }
-  const std::string per_buffer = allocator_setting(capture, "XLA_PYTHON_CLIENT_ALLOCATOR");
-  if (!jax.empty() && (per_buffer == "platform" || per_buffer == "address")) {
+  const format::AllocatorSettings &settings = allocator_settings(capture);
+  if (!jax.empty() && settings.jax_per_buffer()) {
     // Every buffer its own CUDA allocation; the sampled arrays give the buffers that hold them
     // their lines (XLA makes a jitted step's outputs on a thread with no Python frame of the user's).
-    modes.push_back(per_buffer == "platform" ? AllocatorMode::kJaxPlatformSampled : AllocatorMode::kJaxAddressSampled);
-    notes.push_back("every JAX buffer was its own CUDA allocation (XLA_PYTHON_CLIENT_ALLOCATOR=" + per_buffer +
+    const bool platform = settings.xla_allocator == format::XlaAllocator::kPlatform;
+    modes.push_back(platform ? AllocatorMode::kJaxPlatformSampled : AllocatorMode::kJaxAddressSampled);
+    notes.push_back(std::string("every JAX buffer was its own CUDA allocation (XLA_PYTHON_CLIENT_ALLOCATOR=") +
+                    format::xla_allocator_name(settings.xla_allocator) +
                     "); the live arrays sampled at each iteration boundary (" + jax +
                     ") give the buffers that hold them the lines that made them: leaks are per array site; "
                     "buffers no array held are seen with their own frames");
@@ -147,9 +132,7 @@ std::string missing_tracker_note(const format::Capture &capture) {
 }
 
 bool gpuleak_switched_allocator(const format::Capture &capture) {
-  const std::string torch = allocator_setting(capture, "GPULEAK_TORCH");
-  return allocator_setting(capture, "GPULEAK_CUPY") == "per-array" ||
-         allocator_setting(capture, "GPULEAK_JAX") == "per-buffer" || torch == "per-tensor" || torch == "no-caching";
+  return allocator_settings(capture).gpuleak_switched();
 }
 
 }  // namespace gpuleak::analysis::detail

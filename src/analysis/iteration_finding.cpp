@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <regex>
 
-#include "analysis/internal.h"
+#include "analysis/iteration_finding.h"
 
 namespace gpuleak::analysis::detail {
 

@@ -7,7 +7,8 @@
 #include <optional>
 #include <unordered_map>
 
-#include "analysis/internal.h"
+#include "analysis/iteration_finding.h"
+#include "analysis/timeline.h"
 #include "format/huge_pages.h"
 
 namespace gpuleak::analysis::detail {

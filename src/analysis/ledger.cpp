@@ -1,6 +1,6 @@
 // The ledger: memory records replayed in effective-time order, keeping only what is live (a hash
 // table keyed by address), the devices' live and peak bytes, and the per-iteration numbers. Every
-// birth and death is handed to the observers (internal.h) as it happens: what outlives an
+// birth and death is handed to the observers (replay_observer.h) as it happens: what outlives an
 // allocation is theirs to aggregate. O(n) per replay plus O(open iterations) per event.
 //
 // Per-iteration numbers are sparse (issue #18): a (device, iteration) cell exists only when the
@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <numeric>
 
-#include "analysis/internal.h"
+#include "analysis/ledger.h"
 #include "format/huge_pages.h"
 
 namespace gpuleak::analysis::detail {

@@ -7,10 +7,13 @@
 #include <memory>
 #include <vector>
 
-#include "analysis/internal.h"
 #include "analysis/lives.h"
+#include "analysis/replay_observer.h"
+#include "analysis/timeline.h"
 
 namespace gpuleak::analysis::detail {
+
+class PoolBlocks;  // pool_blocks.h
 
 class LifeRecorder : public Observer {
  public:

@@ -34,7 +34,10 @@
 #include <map>
 #include <unordered_map>
 
-#include "analysis/internal.h"
+#include "analysis/iteration_finding.h"
+#include "analysis/records.h"
+#include "analysis/replay_observer.h"
+#include "analysis/timeline.h"
 #include "text/paths.h"
 
 namespace gpuleak::analysis::detail {
@@ -81,7 +84,8 @@ std::vector<bool> sites_in(const format::Capture &capture, const SiteTable &site
   const uint64_t key = static_cast<uint64_t>(loop.file_id) << 32 | loop.function_id;
   for (size_t s = 0; s < sites.sites.size(); ++s) {
     auto it = capture.stacks.find(sites.sites[s].py_stack_id);
-    if (sites.sites[s].py_stack_id == 0 || it == capture.stacks.end() || it->second.kind != 1) continue;
+    if (sites.sites[s].py_stack_id == 0 || it == capture.stacks.end() || it->second.kind != format::StackKind::kPython)
+      continue;
     const std::vector<uint64_t> &w = it->second.frames;
     for (size_t i = 0; i + 1 < w.size(); i += 2)
       if (w[i] == key && w[i + 1] >= loop.first_line && w[i + 1] <= loop.last_line) {
@@ -458,7 +462,8 @@ std::string suggest_loop(const format::Capture &capture, const SiteTable &sites,
   std::unordered_map<uint32_t, bool> library;
   for (uint32_t s : sites.alloc_sequence) {
     auto it = capture.stacks.find(sites.sites[s].py_stack_id);
-    if (sites.sites[s].py_stack_id == 0 || it == capture.stacks.end() || it->second.kind != 1) continue;
+    if (sites.sites[s].py_stack_id == 0 || it == capture.stacks.end() || it->second.kind != format::StackKind::kPython)
+      continue;
     const std::vector<uint64_t> &w = it->second.frames;
     for (size_t i = 0; i + 1 < w.size(); i += 2) {
       const uint32_t file = static_cast<uint32_t>(w[i] >> 32);

@@ -6,7 +6,8 @@
 #include <numeric>
 #include <unordered_map>
 
-#include "analysis/internal.h"
+#include "analysis/oom_observer.h"
+#include "analysis/pool_blocks.h"
 
 namespace gpuleak::analysis::detail {
 

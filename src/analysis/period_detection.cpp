@@ -26,7 +26,8 @@
 #include <algorithm>
 #include <array>
 
-#include "analysis/internal.h"
+#include "analysis/iteration_finding.h"
+#include "analysis/timeline.h"
 #include "format/huge_pages.h"
 
 namespace gpuleak::analysis::detail {

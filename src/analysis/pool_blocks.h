@@ -6,7 +6,7 @@
 // Both levels are kept. A device allocation (or mapped VMM memory) whose address range ever holds
 // part of a block is a segment: a container. Its bytes are real device memory (device live and peak bytes, the OOM
 // forecast) but it is no leak candidate: its growth is explained by the blocks it holds, which are
-// (leak_candidate, internal.h). The blocks carry no device bytes of their own (ledger.cpp).
+// (leak_candidate, below). The blocks carry no device bytes of their own (ledger.cpp).
 //
 // This observer watches pass 1 of the replay: the live device-pointer allocations and VMM mappings
 // by address range per device, which of them are segments, and per (segment site, block site) the
@@ -19,9 +19,17 @@
 #include <unordered_map>
 #include <vector>
 
-#include "analysis/internal.h"
+#include "analysis/analysis.h"
+#include "analysis/replay_observer.h"
+#include "analysis/timeline.h"
 
 namespace gpuleak::analysis::detail {
+
+class PoolBlocks;
+// Whether an allocation's bytes are a call site's own, for leaks, live at exit and OOM sites: device
+// memory, and a framework allocator's blocks; not the segments that hold blocks (`pool` null: no
+// blocks in the capture).
+bool leak_candidate(const PoolBlocks *pool, const LiveAllocation &a);
 
 class PoolBlocks : public Observer {
  public:

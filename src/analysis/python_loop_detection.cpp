@@ -35,7 +35,8 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "analysis/internal.h"
+#include "analysis/iteration_finding.h"
+#include "analysis/timeline.h"
 #include "text/paths.h"
 
 namespace gpuleak::analysis::detail {
@@ -62,7 +63,8 @@ Frames user_frames(const format::Capture &capture, const SiteTable &sites, const
   std::unordered_map<uint32_t, bool> library;  // file string id -> not the user's
   for (size_t s = 0; s < sites.sites.size(); ++s) {
     auto it = capture.stacks.find(sites.sites[s].py_stack_id);
-    if (sites.sites[s].py_stack_id == 0 || it == capture.stacks.end() || it->second.kind != 1) continue;
+    if (sites.sites[s].py_stack_id == 0 || it == capture.stacks.end() || it->second.kind != format::StackKind::kPython)
+      continue;
     const std::vector<uint64_t> &w = it->second.frames;
     const size_t n = w.size() / 2;
     out.python[s] = n > 0;

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <map>
 
-#include "analysis/internal.h"
+#include "analysis/records.h"
 #include "analysis/retention.h"
 
 namespace gpuleak::analysis {

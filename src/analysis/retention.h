@@ -5,7 +5,9 @@
 #include <map>
 #include <vector>
 
-#include "analysis/internal.h"
+#include "analysis/analysis.h"
+#include "analysis/replay_observer.h"
+#include "analysis/timeline.h"
 
 namespace gpuleak::analysis::detail {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "analysis/internal.h"
+#include "analysis/timeline.h"
 
 namespace gpuleak::analysis::detail {
 

@@ -132,7 +132,7 @@ bool CodeOwner::native_address(uint64_t pc, bool in_python) const {
 CodeOwner::Answer CodeOwner::site(const Site &site) const {
   bool frames = false, python = false;
   auto py = capture_.stacks.find(site.py_stack_id);
-  if (site.py_stack_id != 0 && py != capture_.stacks.end() && py->second.kind == 1) {
+  if (site.py_stack_id != 0 && py != capture_.stacks.end() && py->second.kind == format::StackKind::kPython) {
     const std::vector<uint64_t> &w = py->second.frames;
     for (size_t i = 0; i + 1 < w.size(); i += 2) {
       frames = python = true;
@@ -140,7 +140,7 @@ CodeOwner::Answer CodeOwner::site(const Site &site) const {
     }
   }
   auto native = capture_.stacks.find(site.stack_id);
-  if (site.stack_id != 0 && native != capture_.stacks.end() && native->second.kind == 0) {
+  if (site.stack_id != 0 && native != capture_.stacks.end() && native->second.kind == format::StackKind::kNative) {
     for (uint64_t pc : native->second.frames) {
       frames = true;
       if (native_address(pc, python)) return Answer::kUser;

@@ -24,8 +24,9 @@
 #include <unordered_map>
 
 #include "analysis/fit.h"
-#include "analysis/internal.h"
+#include "analysis/pool_blocks.h"
 #include "analysis/robust_fit.h"
+#include "analysis/verdicts.h"
 
 namespace gpuleak::analysis::detail {
 

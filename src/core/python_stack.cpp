@@ -447,7 +447,7 @@ uint32_t PythonStacks::resolve(State *s, const Raw *raw, unsigned n) {
   bool is_new = false;
   uint32_t id = s->stack_ids.intern(encoded, 1 + 2 * n, &is_new);
   if (is_new) {
-    format::StackRecord r{id, static_cast<uint16_t>(2 * n), 1};
+    format::StackRecord r{id, static_cast<uint16_t>(2 * n), static_cast<uint16_t>(format::StackKind::kPython)};
     append_record(s, format::RecordType::kStack, &r, sizeof r, encoded + 1, 2 * n * sizeof(uint64_t));
   }
   return id;
@@ -468,7 +468,7 @@ uint32_t PythonStacks::intern_frames(State *s, const char *const *files, const c
   bool is_new = false;
   uint32_t id = s->stack_ids.intern(encoded, 1 + 2 * n, &is_new);
   if (is_new) {
-    format::StackRecord r{id, static_cast<uint16_t>(2 * n), 1};
+    format::StackRecord r{id, static_cast<uint16_t>(2 * n), static_cast<uint16_t>(format::StackKind::kPython)};
     append_record(s, format::RecordType::kStack, &r, sizeof r, encoded + 1, 2 * n * sizeof(uint64_t));
   }
   return id;

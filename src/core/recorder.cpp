@@ -109,7 +109,7 @@ __attribute__((noinline)) uint32_t unwind_stack(State *s, bool has_python) {
     bool is_new = false;
     id = s->stack_ids.intern(frames, n, &is_new);
     if (is_new) {
-      format::StackRecord r{id, static_cast<uint16_t>(n), 0};
+      format::StackRecord r{id, static_cast<uint16_t>(n), static_cast<uint16_t>(format::StackKind::kNative)};
       append_record(s, format::RecordType::kStack, &r, sizeof r, frames, n * sizeof(uint64_t));
     }
   }
@@ -423,8 +423,8 @@ void count_uncaptured(const char *function) {
     g_state->counters.first_uncaptured.store(function, std::memory_order_relaxed);
 }
 
-void set_cupti_state(uint32_t state) {
-  if (g_state) g_state->counters.cupti_state.store(state, std::memory_order_relaxed);
+void set_cupti_state(format::CuptiState state) {
+  if (g_state) g_state->counters.cupti_state.store(static_cast<uint32_t>(state), std::memory_order_relaxed);
 }
 
 const Config *recorder_config() { return g_state ? &g_state->config : nullptr; }

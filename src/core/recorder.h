@@ -19,6 +19,7 @@
 #include "core/tls.h"
 #include "format/address_space.h"
 #include "format/capture_format.h"
+#include "format/cupti_state.h"
 
 namespace gpuleak::core {
 
@@ -172,10 +173,10 @@ void recorder_disable_quietly(const std::string &why);
 void recorder_note_cuda_use();
 
 // CUPTI cross-check (shim/cupti_bridge.cpp): is this thread inside one of our hooks, and a call
-// CUPTI saw that no hook did. cupti_state: format::StatsRecord::cupti_state.
+// CUPTI saw that no hook did, and what became of CUPTI (format::StatsRecord::cupti_state).
 bool inside_hook();
 void count_uncaptured(const char *function);
-void set_cupti_state(uint32_t state);
+void set_cupti_state(format::CuptiState state);
 
 // GPU work from CUPTI's Activity API (shim/cupti_activity.cpp), called on CUPTI's thread. `name`
 // (a kernel name: untrusted program text) and `api` (the launching call) are interned into

@@ -237,7 +237,12 @@ static_assert(sizeof(MemoryRecord) == 72);
 struct StackRecord {
   uint32_t id;
   uint16_t depth;  // followed by depth uint64_t frames
-  uint16_t kind;   // 0 native return addresses; 1 Python (pairs of string ids, see docs)
+  uint16_t kind;   // StackKind
+};
+// What a stack's frames are. A reader keeps a newer writer's kind as it is: neither of these.
+enum class StackKind : uint16_t {
+  kNative = 0,  // raw return addresses
+  kPython = 1,  // pairs of string ids: (file << 32 | function), line (docs/capture-format.md)
 };
 
 struct StringRecord {
@@ -318,7 +323,7 @@ struct StatsRecord {
   uint64_t uncaptured;      // allocations CUPTI saw that no interposer did (GPULEAK_CUPTI=1)
   uint64_t live_bytes;      // device live bytes at the time of writing (recorder's own count)
   uint64_t peak_bytes;      // device peak live bytes so far
-  uint32_t cupti_state;     // 0 off, 1 subscribed, 2 unavailable, 3 slot taken by another tool, 4 yielded
+  uint32_t cupti_state;     // CuptiState (cupti_state.h): 0 off, 1 on, 2 unavailable, 3 taken, 4 yielded
   uint32_t final_record;    // 1 when written at a clean exit
 };
 static_assert(sizeof(StatsRecord) == 56);

@@ -80,7 +80,7 @@ bool decode_run_info(Cursor c, RunInfo *run) {
         run->version = s;
         break;
       case RunInfoField::kAllocatorEnv:
-        run->allocator_env = s;
+        run->allocator = AllocatorSettings::parse(s);
         break;
       case RunInfoField::kUnwinder:
         run->unwinder = s;
@@ -113,7 +113,7 @@ bool decode_stack(Cursor c, Capture *out) {
   StackRecord r;
   if (!c.read(&r)) return false;
   Stack s;
-  s.kind = r.kind;
+  s.kind = static_cast<StackKind>(r.kind);
   s.frames.resize(r.depth);
   for (auto &f : s.frames)
     if (!c.read(&f)) return false;

@@ -11,7 +11,9 @@
 #include <utility>
 #include <vector>
 
+#include "format/allocator_settings.h"
 #include "format/capture_format.h"
+#include "format/cupti_state.h"
 
 namespace gpuleak::format {
 
@@ -23,7 +25,7 @@ struct Module {
 };
 
 struct Stack {
-  uint16_t kind = 0;  // 0 native, 1 Python
+  StackKind kind = StackKind::kNative;
   std::vector<uint64_t> frames;
 };
 
@@ -33,7 +35,7 @@ struct RunInfo {
   std::vector<std::string> command;
   std::string host;
   std::string version;
-  std::string allocator_env;
+  AllocatorSettings allocator;  // the allocator switches seen at start, parsed (allocator_settings.h)
   std::string unwinder;
   std::string run_token;  // "" in captures before it was written, or not under `gpuleak run`
 };
@@ -122,6 +124,8 @@ struct Capture {
   uint64_t unknown_records = 0;  // records of types this reader does not know (skipped)
   uint64_t memory_records = 0;   // memory records decoded (kept in `memory` or not)
 
+  // What became of CUPTI: the last stats record's state, kUnknown without one.
+  CuptiState cupti() const { return stats ? cupti_state_of(stats->cupti_state) : CuptiState::kUnknown; }
   // The string behind an id, or "" when the id is 0 or unknown.
   const std::string &string(uint32_t id) const;
 };

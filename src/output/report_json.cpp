@@ -12,6 +12,7 @@
 
 #include "output/json_text.h"
 #include "output/report_advice.h"
+#include "output/report_iterations.h"
 #include "output/report_segments.h"
 #include "text/paths.h"
 
@@ -25,27 +26,17 @@ namespace {
 
 json text_or_null(const std::string &s) { return s.empty() ? json(nullptr) : json(s); }
 
-// The run record's allocator settings: PYTORCH_CUDA_ALLOC_CONF as it was, then ";NAME=value" for
-// each other switch that was set (run_facts.cpp). Each becomes its own key.
-json allocator_env_json(const std::string &recorded) {
+// The run's allocator settings (allocator_settings.h), each of the documented switches its own key
+// and the rest, PYTORCH_CUDA_ALLOC_CONF's text first, joined as PYTORCH_CUDA_ALLOC_CONF.
+json allocator_env_json(const format::AllocatorSettings &settings) {
   json env = json::object();
   std::string conf;
-  size_t from = 0;
-  while (from <= recorded.size()) {
-    size_t semi = recorded.find(';', from);
-    std::string part = recorded.substr(from, semi == std::string::npos ? std::string::npos : semi - from);
-    bool named = false;
-    for (const char *name : {"PYTORCH_NO_CUDA_MEMORY_CACHING", "XLA_PYTHON_CLIENT_ALLOCATOR",
-                             "XLA_PYTHON_CLIENT_PREALLOCATE", "GPULEAK_CUPY"}) {
-      const size_t n = std::char_traits<char>::length(name);
-      if (part.size() > n && part.compare(0, n, name) == 0 && part[n] == '=') {
-        env[name] = part.substr(n + 1);
-        named = true;
-      }
-    }
-    if (!named && !part.empty()) conf += (conf.empty() ? "" : ";") + part;
-    if (semi == std::string::npos) break;
-    from = semi + 1;
+  for (const format::AllocatorSettings::Part &p : settings.parts) {
+    if (p.name == "PYTORCH_NO_CUDA_MEMORY_CACHING" || p.name == "XLA_PYTHON_CLIENT_ALLOCATOR" ||
+        p.name == "XLA_PYTHON_CLIENT_PREALLOCATE" || p.name == "GPULEAK_CUPY")
+      env[p.name] = p.value;
+    else
+      conf += (conf.empty() ? "" : ";") + (p.name.empty() ? p.value : p.name + "=" + p.value);
   }
   if (!conf.empty()) env["PYTORCH_CUDA_ALLOC_CONF"] = conf;
   return env;
@@ -229,11 +220,6 @@ json loops_json(const format::Capture &capture, const analysis::Analysis &a, Sit
   return out;
 }
 
-const char *cupti_name(uint32_t state) {
-  static const char *const names[] = {"off", "on", "unavailable", "taken", "yielded"};
-  return state < 5 ? names[state] : "unknown";
-}
-
 // (capture format 1.4) Where the capture switched to its aggregated form, and what that loses;
 // null for a capture written raw throughout.
 json aggregated_json(const format::Capture &c, const analysis::Analysis &a) {
@@ -282,9 +268,7 @@ json run_json(const format::Capture &c, const analysis::Analysis &a, const Repor
   std::string version = info && !info->version.empty() ? info->version : ctx.gpuleak_version;
   run["gpuleak_version"] = text_or_null(version);
   run["cuda_driver_version"] = info && info->fixed.driver_version ? json(info->fixed.driver_version) : json(nullptr);
-  json env = json::object();
-  if (info && !info->allocator_env.empty()) env = allocator_env_json(info->allocator_env);
-  run["allocator_env"] = std::move(env);
+  run["allocator_env"] = info ? allocator_env_json(info->allocator) : json::object();
   run["allocator_mode"] = a.allocator_mode.text();
   run["allocator_note"] = text_or_null(a.allocator_note);
   run["pool_tracker"] = text_or_null(a.pool_tracker);
@@ -292,7 +276,7 @@ json run_json(const format::Capture &c, const analysis::Analysis &a, const Repor
   run["unwinder"] = info ? text_or_null(info->unwinder) : json(nullptr);
   run["stack_depth"] = info ? json(info->fixed.stack_depth) : json(nullptr);
   json cap;
-  cap["cupti"] = c.stats ? cupti_name(c.stats->cupti_state) : "unknown";
+  cap["cupti"] = format::cupti_state_name(c.cupti());
   cap["events"] = c.stats ? c.stats->events : std::max<uint64_t>(c.memory_records, c.memory.size());
   cap["events_dropped"] = c.stats ? c.stats->events_dropped : 0;
   cap["tracking_disabled"] = c.disabled.empty() ? json(nullptr) : json(c.disabled.front());
@@ -335,100 +319,6 @@ json devices_json(const analysis::Analysis &a) {
     out.push_back(std::move(j));
   }
   return out;
-}
-
-// At most kMaxReportedIterations entries: a run of 300,000 one-allocation iterations would
-// otherwise write a report of over 100 MB. Kept: the first and the last kEdgeIterations, and an
-// even sample of the rest, each entry with its own index; analysis.iterations_total says how
-// many there were.
-constexpr size_t kMaxReportedIterations = 10000;
-constexpr size_t kEdgeIterations = 1000;
-
-bool reported(size_t i, size_t n) {
-  if (n <= kMaxReportedIterations || i < kEdgeIterations || i >= n - kEdgeIterations) return true;
-  const size_t middle = n - 2 * kEdgeIterations, slots = kMaxReportedIterations - 2 * kEdgeIterations;
-  const size_t k = i - kEdgeIterations;  // kept when it is the first of its slot
-  return k * slots / middle != (k == 0 ? slots : (k - 1) * slots / middle);
-}
-
-json iterations_json(const analysis::Analysis &a) {
-  // Members set one by one: an initializer list builds every pair as a two-element array and
-  // copies it into the object, which was most of the cost of 10,000 iterations.
-  json out = json::array();
-  auto &rows = out.get_ref<json::array_t &>();
-  for (size_t i = 0; i < a.iterations.size(); ++i) {
-    if (!reported(i, a.iterations.size())) continue;
-    const auto &it = a.iterations[i];
-    json devices = json::array();
-    auto &cells = devices.get_ref<json::array_t &>();
-    cells.reserve(a.devices.size());
-    for (size_t k = 0; k < a.devices.size(); ++k) {
-      const analysis::IterationDevice d = a.iteration_device(i, k);
-      json &row = cells.emplace_back(json::value_t::object);
-      row["index"] = d.device;
-      row["live_end_bytes"] = d.live_end_bytes;
-      row["peak_bytes"] = d.peak_bytes;
-      row["allocated_bytes"] = d.allocated_bytes;
-      row["freed_bytes"] = d.freed_bytes;
-      row["alloc_count"] = d.alloc_count;
-      row["free_count"] = d.free_count;
-    }
-    json &entry = rows.emplace_back(json::value_t::object);
-    entry["index"] = it.index;
-    entry["loop"] = it.loop;
-    entry["primary"] = it.primary;
-    entry["start_ns"] = it.start_ns;
-    entry["end_ns"] = it.end_ns;
-    entry["devices"] = std::move(devices);
-  }
-  return out;
-}
-
-// iterations_json(a) as text at `indent` (JsonTextWriter's layout, members in key order), written
-// straight from the analysis: no tree of 10,000 objects built, written and freed.
-void write_iterations(const analysis::Analysis &a, JsonTextWriter &w, size_t indent) {
-  const size_t n = a.iterations.size();
-  size_t left = 0;
-  for (size_t i = 0; i < n; ++i) left += reported(i, n);
-  if (left == 0) return w.raw("[]");
-  w.raw("[\n");
-  for (size_t i = 0; i < n; ++i) {
-    if (!reported(i, n)) continue;
-    const auto &it = a.iterations[i];
-    const size_t e = indent + 2;  // the entry's indentation
-    w.spaces(e);
-    w.raw("{\n");
-    w.member("devices", e, false, [&] {
-      if (a.devices.empty()) return w.raw("[]");
-      w.raw("[\n");
-      for (size_t k = 0; k < a.devices.size(); ++k) {
-        const analysis::IterationDevice d = a.iteration_device(i, k);
-        const size_t r = e + 4;  // the row's
-        w.spaces(r);
-        w.raw("{\n");
-        w.member("alloc_count", r, false, [&] { w.integer(d.alloc_count); });
-        w.member("allocated_bytes", r, false, [&] { w.integer(d.allocated_bytes); });
-        w.member("free_count", r, false, [&] { w.integer(d.free_count); });
-        w.member("freed_bytes", r, false, [&] { w.integer(d.freed_bytes); });
-        w.member("index", r, false, [&] { w.integer(d.device); });
-        w.member("live_end_bytes", r, false, [&] { w.integer(d.live_end_bytes); });
-        w.member("peak_bytes", r, true, [&] { w.integer(d.peak_bytes); });
-        w.spaces(r);
-        w.raw(k + 1 < a.devices.size() ? "},\n" : "}\n");
-      }
-      w.spaces(e + 2);
-      w.raw("]");
-    });
-    w.member("end_ns", e, false, [&] { w.integer(it.end_ns); });
-    w.member("index", e, false, [&] { w.integer(it.index); });
-    w.member("loop", e, false, [&] { w.string(it.loop); });
-    w.member("primary", e, false, [&] { w.boolean(it.primary); });
-    w.member("start_ns", e, true, [&] { w.integer(it.start_ns); });
-    w.spaces(e);
-    w.raw(--left ? "},\n" : "}\n");
-  }
-  w.spaces(indent);
-  w.raw("]");
 }
 
 json oom_json(const analysis::Analysis &a, Sites &sites) {
@@ -621,10 +511,8 @@ ReportDocument make_report_document(const format::Capture &capture, const analys
   const JsonTextWriter::Splice iterations{"iterations",
                                           [&](JsonTextWriter &w, size_t indent) { write_iterations(a, w, indent); }};
   doc.text = escape_script_end(json_text(doc.tree, iterations));
-  size_t listed = 0;
-  for (size_t i = 0; i < a.iterations.size(); ++i) listed += reported(i, a.iterations.size());
   doc.tree["iterations"] = json::array();
-  doc.tree["iterations"].get_ref<json::array_t &>().resize(listed);  // nulls: only the number is read
+  doc.tree["iterations"].get_ref<json::array_t &>().resize(listed_iterations(a));  // nulls: only the number is read
   return doc;
 }
 

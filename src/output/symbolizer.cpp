@@ -276,10 +276,10 @@ Stack Symbolizer::symbolize(uint32_t stack_id) {
   if (cached != impl_->stacks.end()) return cached->second;
   Stack out;
   auto it = impl_->capture.stacks.find(stack_id);
-  if (it != impl_->capture.stacks.end() && it->second.kind == 0) {
+  if (it != impl_->capture.stacks.end() && it->second.kind == format::StackKind::kNative) {
     out.reserve(it->second.frames.size());
     for (uint64_t address : it->second.frames) out.push_back(frame(address));
-  } else if (it != impl_->capture.stacks.end() && it->second.kind == 1) {
+  } else if (it != impl_->capture.stacks.end() && it->second.kind == format::StackKind::kPython) {
     out = python_frames(impl_->capture, it->second);
   }
   return impl_->stacks.emplace(stack_id, std::move(out)).first->second;

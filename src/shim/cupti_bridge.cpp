@@ -25,7 +25,7 @@
 namespace gpuleak::shim {
 namespace {
 
-enum CuptiState : uint32_t { kOff = 0, kSubscribed = 1, kUnavailable = 2, kTaken = 3, kYielded = 4 };
+using format::CuptiState;
 
 struct Cupti {
   decltype(&cuptiSubscribe) subscribe = nullptr;
@@ -85,7 +85,7 @@ void subscribe() {
     g_cupti.enable_callback = reinterpret_cast<decltype(&cuptiEnableCallback)>(real_dlsym(lib, "cuptiEnableCallback"));
   }
   if (!g_cupti.subscribe || !g_cupti.unsubscribe || !g_cupti.enable_callback) {
-    core::set_cupti_state(kUnavailable);
+    core::set_cupti_state(CuptiState::kUnavailable);
     GPULEAK_LOG_DEBUG("CUPTI: %s; hooks only", lib ? "libcupti lacks cuptiSubscribe" : "no libcupti.so.13 found");
     return;
   }
@@ -93,14 +93,15 @@ void subscribe() {
   CUptiResult r = g_cupti.subscribe(&h, on_driver_call, nullptr);
   if (r != CUPTI_SUCCESS) {
     // Nsight, compute-sanitizer or the program's profiler got there first: interposers only.
-    core::set_cupti_state(r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? kTaken : kUnavailable);
+    core::set_cupti_state(r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? CuptiState::kTaken
+                                                                              : CuptiState::kUnavailable);
     GPULEAK_LOG_DEBUG("CUPTI: cuptiSubscribe failed (CUptiResult %d%s); hooks only", static_cast<int>(r),
                       r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? ": another subscriber holds the slot" : "");
     return;
   }
   for (CUpti_CallbackId id : kAllocs) g_cupti.enable_callback(1, h, CUPTI_CB_DOMAIN_DRIVER_API, id);
   g_subscriber.store(h);
-  core::set_cupti_state(kSubscribed);
+  core::set_cupti_state(CuptiState::kOn);
   GPULEAK_LOG_DEBUG("CUPTI: subscribed, callbacks on %zu allocation entry points", sizeof kAllocs / sizeof kAllocs[0]);
   activity::start(lib, h);  // GPU work on the timeline, unless GPULEAK_ACTIVITY=0
 }
@@ -111,7 +112,7 @@ void yield_slot() {
   if (!h) return;
   activity::stop();  // what CUPTI still holds goes into the capture first
   g_cupti.unsubscribe(h);
-  core::set_cupti_state(kYielded);
+  core::set_cupti_state(CuptiState::kYielded);
   GPULEAK_LOG_DEBUG("CUPTI: slot yielded to the program's own subscriber");
 }
 

@@ -16,7 +16,7 @@ uint64_t pair(uint32_t file, uint32_t function) { return uint64_t{file} << 32 | 
 TEST(PythonDecode, SymbolizerTurnsPairsIntoPythonFrames) {
   format::Capture capture;
   capture.strings = {{1, "train.py"}, {2, "train_step"}, {3, "model.py"}, {4, "Model.forward"}};
-  capture.stacks[7] = format::Stack{1, {pair(3, 4), 17, pair(1, 2), 42}};
+  capture.stacks[7] = format::Stack{format::StackKind::kPython, {pair(3, 4), 17, pair(1, 2), 42}};
   Symbolizer symbolizer(capture);
   Stack s = symbolizer.symbolize(7);
   ASSERT_EQ(s.size(), 2u);
@@ -36,7 +36,7 @@ TEST(PythonDecode, MissingStringsAndOddWordsAreHarmless) {
   capture.strings = {{1, "a.py"}};
   // String 9 was never written (capture cut short); a huge line is junk; a lone last word is
   // half a pair.
-  capture.stacks[3] = format::Stack{1, {pair(1, 9), 0, pair(9, 9), ~0ull, 5}};
+  capture.stacks[3] = format::Stack{format::StackKind::kPython, {pair(1, 9), 0, pair(9, 9), ~0ull, 5}};
   Symbolizer symbolizer(capture);
   Stack s = symbolizer.symbolize(3);
   ASSERT_EQ(s.size(), 2u);

@@ -12,6 +12,7 @@
 #include "analysis/capture_builder.h"
 #include "output/json_text.h"
 #include "output/report_json.h"
+#include "output/report_rows.def"
 #include "output/text_summary.h"
 
 namespace gpuleak::output {
@@ -62,7 +63,7 @@ void fill_run(format::Capture &c) {
   run.command = {"python3", "train.py", "--epochs", "1"};
   run.host = "gpu-node-07";
   run.version = "0.1.0";
-  run.allocator_env = "backend:cudaMallocAsync";
+  run.allocator = format::AllocatorSettings::parse("backend:cudaMallocAsync");
   run.unwinder = "libunwind";
   c.run = run;
   format::StatsRecord s{};
@@ -154,6 +155,55 @@ TEST(ReportJson, DocumentIsTheReportToTheByte) {
     whole_rest.erase("iterations");
     EXPECT_EQ(rest, whole_rest);
   }
+}
+
+// Each iterations[] entry and devices[] row, in the tree (make_report) and in the text
+// (make_report_document, parsed back), is exactly report_rows.def's fields with the analysis's
+// values: a field one writer adds on its own, or leaves out, fails here. Two devices, one idle in
+// some iterations; loop names that need escaping.
+TEST(ReportJson, IterationRowsAreTheFieldTableInBothWriters) {
+  CaptureBuilder b;
+  b.device(0, "a", 1ull << 40);
+  b.device(2, "b", 1ull << 40);
+  fill_run(b.capture);
+  for (int i = 0; i < 6; ++i) {
+    const char *loop = i % 2 ? "train" : "e\"val</x>\xc3\xa9";
+    b.begin(loop);
+    const uint64_t p = b.alloc(1000 + i, 2, format::Kind::kDevice, 0);
+    if (i % 3) b.alloc(300 + 7 * i, 3, format::Kind::kDevice, 2);
+    b.free(p, format::Kind::kDevice, 0);
+    b.end(loop);
+  }
+  const analysis::Analysis a = analysis::analyze(b.capture);
+  ASSERT_EQ(a.iterations.size(), 6u);
+  ASSERT_EQ(a.devices.size(), 2u);
+  Sites tree_sites(fake_symbolize, {}), text_sites(fake_symbolize, {});
+  const json tree = make_report(b.capture, a, tree_sites, {});
+  const json text = json::parse(make_report_document(b.capture, a, text_sites, {}).text);
+  for (const json *doc : {&tree, &text}) {
+    const json &entries = (*doc)["iterations"];
+    ASSERT_EQ(entries.size(), a.iterations.size());
+    for (size_t i = 0; i < a.iterations.size(); ++i) {
+      const analysis::Iteration &it = a.iterations[i];
+      json rows = json::array();
+      for (size_t k = 0; k < a.devices.size(); ++k) {
+        const analysis::IterationDevice d = a.iteration_device(i, k);
+        json &row = rows.emplace_back(json::object());
+#define GPULEAK_EXPECTED(key, value) row[#key] = value;
+        GPULEAK_ITERATION_DEVICE_FIELDS(GPULEAK_EXPECTED)
+#undef GPULEAK_EXPECTED
+      }
+      json want = json::object();
+#define GPULEAK_EXPECTED(key, value) want[#key] = value;
+      GPULEAK_ITERATION_FIELDS(GPULEAK_EXPECTED)
+#undef GPULEAK_EXPECTED
+      EXPECT_EQ(entries[i], want) << (doc == &tree ? "tree" : "text") << ", iteration " << i;
+    }
+  }
+  // The idle device's row is there with zeros, and the rows differ: the test sees each field.
+  EXPECT_EQ(text["iterations"][0]["devices"][1]["alloc_count"], 0);
+  EXPECT_NE(text["iterations"][1]["devices"][1]["allocated_bytes"],
+            text["iterations"][2]["devices"][1]["allocated_bytes"]);
 }
 
 TEST(ReportJson, HasTheDocumentedShape) {
@@ -332,16 +382,16 @@ TEST(ReportJson, SiteIdIgnoresAddressesAndModuleDirectories) {
 // frameworks' switches (run_facts.cpp): each gets its own key.
 TEST(ReportJson, AllocatorEnvHasOneKeyPerSetting) {
   CaptureBuilder b = leaking_run();
-  b.capture.run->allocator_env =
+  b.capture.run->allocator = format::AllocatorSettings::parse(
       "expandable_segments:True;PYTORCH_NO_CUDA_MEMORY_CACHING=1;XLA_PYTHON_CLIENT_ALLOCATOR=platform;"
-      "XLA_PYTHON_CLIENT_PREALLOCATE=false;GPULEAK_CUPY=per-array";
+      "XLA_PYTHON_CLIENT_PREALLOCATE=false;GPULEAK_CUPY=per-array");
   json r = make_report(b.capture, analysis::analyze(b.capture), fake_symbolize, {});
   EXPECT_EQ(r["run"]["allocator_env"], json({{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"},
                                              {"PYTORCH_NO_CUDA_MEMORY_CACHING", "1"},
                                              {"XLA_PYTHON_CLIENT_ALLOCATOR", "platform"},
                                              {"XLA_PYTHON_CLIENT_PREALLOCATE", "false"},
                                              {"GPULEAK_CUPY", "per-array"}}));
-  b.capture.run->allocator_env = "XLA_PYTHON_CLIENT_ALLOCATOR=platform";
+  b.capture.run->allocator = format::AllocatorSettings::parse("XLA_PYTHON_CLIENT_ALLOCATOR=platform");
   r = make_report(b.capture, analysis::analyze(b.capture), fake_symbolize, {});
   EXPECT_EQ(r["run"]["allocator_env"], json({{"XLA_PYTHON_CLIENT_ALLOCATOR", "platform"}}));
 }
@@ -351,7 +401,7 @@ TEST(ReportJson, HostileStringsStayValidJson) {
       std::string("q\"b\\s\x01\x1f\n</script><script>alert(1)</script>") + "\xff\xfe" + "\xc3\x28";
   CaptureBuilder b = leaking_run();
   b.capture.run->host = hostile;
-  b.capture.run->allocator_env = hostile;
+  b.capture.run->allocator = format::AllocatorSettings::parse(hostile);
   b.capture.run->command = {hostile, "ok"};
   b.capture.disabled.push_back(hostile);
   for (auto &m : b.capture.markers) m.label_id = b.str("tr\xe9in</script>");

@@ -114,7 +114,7 @@ TEST(Symbolizer, ResolvesFunctionFileAndLineInLibraryAndExecutable) {
   Sites s = take_sites();
   format::Capture capture;
   capture.modules = loaded_modules();
-  capture.stacks[7] = format::Stack{0, {s.lib, s.exe}};
+  capture.stacks[7] = format::Stack{format::StackKind::kNative, {s.lib, s.exe}};
   format::Module lib = module_containing(s.lib);
   ASSERT_EQ(basename_of(lib.path), "libsymbolizer_fixture.so");
   ASSERT_FALSE(lib.build_id.empty());
@@ -184,7 +184,7 @@ TEST(Symbolizer, OnlyTheFixtureModuleIsNeeded) {
 TEST(Symbolizer, AddressOutsideEveryModule) {
   format::Capture capture;
   capture.modules = loaded_modules();
-  capture.stacks[1] = format::Stack{0, {0, 1, 0x10, ~0ull, ~0ull - 1}};
+  capture.stacks[1] = format::Stack{format::StackKind::kNative, {0, 1, 0x10, ~0ull, ~0ull - 1}};
   Symbolizer symbolizer(capture);
   Stack stack = symbolizer.symbolize(1);
   ASSERT_EQ(stack.size(), 5u);
@@ -201,7 +201,7 @@ TEST(Symbolizer, AddressOutsideEveryModule) {
 TEST(Symbolizer, UnknownStacksAreEmptyAndPythonStacksDecode) {
   format::Capture capture;
   capture.strings = {{1, "train.py"}, {2, "step"}};
-  capture.stacks[3] = format::Stack{1, {(uint64_t{1} << 32) | 2, 42}};
+  capture.stacks[3] = format::Stack{format::StackKind::kPython, {(uint64_t{1} << 32) | 2, 42}};
   Symbolizer symbolizer(capture);
   Stack s = symbolizer.symbolize(3);
   ASSERT_EQ(s.size(), 1u);
@@ -367,7 +367,7 @@ TEST(Symbolizer, GarbageModulesNeverCrash) {
     for (uint64_t off : {0ull, 1ull, 0x1234ull, 0xfffffull, 0x100000ull, 0x200000ull, 0x200001ull})
       frames.push_back(base * (i + 1) + off);
   for (uint64_t a : {0ull, 2ull, 6ull, 4ull, ~0ull, ~0ull - 0x800, 0x200ull}) frames.push_back(a);
-  capture.stacks[1] = format::Stack{0, frames};
+  capture.stacks[1] = format::Stack{format::StackKind::kNative, frames};
 
   Symbolizer symbolizer(capture);
   Stack stack = symbolizer.symbolize(1);

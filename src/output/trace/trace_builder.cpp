@@ -24,18 +24,18 @@ std::string gpu_activity_note(const format::Capture &c) {
   if (kernels + copies + memsets) {
     std::string note = "GPU activity from CUPTI: " + format::count_of(kernels, "kernel") + ", " +
                        format::count_of(copies, "copy", "copies") + ", " + format::count_of(memsets, "memset");
-    if (c.stats && c.stats->cupti_state == 4) note += " (until CUPTI was given back to the program's profiler)";
+    if (c.cupti() == format::CuptiState::kYielded) note += " (until CUPTI was given back to the program's profiler)";
     return note;
   }
   if (!c.stats) return "GPU activity unavailable (CUPTI off)";
-  switch (c.stats->cupti_state) {
-    case 0:
+  switch (c.cupti()) {
+    case format::CuptiState::kOff:
       return "GPU activity unavailable (CUPTI off)";
-    case 2:
+    case format::CuptiState::kUnavailable:
       return "GPU activity unavailable (CUPTI unavailable)";
-    case 3:
+    case format::CuptiState::kTaken:
       return "GPU activity unavailable (CUPTI held by another tool)";
-    case 4:
+    case format::CuptiState::kYielded:
       return "GPU activity unavailable (CUPTI given back to the program's profiler)";
     default:
       return "GPU activity unavailable (the capture records no kernels or copies)";

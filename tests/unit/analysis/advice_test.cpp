@@ -190,7 +190,7 @@ TEST(Advice, FindingsAtFrameworkInternalsOnlyAreDropped) {
   native(101, {0x20000100, 0x10000200, 0x10000300});
   native(102, {0x20000100, 0x30000400});  // cudaMalloc <- the user's executable
   format::Stack py;
-  py.kind = 1;
+  py.kind = format::StackKind::kPython;
   py.frames = {static_cast<uint64_t>(b.str("/home/u/train.py")) << 32 | b.str("main"), 42};
   b.capture.stacks[900] = py;
 
@@ -583,7 +583,7 @@ TEST(Advice, NoSerializationAdviceOnPoolBlocksOrOnGpuleaksOwnMode) {
   EXPECT_TRUE(of_kind(blocks, AdviceKind::kSerialization).empty()) << kinds(blocks);
   CaptureBuilder own = loop(12, body(Kind::kDevice));
   format::RunInfo info;
-  info.allocator_env = "GPULEAK_CUPY=per-array";
+  info.allocator = format::AllocatorSettings::parse("GPULEAK_CUPY=per-array");
   own.capture.run = info;
   Analysis mode = analyze(own.capture);
   EXPECT_TRUE(of_kind(mode, AdviceKind::kSerialization).empty()) << kinds(mode);

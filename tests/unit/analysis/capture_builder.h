@@ -38,7 +38,7 @@ class CaptureBuilder {
     return id;
   }
 
-  // A Python stack (kind 1) from frames given outermost first as {file, function, line}; returns
+  // A Python stack (StackKind::kPython) from frames given outermost first as {file, function, line}; returns
   // its id (from 1000 up, apart from the native stack ids the tests pick; the same frames, the same id).
   struct PyFrame {
     std::string file, function;
@@ -46,13 +46,13 @@ class CaptureBuilder {
   };
   uint32_t py_stack(const std::vector<PyFrame> &outermost_first) {
     format::Stack s;
-    s.kind = 1;
+    s.kind = format::StackKind::kPython;
     for (auto f = outermost_first.rbegin(); f != outermost_first.rend(); ++f) {
       s.frames.push_back(static_cast<uint64_t>(str(f->file)) << 32 | str(f->function));
       s.frames.push_back(f->line);
     }
     for (const auto &[id, known] : capture.stacks)  // interned, as the recorder does
-      if (id >= 1000 && known.kind == 1 && known.frames == s.frames) return id;
+      if (id >= 1000 && known.kind == format::StackKind::kPython && known.frames == s.frames) return id;
     uint32_t id = next_py_stack_++;
     capture.stacks[id] = std::move(s);
     return id;

@@ -102,7 +102,8 @@ CaptureBuilder jax_jitted_step(bool leak, bool per_buffer) {
   tracker(b, PoolFramework::kJax, "jax 0.11.2 live arrays at each iteration boundary");
   if (per_buffer) {
     b.capture.run.emplace();
-    b.capture.run->allocator_env = "XLA_PYTHON_CLIENT_ALLOCATOR=platform;XLA_PYTHON_CLIENT_PREALLOCATE=false";
+    b.capture.run->allocator =
+        format::AllocatorSettings::parse("XLA_PYTHON_CLIENT_ALLOCATOR=platform;XLA_PYTHON_CLIENT_PREALLOCATE=false");
   }
   // Per buffer, XLA makes each output on a thread of its own: no Python frame of the user's.
   const uint32_t xla_thread = b.py_stack({{"/usr/lib/python3/site-packages/jax/_src/dispatch.py", "run", 90}});

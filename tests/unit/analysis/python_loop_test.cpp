@@ -155,7 +155,7 @@ TEST(PythonLoop, NoUnmarkedLoopWhenAFrameworkPoolHidesObjects) {
     l.b.py_stack({{"/opt/venv/lib/python3.12/site-packages/cupy/_core/core.py", "ndarray.__init__", 1}});
     l.run(20, 1 * kMiB);
     l.b.capture.run.emplace();
-    l.b.capture.run->allocator_env = env;
+    l.b.capture.run->allocator = format::AllocatorSettings::parse(env);
     return analyze(l.b.capture);
   };
   Analysis pool = build("");

@@ -208,7 +208,7 @@ TEST(HardCases, PyTorchLoadedWithItsDefaultAllocatorMeansSegments) {
     torch.path = "/venv/lib/python3.12/site-packages/torch/lib/libc10_cuda.so";
     b.capture.modules.push_back(torch);
     format::RunInfo run;
-    run.allocator_env = env;
+    run.allocator = format::AllocatorSettings::parse(env);
     b.capture.run = run;
     for (int i = 0; i < 4; ++i) b.alloc(3 * 1000 * 1000 + i, 1);  // cuBLAS workspaces
     for (int i = 0; i < 20; ++i) {

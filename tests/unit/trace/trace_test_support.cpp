@@ -93,8 +93,8 @@ std::string capture_bytes(const format::Capture &c) {
     format::RunInfoRecord fixed = c.run->fixed;
     std::string command;
     for (size_t i = 0; i < c.run->command.size(); ++i) command += (i ? std::string(1, '\0') : "") + c.run->command[i];
-    const std::string strings[] = {c.run->program,       command,        c.run->host, c.run->version,
-                                   c.run->allocator_env, c.run->unwinder};
+    const std::string strings[] = {c.run->program,          command,        c.run->host, c.run->version,
+                                   c.run->allocator.text(), c.run->unwinder};
     fixed.string_count = 6;
     put(&p, fixed);
     for (const std::string &s : strings) {
@@ -115,7 +115,7 @@ std::string capture_bytes(const format::Capture &c) {
   }
   for (const auto &[id, s] : c.stacks) {
     std::string p;
-    put(&p, format::StackRecord{id, static_cast<uint16_t>(s.frames.size()), s.kind});
+    put(&p, format::StackRecord{id, static_cast<uint16_t>(s.frames.size()), static_cast<uint16_t>(s.kind)});
     for (uint64_t f : s.frames) put(&p, f);
     record(&out, format::RecordType::kStack, p);
   }
