@@ -183,45 +183,44 @@ class Loop:
         self.depth = 0
 
 
-_sources = {}  # file -> list of (lineno, end_lineno) of its for/while nodes, or None
+_sources = {}  # file -> (statements, spans) as _parse_loops returns them, or None
+
+
+def _parse_loops(path):
+    """(statements, spans) of a source file, each a list of (lineno, end_lineno): its for/while
+    statements, and those with its comprehensions (inlined loops since 3.12), the lines a loop's
+    backward jump can come from. None without the source (not Python: the bytecode's lines)."""
+    if path in _sources:
+        return _sources[path]
+    parsed = None
+    try:
+        import ast
+        with open(path, "rb") as f:
+            tree = ast.parse(f.read(), path)
+        statements, spans = [], []
+        for n in ast.walk(tree):
+            if not getattr(n, "end_lineno", None):
+                continue
+            if isinstance(n, (ast.For, ast.AsyncFor, ast.While)):
+                statements.append((n.lineno, n.end_lineno))
+                spans.append((n.lineno, n.end_lineno))
+            elif isinstance(n, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                spans.append((n.lineno, n.end_lineno))
+        parsed = (statements, spans)
+    except Exception:
+        parsed = None
+    _sources[path] = parsed
+    return parsed
 
 
 def _loop_nodes(path):
-    if path in _sources:
-        return _sources[path]
-    nodes = None
-    try:
-        import ast
-        with open(path, "rb") as f:
-            tree = ast.parse(f.read(), path)
-        nodes = [(n.lineno, n.end_lineno) for n in ast.walk(tree)
-                 if isinstance(n, (ast.For, ast.AsyncFor, ast.While)) and getattr(n, "end_lineno", None)]
-    except Exception:  # no source, not Python: the bytecode's lines
-        nodes = None
-    _sources[path] = nodes
-    return nodes
-
-
-_spans = {}  # file -> (lineno, end_lineno) of its loop statements and comprehensions, or None
+    parsed = _parse_loops(path)
+    return parsed[0] if parsed else None
 
 
 def _loop_spans(path):
-    """The lines a backward jump of a loop can come from: for/while statements and comprehensions
-    (inlined loops since 3.12). None without the source."""
-    if path in _spans:
-        return _spans[path]
-    spans = None
-    try:
-        import ast
-        with open(path, "rb") as f:
-            tree = ast.parse(f.read(), path)
-        kinds = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-        spans = [(n.lineno, n.end_lineno) for n in ast.walk(tree)
-                 if isinstance(n, kinds) and getattr(n, "end_lineno", None)]
-    except Exception:
-        spans = None
-    _spans[path] = spans
-    return spans
+    parsed = _parse_loops(path)
+    return parsed[1] if parsed else None
 
 
 def _lines(code, lo, hi):
