@@ -20,9 +20,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <memory>
-#include <regex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -130,7 +131,13 @@ Timeline make_timeline(const format::Capture &capture, const format::MemorySourc
                        SiteTable *sites);
 
 std::vector<Span> spans_from_markers(const format::Capture &capture, uint64_t capture_end_ns);
-std::vector<Span> spans_from_nvtx(const format::Capture &capture, const std::regex &pattern, uint64_t capture_end_ns);
+// Whether an NVTX message names an iteration, and with it the pattern's first group when that
+// matched. A callback, not a std::regex: <regex> stays in the one file that compiles the pattern
+// (iteration_finding.cpp) instead of in every file of the analysis (docs/benchmarks.md, "The
+// demo's build"). It may throw std::regex_error, which reaches spans_from_nvtx's caller.
+using RangeMatcher = std::function<bool(const std::string &message, std::optional<std::string> *group)>;
+std::vector<Span> spans_from_nvtx(const format::Capture &capture, const RangeMatcher &is_range,
+                                  uint64_t capture_end_ns);
 // The loop with the most iterations (ties: the one that started first).
 std::string primary_loop(const std::vector<Span> &spans);
 // Allocation indices (into the allocation sequence) -> their event positions (timeline.size past
