@@ -19,6 +19,10 @@
 
 namespace gpuleak::output {
 
+// A number as the report writes it: whole numbers as integers ("1048576", not "1048576.0"), others
+// rounded to `decimals` places; NaN and infinities as null.
+nlohmann::json report_number(double v, int decimals = 3);
+
 // Appends JSON text as nlohmann's pretty printer would at a given indentation.
 class JsonTextWriter {
  public:
