@@ -43,11 +43,17 @@ for name in targets:
     if any("/Unity/unity_" in f[0] for f in files):
         print(f"{name}: already a unity build here (its build is the check)")
         continue
-    # The flags of the first file (the library's files share them), the file and -o dropped.
-    args = files[0][1]
-    i = args.index("-o")
-    args = [a for a in args[: i] + args[i + 2:] if a not in ("-c", files[0][0])]
-    args = [a for a in args if not a.endswith(os.path.basename(files[0][0]))]
+    # The library's flags (the file, -c and -o dropped). A file with flags of its own (a source
+    # property: core/python_observer.cpp's definitions) is left out, as CMake leaves it out of
+    # the batches.
+    def flags(entry):
+        path, args, _ = entry
+        i = args.index("-o")
+        return tuple(a for a in args[:i] + args[i + 2:] if a != "-c" and not a.endswith(os.path.basename(path)))
+
+    common = max(set(map(flags, files)), key=lambda k: sum(flags(f) == k for f in files))
+    files = [f for f in files if flags(f) == common]
+    args = list(common)
     with tempfile.NamedTemporaryFile("w", suffix=".cpp", delete=False) as unit:
         for path, _, _ in files:
             unit.write(f'#include "{path}"\n')
