@@ -14,7 +14,8 @@ if command -v ccache >/dev/null; then
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-/} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 fi
-# BUILD_TYPE picks the CMake build type: RelWithDebInfo, or Demo (scripts/demo.sh's quick build).
+# BUILD_TYPE picks the CMake build type: RelWithDebInfo, or Demo (scripts/demo.sh's quick build:
+# -Og, no debug info, the reader's libraries in unity batches; top-level CMakeLists.txt).
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" -DGPULEAK_CUDA_ROOT="$cuda_root" \
   "${launcher[@]}" >/dev/null
 if [ $# -gt 0 ]; then

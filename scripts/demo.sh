@@ -7,8 +7,10 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 # Only what the demo runs: the CLI and the shim, and without a GPU the fake CUDA and the sample
 # (scripts/test.sh builds the rest, in ./build). The demo builds into its own folder with the Demo
-# build type (-O1, no debug info): on 2 cores the RelWithDebInfo build of these targets took 331 s
-# (588 CPU s, docs/benchmarks.md "The demo's build"). BUILD_DIR and BUILD_TYPE choose another.
+# build type: -Og, no debug info, the CLI's libraries compiled in unity batches
+# (GPULEAK_UNITY_READERS). On 2 cores the RelWithDebInfo build of these targets took 588 CPU s,
+# the Demo build takes about 265 (docs/benchmarks.md "The demo's build"). BUILD_DIR and
+# BUILD_TYPE choose another.
 export BUILD_DIR=${BUILD_DIR:-build-demo} BUILD_TYPE=${BUILD_TYPE:-Demo}
 nvcc=${GPULEAK_CUDA_ROOT:-/usr/local/cuda}/bin/nvcc
 gpu=0

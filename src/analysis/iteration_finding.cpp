@@ -50,7 +50,13 @@ std::vector<Span> marked_iterations(const Capture &capture, uint64_t end_ns, con
       pattern = std::regex(AnalysisOptions{}.iteration_range_regex, flags);
     }
     try {
-      spans = spans_from_nvtx(capture, pattern, end_ns);
+      auto is_range = [&pattern](const std::string &text, std::optional<std::string> *group) {
+        std::smatch m;
+        if (!std::regex_match(text, m, pattern)) return false;
+        if (m.size() > 1 && m[1].matched) *group = m[1].str();
+        return true;
+      };
+      spans = spans_from_nvtx(capture, is_range, end_ns);
     } catch (const std::regex_error &) {  // too complex for std::regex on some message
       out->warnings.push_back("iteration range pattern failed on an NVTX message: NVTX ranges ignored");
       spans.clear();

@@ -4,7 +4,8 @@
 #pragma once
 
 #include <cstdint>
-#include <regex>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,9 +18,15 @@
 namespace gpuleak::analysis::detail {
 
 // The sources, strongest first. Marked iterations (iterations.cpp): from the C API's markers, from
-// NVTX ranges whose name matches `pattern`.
+// NVTX ranges whose name `is_range` accepts.
 std::vector<Span> spans_from_markers(const format::Capture &capture, uint64_t capture_end_ns);
-std::vector<Span> spans_from_nvtx(const format::Capture &capture, const std::regex &pattern, uint64_t capture_end_ns);
+// Whether an NVTX message names an iteration, and with it the pattern's first group when that
+// matched. A callback, not a std::regex: <regex> stays in the one file that compiles the pattern
+// (iteration_finding.cpp) instead of in every file of the analysis (docs/benchmarks.md, "The
+// demo's build"). It may throw std::regex_error, which reaches spans_from_nvtx's caller.
+using RangeMatcher = std::function<bool(const std::string &message, std::optional<std::string> *group)>;
+std::vector<Span> spans_from_nvtx(const format::Capture &capture, const RangeMatcher &is_range,
+                                  uint64_t capture_end_ns);
 // The loop with the most iterations (ties: the one that started first).
 std::string primary_loop(const std::vector<Span> &spans);
 // Spans from iteration starts given as allocation indices (ascending): each runs to the next

@@ -95,15 +95,14 @@ std::vector<Span> spans_from_markers(const Capture &capture, uint64_t capture_en
 // ranges whose whole message matches count; the loop's name is the pattern's first group,
 // lowercased ("Step 12" -> "step"), or without a group the message less its trailing number. A
 // matching range inside another matching range is part of it: only the outermost is kept.
-std::vector<Span> spans_from_nvtx(const Capture &capture, const std::regex &pattern, uint64_t capture_end_ns) {
+std::vector<Span> spans_from_nvtx(const Capture &capture, const RangeMatcher &is_range, uint64_t capture_end_ns) {
   std::unordered_map<uint32_t, std::optional<std::string>> names;  // message id -> loop name
   auto loop_of = [&](uint32_t message_id) -> const std::optional<std::string> & {
     auto [it, fresh] = names.try_emplace(message_id);
     if (fresh && message_id != 0) {
       const std::string &text = capture.string(message_id);
-      std::smatch m;
-      if (std::regex_match(text, m, pattern))
-        it->second = lower(m.size() > 1 && m[1].matched ? m[1].str() : without_number(text));
+      std::optional<std::string> group;
+      if (is_range(text, &group)) it->second = lower(group ? *group : without_number(text));
     }
     return it->second;
   };

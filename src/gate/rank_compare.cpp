@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <regex>
 
 #include "analysis/rank_outliers.h"
 #include "format/words.h"
@@ -16,10 +15,17 @@ using text::printable;
 
 std::optional<int64_t> rank_from_file_name(const std::string &path) {
   const std::string base = text::basename_of(path);
-  static const std::regex re(R"(\.rank([0-9]{1,9})(\.[0-9]+)?\.)");
-  std::smatch m;
-  if (!std::regex_search(base, m, re)) return std::nullopt;
-  return std::stoll(m[1]);
+  // ".rank<R>." or ".rank<R>.<counter>." (DESIGN.md's output names): the first ".rank" followed by
+  // one to nine digits and a dot. Scanned by hand: a std::regex here took half this file's compile
+  // time (docs/benchmarks.md, "The demo's build").
+  for (size_t at = base.find(".rank"); at != std::string::npos; at = base.find(".rank", at + 1)) {
+    const size_t digits = at + 5;
+    size_t end = digits;
+    while (end < base.size() && base[end] >= '0' && base[end] <= '9') ++end;
+    if (end > digits && end - digits <= 9 && end < base.size() && base[end] == '.')
+      return std::stoll(base.substr(digits, end - digits));
+  }
+  return std::nullopt;
 }
 
 RankComparison compare_ranks(const std::vector<Report> &reports) {

@@ -2,7 +2,17 @@
 // the same way, object members in the tree's (sorted) order.
 #include "output/json_text.h"
 
+#include <cmath>
+
 namespace gpuleak::output {
+
+nlohmann::json report_number(double v, int decimals) {
+  if (!std::isfinite(v)) return nullptr;
+  double r = std::round(v);
+  if (std::fabs(v - r) < 1e-6 && std::fabs(r) < 9e15) return static_cast<int64_t>(r);
+  double scale = std::pow(10.0, decimals);
+  return std::round(v * scale) / scale;
+}
 
 using json = nlohmann::json;
 

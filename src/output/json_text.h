@@ -20,6 +20,10 @@
 
 namespace gpuleak::output {
 
+// A number as the report writes it: whole numbers as integers ("1048576", not "1048576.0"), others
+// rounded to `decimals` places; NaN and infinities as null.
+nlohmann::json report_number(double v, int decimals = 3);
+
 // Appends JSON text as nlohmann's pretty printer would at a given indentation. The text goes
 // through a small buffer of the writer's own, appended to the string when full and by flush() or
 // the destructor: one std::string append per 4 KiB, not one per token (its out-of-line append

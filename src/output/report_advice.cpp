@@ -1,7 +1,6 @@
 #include "output/report_advice.h"
 
-#include <cmath>
-
+#include "output/json_text.h"
 #include "text/paths.h"
 
 namespace gpuleak::output {
@@ -10,17 +9,9 @@ using nlohmann::json;
 
 namespace {
 
-// Whole numbers print as integers; others keep 4 decimals (shares, per-iteration means).
-json number(double v) {
-  if (!std::isfinite(v)) return nullptr;
-  double r = std::round(v);
-  if (std::fabs(v - r) < 1e-6 && std::fabs(r) < 9e15) return static_cast<int64_t>(r);
-  return std::round(v * 1e4) / 1e4;
-}
-
 json numbers(const std::vector<analysis::AdviceNumber> &list) {
   json j = json::object();
-  for (const auto &n : list) j[n.name] = number(n.value);
+  for (const auto &n : list) j[n.name] = report_number(n.value, 4);  // shares, per-iteration means
   return j;
 }
 

@@ -42,15 +42,6 @@ json allocator_env_json(const format::AllocatorSettings &settings) {
   return env;
 }
 
-// Whole numbers print as integers ("1048576", not "1048576.0"); others keep `decimals` places.
-json number(double v, int decimals = 3) {
-  if (!std::isfinite(v)) return nullptr;
-  double r = std::round(v);
-  if (std::fabs(v - r) < 1e-6 && std::fabs(r) < 9e15) return static_cast<int64_t>(r);
-  double scale = std::pow(10.0, decimals);
-  return std::round(v * scale) / scale;
-}
-
 json frame_json(const Frame &f) {
   json j;
   bool native = f.kind == Frame::Kind::kNative;
@@ -175,13 +166,13 @@ json leak_groups_json(const format::Capture &capture, const std::vector<analysis
     if (g.ids.size() > 1) h.via.reset(), h.text = h.where;
     out.push_back({{"headline", headline_json(h)},
                    {"device", g.device},
-                   {"bytes_per_iteration", number(g.rate)},
+                   {"bytes_per_iteration", report_number(g.rate)},
                    {"live_bytes", g.live_bytes},
                    {"live_count", g.live_count},
                    {"live_at_exit_bytes", g.exit_bytes},
                    {"live_at_exit_count", g.exit_count},
                    {"first_iteration", g.first_iteration},
-                   {"confidence", number(g.confidence)},
+                   {"confidence", report_number(g.confidence)},
                    {"retained_by", retained_by_json(capture, g.leaks)},
                    {"loop", text_or_null(g.leaks[0]->loop)},
                    {"site_ids", g.ids}});
@@ -211,7 +202,7 @@ json loops_json(const format::Capture &capture, const analysis::Analysis &a, Sit
                    {"start_ns", l.start_ns},
                    {"end_ns", l.end_ns},
                    {"verdict", analysis::verdict_name(l.verdict)},
-                   {"growth_bytes_per_iteration", number(l.growth_bytes_per_iteration)},
+                   {"growth_bytes_per_iteration", report_number(l.growth_bytes_per_iteration)},
                    {"released", released},
                    {"setup", l.setup},
                    {"kept_bytes", l.kept_bytes},
@@ -303,16 +294,16 @@ json devices_json(const analysis::Analysis &a) {
     j["alloc_count"] = d.alloc_count;
     j["free_count"] = d.free_count;
     j["verdict"] = analysis::verdict_name(d.verdict);
-    j["growth_bytes_per_iteration"] = number(d.growth_bytes_per_iteration);
-    j["growth_r2"] = number(d.growth_r2);
-    j["growth_fit_quality"] = number(d.growth_fit_quality);
+    j["growth_bytes_per_iteration"] = report_number(d.growth_bytes_per_iteration);
+    j["growth_r2"] = report_number(d.growth_r2);
+    j["growth_fit_quality"] = report_number(d.growth_fit_quality);
     json after = json::array();
-    for (double g : d.growth_after_warmup) after.push_back(number(g));
+    for (double g : d.growth_after_warmup) after.push_back(report_number(g));
     j["growth_after_warmup"] = std::move(after);
     if (d.forecast) {
       j["forecast"] = {{"iterations_left", d.forecast->iterations_left},
-                       {"seconds_left", number(d.forecast->seconds_left, 6)},
-                       {"bytes_per_iteration", number(d.forecast->bytes_per_iteration)}};
+                       {"seconds_left", report_number(d.forecast->seconds_left, 6)},
+                       {"bytes_per_iteration", report_number(d.forecast->bytes_per_iteration)}};
     } else {
       j["forecast"] = nullptr;
     }
@@ -446,15 +437,15 @@ json report_without_iterations(const format::Capture &capture, const analysis::A
     describe(sites, l.site, j);
     j["device"] = l.device;
     j["loop"] = text_or_null(l.loop);
-    j["bytes_per_iteration"] = number(l.bytes_per_iteration);
+    j["bytes_per_iteration"] = report_number(l.bytes_per_iteration);
     j["live_bytes"] = l.live_bytes;
     j["live_count"] = l.live_count;
     j["live_at_exit_bytes"] = l.live_at_exit_bytes;
     j["live_at_exit_count"] = l.live_at_exit_count;
     j["first_iteration"] = l.first_iteration;
-    j["confidence"] = number(l.confidence);
-    j["fit_quality"] = number(l.fit_quality);
-    j["r2"] = number(l.r2);
+    j["confidence"] = report_number(l.confidence);
+    j["fit_quality"] = report_number(l.fit_quality);
+    j["r2"] = report_number(l.r2);
     j["iterations_observed"] = l.iterations_observed;
     j["live_by_iteration"] = l.live_by_iteration;
     leaks.push_back(std::move(j));

@@ -17,16 +17,12 @@ namespace gpuleak::output {
 
 namespace {
 
-// When a "kept by" path was taken, said after it: at exit is the default and says nothing.
-std::string retention_when(const std::string &event) {
-  if (event == "oom") return " (at the out-of-memory)";
-  if (event == "return") return " (when the main function returned)";
-  return "";
-}
-
 using gpuleak::text::basename_of;
 using nlohmann::json;
 
+// Report fields read without throwing (a field may be null or absent). Named apart from
+// text_summary.cpp's readers, which differ (terminal-safe text, integers as numbers): the two
+// files may be compiled as one (GPULEAK_UNITY_READERS).
 const json &member(const json &j, const char *key) {
   static const json null;
   if (!j.is_object()) return null;
@@ -38,23 +34,23 @@ const json &array(const json &j, const char *key) {
   const json &v = member(j, key);
   return v.is_array() ? v : empty;
 }
-std::string text(const json &j, const char *key) {
+std::string field_text(const json &j, const char *key) {
   const json &v = member(j, key);
   return v.is_string() ? v.get<std::string>() : std::string();
 }
 bool has_number(const json &j, const char *key) { return member(j, key).is_number(); }
-double number(const json &j, const char *key) {
+double field_number(const json &j, const char *key) {
   const json &v = member(j, key);
   return v.is_number() ? v.get<double>() : 0.0;
 }
-std::string integer(const json &j, const char *key) {
+std::string field_integer(const json &j, const char *key) {
   const json &v = member(j, key);
   if (v.is_number_unsigned()) return std::to_string(v.get<uint64_t>());
   if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
   return "?";
 }
 std::string bytes(const json &j, const char *key) {
-  return has_number(j, key) ? human_bytes(number(j, key)) : std::string("?");
+  return has_number(j, key) ? human_bytes(field_number(j, key)) : std::string("?");
 }
 std::string fixed(double v, const char *format) {
   char buf[64];
@@ -78,22 +74,22 @@ std::string old_location(const json &stack) {
   const json &frames = stack.is_array() ? stack : none;  // a reference: pick points into it
   const json *pick = nullptr;
   for (const json &f : frames)
-    if (text(f, "kind") == "python" && !text(f, "file").empty()) {
+    if (field_text(f, "kind") == "python" && !field_text(f, "file").empty()) {
       pick = &f;
       break;
     }
   if (!pick)
     for (const json &f : frames)
-      if (!text(f, "function").empty() || !text(f, "file").empty()) {
+      if (!field_text(f, "function").empty() || !field_text(f, "file").empty()) {
         pick = &f;
         break;
       }
   if (!pick) return stack.is_array() && !stack.empty() ? "(unsymbolized)" : "(unknown site)";
-  std::string fn = text(*pick, "function"), file = text(*pick, "file");
+  std::string fn = field_text(*pick, "function"), file = field_text(*pick, "file");
   std::string s = md(fn.empty() ? "?" : fn);
   if (!file.empty()) {
     s += " (" + md(basename_of(file));
-    if (member(*pick, "line").is_number_integer()) s += ":" + integer(*pick, "line");
+    if (member(*pick, "line").is_number_integer()) s += ":" + field_integer(*pick, "line");
     s += ")";
   }
   return s;
@@ -103,10 +99,10 @@ std::string old_location(const json &stack) {
 // it, and the user's line that called it when the headline is in a helper, escaped.
 std::string location(const json &entry) {
   const json &headline = member(entry, "headline");
-  if (headline.is_object() && !text(headline, "text").empty()) {
+  if (headline.is_object() && !field_text(headline, "text").empty()) {
     const json &caller = member(headline, "caller");
-    const std::string from = caller.is_object() ? text(caller, "text") : std::string();
-    return md(text(headline, "text")) + (from.empty() ? "" : ", called from " + md(from));
+    const std::string from = caller.is_object() ? field_text(caller, "text") : std::string();
+    return md(field_text(headline, "text")) + (from.empty() ? "" : ", called from " + md(from));
   }
   return old_location(member(entry, "stack"));
 }
@@ -125,27 +121,27 @@ std::string forecast_text(const json &report, const json *device) {
     if (member(e, "device") == member(*device, "index")) return "ran out of memory";
   const json &f = member(*device, "forecast");
   if (!f.is_object() || !has_number(f, "iterations_left")) return "-";
-  return format::forecast_phrase(member(f, "iterations_left").get<uint64_t>(), number(f, "seconds_left"));
+  return format::forecast_phrase(member(f, "iterations_left").get<uint64_t>(), field_number(f, "seconds_left"));
 }
 
 void heading(std::string &out, const json &r) {
   const json &run = member(r, "run");
-  std::string program = text(run, "program");
+  std::string program = field_text(run, "program");
   out += "# gpuleak report: " + (program.empty() ? std::string("(unknown program)") : md(program)) + " (pid " +
-         integer(run, "pid") + ")\n\n";
-  std::string verdict = text(r, "verdict");
-  std::string source = text(r, "iteration_source");
+         field_integer(run, "pid") + ")\n\n";
+  std::string verdict = field_text(r, "verdict");
+  std::string source = field_text(r, "iteration_source");
   const json &analysis = member(r, "analysis");
   out += "**Verdict: " + md(verdict.empty() ? "?" : verdict) + "**";
   if (source.empty() || source == "none") {
     out += ", no iterations found";
   } else {
-    std::string loop = text(analysis, "primary_loop");
-    out += ", " + integer(analysis, "primary_iterations") +
-           (integer(analysis, "primary_iterations") == "1" ? " iteration" : " iterations") + " of loop \"" + md(loop) +
-           "\" (" + md(source) + "; " + integer(analysis, "warmup_iterations") + " warm-up)";
+    std::string loop = field_text(analysis, "primary_loop");
+    out += ", " + field_integer(analysis, "primary_iterations") +
+           (field_integer(analysis, "primary_iterations") == "1" ? " iteration" : " iterations") + " of loop \"" +
+           md(loop) + "\" (" + md(source) + "; " + field_integer(analysis, "warmup_iterations") + " warm-up)";
   }
-  std::string mode = text(run, "allocator_mode");
+  std::string mode = field_text(run, "allocator_mode");
   if (!mode.empty()) out += "; allocator: " + md(mode);
   out += "\n\n";
 }
@@ -162,19 +158,20 @@ void leaks(std::string &out, const json &r) {
       "|\n";
   out += "|---|---|---|---|---|---|---|---|\n";
   for (const json &l : list) {
-    std::string live = bytes(l, "live_bytes") + " in " + integer(l, "live_count");
+    std::string live = bytes(l, "live_bytes") + " in " + field_integer(l, "live_count");
     if (member(l, "live_at_exit_count") == json(0) && member(l, "live_count") != json(0)) live += " (released at exit)";
-    out += "| " + site(text(l, "site_id")) + " | " + location(l) + " | " + integer(l, "device") + " | " +
-           bytes(l, "bytes_per_iteration") + "/iteration | " + live + " | " + integer(l, "first_iteration") + " | " +
-           forecast_text(r, device_of(r, member(l, "device"))) + " | " +
-           (has_number(l, "confidence") ? fixed(number(l, "confidence"), "%.2f") : "?") + " |\n";
+    out += "| " + site(field_text(l, "site_id")) + " | " + location(l) + " | " + field_integer(l, "device") + " | " +
+           bytes(l, "bytes_per_iteration") + "/iteration | " + live + " | " + field_integer(l, "first_iteration") +
+           " | " + forecast_text(r, device_of(r, member(l, "device"))) + " | " +
+           (has_number(l, "confidence") ? fixed(field_number(l, "confidence"), "%.2f") : "?") + " |\n";
   }
   out += "\n";
   // Who keeps it (issue #30), per user line: the Python reference path that holds most of its memory.
   for (const json &g : array(r, "leak_groups")) {
     const json &kept = member(g, "retained_by");
-    if (!kept.is_object() || text(kept, "text").empty()) continue;
-    out += "- " + location(g) + " kept by " + md(text(kept, "text")) + retention_when(text(kept, "event")) + "\n";
+    if (!kept.is_object() || field_text(kept, "text").empty()) continue;
+    out += "- " + location(g) + " kept by " + md(field_text(kept, "text")) + retention_when(field_text(kept, "event")) +
+           "\n";
   }
   if (!array(r, "leak_groups").empty()) out += "\n";
 }
@@ -186,8 +183,8 @@ void devices(std::string &out, const json &r) {
   out += "| device | name | verdict | peak | live at exit | NVML process usage | untracked | forecast |\n";
   out += "|---|---|---|---|---|---|---|---|\n";
   for (const json &d : list) {
-    out += "| " + integer(d, "index") + " | " + md(text(d, "name")) + " | " + md(text(d, "verdict")) + " | " +
-           bytes(d, "peak_live_bytes") + " | " + bytes(d, "live_at_exit_bytes") + " | " +
+    out += "| " + field_integer(d, "index") + " | " + md(field_text(d, "name")) + " | " + md(field_text(d, "verdict")) +
+           " | " + bytes(d, "peak_live_bytes") + " | " + bytes(d, "live_at_exit_bytes") + " | " +
            (has_number(d, "nvml_used_bytes") ? bytes(d, "nvml_used_bytes") : "-") + " | " +
            (has_number(d, "untracked_bytes") ? bytes(d, "untracked_bytes") : "-") + " | " + forecast_text(r, &d) +
            " |\n";
@@ -210,7 +207,7 @@ void segments(std::string &out, const json &r) {
       if (shown++ == 3) break;
       tensors += (tensors.empty() ? "" : "; ") + bytes(b, "live_at_exit_bytes") + " at " + location(b);
     }
-    out += "| " + integer(s, "device") + " | " + location(s) + " | " + integer(s, "count") + " | " +
+    out += "| " + field_integer(s, "device") + " | " + location(s) + " | " + field_integer(s, "count") + " | " +
            bytes(s, "live_at_exit_bytes") + " | " + (tensors.empty() ? "-" : tensors) + " |\n";
   }
   out += "\n";
@@ -227,8 +224,8 @@ void ooms(std::string &out, const json &r) {
   out += "|---|---|---|---|---|---|---|\n";
   for (const json &e : events) {
     const json &recovered = member(e, "recovered");
-    out += "| " + (has_number(e, "t_ns") ? fixed(number(e, "t_ns") / 1e9, "%.3f s") : "?") + " | " +
-           integer(e, "device") + " | " + bytes(e, "requested_bytes") + " | " + bytes(e, "free_bytes") + " / " +
+    out += "| " + (has_number(e, "t_ns") ? fixed(field_number(e, "t_ns") / 1e9, "%.3f s") : "?") + " | " +
+           field_integer(e, "device") + " | " + bytes(e, "requested_bytes") + " | " + bytes(e, "free_bytes") + " / " +
            bytes(e, "total_bytes") + " | " + bytes(e, "live_bytes") + " | " +
            (recovered.is_boolean() ? (recovered.get<bool>() ? "yes" : "**no**") : "?") + " | " + location(e) + " |\n";
   }
@@ -239,8 +236,8 @@ void ooms(std::string &out, const json &r) {
     size_t shown = 0;
     for (const json &s : top) {
       if (shown++ == 10) break;
-      out += "| " + site(text(s, "site_id")) + " | " + location(s) + " | " + bytes(s, "bytes") + " | " +
-             integer(s, "count") + " |\n";
+      out += "| " + site(field_text(s, "site_id")) + " | " + location(s) + " | " + bytes(s, "bytes") + " | " +
+             field_integer(s, "count") + " |\n";
     }
   }
   out += "\n";
@@ -254,20 +251,20 @@ void advice(std::string &out, const json &r) {
   out += "## Advice\n\n";
   for (const json &a : findings) {
     const json &stack = member(a, "stack");
-    const std::string change = text(member(a, "change_at"), "text");  // the line to change, when known
-    out += "- **" + md(text(a, "kind")) + "** (device " + integer(a, "device") + ")";
+    const std::string change = field_text(member(a, "change_at"), "text");  // the line to change, when known
+    out += "- **" + md(field_text(a, "kind")) + "** (device " + field_integer(a, "device") + ")";
     if (!change.empty())
       out += " at " + md(change);
     else if (stack.is_array() && !stack.empty())
       out += " at " + location(a);
-    out += ": " + md(text(a, "message")) + "\n";
+    out += ": " + md(field_text(a, "message")) + "\n";
   }
   out += "\n";
 }
 
 void notes(std::string &out, const json &r) {
   std::vector<std::string> lines;
-  std::string note = text(member(r, "run"), "allocator_note");
+  std::string note = field_text(member(r, "run"), "allocator_note");
   if (!note.empty()) lines.push_back(md(note));
   for (const json &w : array(member(r, "analysis"), "warnings"))
     if (w.is_string()) lines.push_back(md(w.get<std::string>()));

@@ -11,14 +11,13 @@
 
 namespace gpuleak::output {
 
-namespace {
-
-// When a "kept by" path was taken, said after it: at exit is the default and says nothing.
 std::string retention_when(const std::string &event) {
   if (event == "oom") return " (at the out-of-memory)";
   if (event == "return") return " (when the main function returned)";
   return "";
 }
+
+namespace {
 
 // Report fields may be null (a frame without symbols): read them without throwing. Every string
 // of a report is the program's bytes (its name, symbols, paths, loop names): printable() makes

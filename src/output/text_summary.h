@@ -16,6 +16,10 @@ std::string human_bytes(double bytes);
 // report from before headlines, the innermost Python frame, else the innermost named frame.
 std::string site_text(const nlohmann::json &entry);
 
+// When a "kept by" path was taken, said after it (" (at the out-of-memory)"): at exit is the
+// default and says nothing. The summary and the Markdown report say it alike.
+std::string retention_when(const std::string &event);
+
 // The advice[] findings, one line each (at most max_lines, then a count); "" when none.
 // text_advice.cpp.
 std::string advice_summary(const nlohmann::json &report, size_t max_lines = 6);

@@ -52,6 +52,11 @@ TEST(RankCompare, RankFromTheFileNameWhenTheRunHasNone) {
   EXPECT_EQ(rank_from_file_name("train.4242.rank12.gpuleak"), 12);
   EXPECT_EQ(rank_from_file_name("train.4242.report.json"), std::nullopt);
   EXPECT_EQ(rank_from_file_name("rank7/train.4242.report.json"), std::nullopt) << "only the file's own name";
+  EXPECT_EQ(rank_from_file_name("train.4242.rank3.2.report.json"), 3) << "a counter after the rank";
+  EXPECT_EQ(rank_from_file_name("x.rankA.rank5.gpuleak"), 5) << "the first .rank with digits";
+  EXPECT_EQ(rank_from_file_name("train.rank1234567890.gpuleak"), std::nullopt) << "ten digits are not a rank";
+  EXPECT_EQ(rank_from_file_name("train.rank4"), std::nullopt) << "a rank ends with a dot";
+  EXPECT_EQ(rank_from_file_name("train.rank.7.gpuleak"), std::nullopt);
   RankComparison c = compare_ranks(
       {rank_report(0, 0, "a.1.rank5.report.json", false), rank_report(0, 0, "a.2.rank2.report.json", false)});
   EXPECT_EQ(*c.rows[0].rank, 2);
