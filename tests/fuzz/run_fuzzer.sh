@@ -9,7 +9,7 @@ if [ -z "$clang" ]; then echo "SKIPPED: $name needs clang++ with libFuzzer"; exi
 mkdir -p "$build/fuzz/corpus-$name"
 "$clang" -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -I"$src/src" \
   "$src/tests/fuzz/$name.cpp" "$src/src/format/capture_reader.cpp" "$src/src/format/free_pairing.cpp" "$src/src/format/memory_source.cpp" \
-  "$src/src/format/names.cpp" "$src/src/format/aggregate_fold.cpp" \
+  "$src/src/format/names.cpp" "$src/src/format/aggregate_fold.cpp" "$src/src/format/allocator_settings.cpp" \
   -o "$build/fuzz/$name"
 # Seed with a capture in the aggregated form (format 1.4, made by tests/fuzz/seeds), and with real
 # captures when the integration tests left some.
