@@ -13,7 +13,6 @@ void copy_in(ThreadBuffer *b, uint64_t at, const void *src, size_t n) {
   std::memcpy(b->data + start, src, first);
   if (first < n) std::memcpy(b->data, static_cast<const uint8_t *>(src) + first, n - first);
 }
-std::mutex g_registry_lock;  // serializes create/reap against each other
 }  // namespace
 
 bool buffer_append(ThreadBuffer *b, const void *part1, size_t n1, const void *part2, size_t n2) {
@@ -36,14 +35,14 @@ ThreadBuffer *BufferRegistry::create(uint32_t capacity_bytes, uint32_t tid) {
   }
   b->capacity = cap;
   b->tid = tid;
-  std::lock_guard<std::mutex> lock(g_registry_lock);
+  std::lock_guard<std::mutex> lock(lock_);
   b->next = head_.load(std::memory_order_relaxed);
   head_.store(b, std::memory_order_release);
   return b;
 }
 
 void BufferRegistry::reap() {
-  std::lock_guard<std::mutex> lock(g_registry_lock);
+  std::lock_guard<std::mutex> lock(lock_);
   // Only unlink after the head: new buffers are pushed at the head by other threads, so the head
   // itself stays (at most one orphan lingers until it is no longer first).
   ThreadBuffer *prev = head_.load(std::memory_order_acquire);
@@ -66,7 +65,7 @@ void BufferRegistry::reap() {
 }
 
 BufferCounters BufferRegistry::totals() const {
-  std::lock_guard<std::mutex> lock(g_registry_lock);
+  std::lock_guard<std::mutex> lock(lock_);
   return totals_claimed();
 }
 

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 
 namespace gpuleak::core {
 
@@ -157,7 +158,10 @@ class BufferRegistry {
 
  private:
   std::atomic<ThreadBuffer *> head_{nullptr};
-  BufferCounters reaped_;  // guarded by the registry lock
+  BufferCounters reaped_;  // guarded by lock_
+  // Serializes create and reap. The registry's own, not a global: a fork child starts a fresh
+  // recorder state and with it a fresh lock, whichever parent thread held the old one at the fork.
+  mutable std::mutex lock_;
 };
 
 }  // namespace gpuleak::core

@@ -8,7 +8,6 @@
 
 #include <array>
 #include <atomic>
-#include <mutex>
 #include <utility>
 
 #include "core/recorder.h"
@@ -34,18 +33,14 @@ struct Slots<Row, CUresult (*)(A...)> {
   }
 
   // The wrapper bound to `fn` (the same slot for the same pointer), or nullptr when all slots
-  // are taken (the caller then hands out `fn` unwrapped and counts it).
+  // are taken (the caller then hands out `fn` unwrapped and counts it). Lock-free: a fork child
+  // whose parent was binding on another thread finds no lock held for ever.
   static void *bind(void *fn) {
-    static const std::array<void *, kCount> entries = make(std::make_integer_sequence<int, kCount>());
-    static std::mutex lock;
-    std::lock_guard<std::mutex> guard(lock);
-    for (int i = 0; i < kCount; ++i)
-      if (real[i].load(std::memory_order_relaxed) == fn) return entries[i];
-    for (int i = 0; i < kCount; ++i)
-      if (!real[i].load(std::memory_order_relaxed)) {
-        real[i].store(fn, std::memory_order_release);
-        return entries[i];
-      }
+    for (int i = 0; i < kCount; ++i) {
+      void *cur = real[i].load(std::memory_order_acquire);
+      if (!cur && real[i].compare_exchange_strong(cur, fn, std::memory_order_acq_rel)) cur = fn;
+      if (cur == fn) return reinterpret_cast<void *>(kEntries[i]);
+    }
     return nullptr;
   }
 
@@ -63,11 +58,18 @@ struct Slots<Row, CUresult (*)(A...)> {
   }
 
  private:
+  using Entry = CUresult (*)(A...);
   template <int... I>
-  static std::array<void *, kCount> make(std::integer_sequence<int, I...>) {
-    return {reinterpret_cast<void *>(&entry<I>)...};
+  static constexpr std::array<Entry, kCount> make(std::integer_sequence<int, I...>) {
+    return {&entry<I>...};
   }
+  static const std::array<Entry, kCount> kEntries;
 };
+
+// Constant-initialized (constexpr): no guard variable that a fork could leave taken.
+template <typename Row, typename... A>
+constexpr std::array<typename Slots<Row, CUresult (*)(A...)>::Entry, Slots<Row, CUresult (*)(A...)>::kCount>
+    Slots<Row, CUresult (*)(A...)>::kEntries = make(std::make_integer_sequence<int, kCount>());
 
 // One Row type per driver row of hooks.def.
 #define GPULEAK_ROW_TYPE(EXPORT, BASE, MINV, MAXV, PTSZ, PFN, HANDLER, ...) \

@@ -1,11 +1,14 @@
 """The loop observer (tools/python/gpuleak/_observe.py) against a stand-in shim, on Python 3.12+:
 what it defines and sends for nested loops, a pure-Python loop let go after a few passes, a user
 function called by a library from inside the user's loop (no callback of its own) and from outside
-(a callback), and a failure inside it (the program runs on; one stderr line). Exit 0 pass, 1 fail,
-77 on an interpreter without sys.monitoring."""
+(a callback), a handler met on four threads at once (one callback), and a failure inside it (the
+program runs on; one stderr line). Exit 0 pass, 1 fail, 77 on an interpreter without
+sys.monitoring."""
 import io
 import os
 import sys
+import threading
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "python"))
@@ -92,6 +95,38 @@ def stepping():
 
 
 
+def handler():
+    alloc()
+
+
+def four_threads_at_once():
+    """A handler started on four threads at once (issue #33): learning its code object takes a
+    while (here 50 ms, the GIL released), so all four meet it unlearned; one callback must come
+    of it, with every thread's start and return."""
+    learn_slowly = _observe.CodeInfo
+
+    class SlowCodeInfo(learn_slowly):
+        __slots__ = ()
+
+        def __init__(self, code, dis):
+            time.sleep(0.05)
+            super().__init__(code, dis)
+
+    _observe.CodeInfo = SlowCodeInfo
+    try:
+        threads = [threading.Thread(target=handler) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        _observe.CodeInfo = learn_slowly
+    cb = [id for id, d in list(defined.items()) if d["function"] == "handler"]
+    check(len(cb) == 1, "one callback for a handler met on four threads at once: %d defined" % len(cb))
+    check(sum(1 for p in passes if p == (cb[0], 2)) == 4 and sum(1 for p in passes if p == (cb[0], 3)) == 4,
+          "4 starts and 4 returns of the handler")
+
+
 def check(ok, what):
     if not ok:
         print("FAIL: " + what)
@@ -136,6 +171,7 @@ def main():
     check(len(cb) == 1, "training_step called by the library's loop is a callback")
     check(sum(1 for p in passes if p == (cb[0], 2)) == 6 and sum(1 for p in passes if p == (cb[0], 3)) == 6,
           "6 calls and 6 returns of the callback")
+    four_threads_at_once()
     StandIn.fail = True
     err, sys.stderr = sys.stderr, io.StringIO()
     try:

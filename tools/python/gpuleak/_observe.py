@@ -316,7 +316,8 @@ class Observer:
         self.no_interrupt = dis.opmap.get("JUMP_BACKWARD_NO_INTERRUPT", -1)
         # Definitions are made once, under this lock: the shim's calls release the GIL, and a
         # handler starting on four worker threads at once would otherwise be defined four times,
-        # its first calls' passes split between the copies (issue #33). Taken only to define.
+        # its first calls' passes split between the copies (issue #33). Taken only to learn a code
+        # object and to define.
         self.defining = threading.RLock()
         try:  # a fork while another thread defines must not leave the child's lock held for ever
             os.register_at_fork(after_in_child=self._new_lock)
@@ -397,12 +398,18 @@ class Observer:
     def learn(self, code):
         if not self.user.file(code.co_filename):
             return None
-        info = self.codes[code] = CodeInfo(code, self.dis)
-        E = self.mon.events
-        try:
-            self.mon.set_local_events(self.tool, code, E.JUMP)
-        except Exception:
-            pass
+        # Once per code object: four worker threads meeting a handler at once must share one
+        # CodeInfo, or each defines its own callback and its calls' passes are split between the
+        # copies (and a late learner's JUMP-only events drop the first one's PY_RETURN).
+        with self.defining:
+            info = self.codes.get(code)
+            if info is None:
+                info = CodeInfo(code, self.dis)
+                try:
+                    self.mon.set_local_events(self.tool, code, self.mon.events.JUMP)
+                except Exception:
+                    pass
+                self.codes[code] = info
         return info
 
     # -- callbacks --
