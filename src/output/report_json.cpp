@@ -26,17 +26,16 @@ namespace {
 
 json text_or_null(const std::string &s) { return s.empty() ? json(nullptr) : json(s); }
 
-// The run's allocator settings (allocator_settings.h), each of the documented switches its own key
-// and the rest, PYTORCH_CUDA_ALLOC_CONF's text first, joined as PYTORCH_CUDA_ALLOC_CONF.
+// The run's allocator settings (allocator_settings.h): each named switch its own key, and
+// PYTORCH_CUDA_ALLOC_CONF's text (the parts with no name) as PYTORCH_CUDA_ALLOC_CONF.
 json allocator_env_json(const format::AllocatorSettings &settings) {
   json env = json::object();
   std::string conf;
   for (const format::AllocatorSettings::Part &p : settings.parts) {
-    if (p.name == "PYTORCH_NO_CUDA_MEMORY_CACHING" || p.name == "XLA_PYTHON_CLIENT_ALLOCATOR" ||
-        p.name == "XLA_PYTHON_CLIENT_PREALLOCATE" || p.name == "GPULEAK_CUPY")
+    if (!p.name.empty())
       env[p.name] = p.value;
     else
-      conf += (conf.empty() ? "" : ";") + (p.name.empty() ? p.value : p.name + "=" + p.value);
+      conf += (conf.empty() ? "" : ";") + p.value;
   }
   if (!conf.empty()) env["PYTORCH_CUDA_ALLOC_CONF"] = conf;
   return env;

@@ -384,13 +384,15 @@ TEST(ReportJson, AllocatorEnvHasOneKeyPerSetting) {
   CaptureBuilder b = leaking_run();
   b.capture.run->allocator = format::AllocatorSettings::parse(
       "expandable_segments:True;PYTORCH_NO_CUDA_MEMORY_CACHING=1;XLA_PYTHON_CLIENT_ALLOCATOR=platform;"
-      "XLA_PYTHON_CLIENT_PREALLOCATE=false;GPULEAK_CUPY=per-array");
+      "XLA_PYTHON_CLIENT_PREALLOCATE=false;GPULEAK_CUPY=per-array;GPULEAK_JAX=per-buffer;GPULEAK_TORCH=per-tensor");
   json r = make_report(b.capture, analysis::analyze(b.capture), fake_symbolize, {});
   EXPECT_EQ(r["run"]["allocator_env"], json({{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"},
                                              {"PYTORCH_NO_CUDA_MEMORY_CACHING", "1"},
                                              {"XLA_PYTHON_CLIENT_ALLOCATOR", "platform"},
                                              {"XLA_PYTHON_CLIENT_PREALLOCATE", "false"},
-                                             {"GPULEAK_CUPY", "per-array"}}));
+                                             {"GPULEAK_CUPY", "per-array"},
+                                             {"GPULEAK_JAX", "per-buffer"},
+                                             {"GPULEAK_TORCH", "per-tensor"}}));
   b.capture.run->allocator = format::AllocatorSettings::parse("XLA_PYTHON_CLIENT_ALLOCATOR=platform");
   r = make_report(b.capture, analysis::analyze(b.capture), fake_symbolize, {});
   EXPECT_EQ(r["run"]["allocator_env"], json({{"XLA_PYTHON_CLIENT_ALLOCATOR", "platform"}}));

@@ -113,10 +113,9 @@ export function captureWarnings(report) {
   if (cap.tracking_disabled) w.push(`Tracking was turned off mid-run: ${cap.tracking_disabled}.`);
   if (cap.truncated) w.push('The capture ends mid-record: the program was killed while it was written.');
   for (const x of report.analysis?.warnings ?? []) w.push(x);
-  const mode = report.run?.allocator_mode ?? '';
-  if (mode.startsWith('segments') && (report.verdict === 'growth' || report.verdict === 'inconclusive')) {
-    w.push('This run used a caching allocator, so gpuleak saw segments, not tensors. For per-tensor call sites ' +
-      'run again with PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync.');
-  }
+  // The analysis's note on what the allocator hid (segments, not tensors) and how to see more: the
+  // same sentence the text summary and the Markdown report print.
+  const note = report.run?.allocator_note;
+  if (typeof note === 'string' && note) w.push(note);
   return w;
 }

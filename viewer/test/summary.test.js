@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { forecastSentences, verdictSummary } from '../src/summary.js';
+import { captureWarnings, forecastSentences, verdictSummary } from '../src/summary.js';
 
 const leakReport = {
   verdict: 'leak',
@@ -96,5 +96,17 @@ describe('forecastSentences', () => {
   });
   it('says nothing without a forecast', () => {
     expect(forecastSentences({ devices: [{ index: 0, forecast: null }] })).toEqual([]);
+  });
+});
+
+describe('captureWarnings', () => {
+  it('says the analysis\'s allocator note, the sentence every other surface prints', () => {
+    const note = 'gpuleak saw a caching allocator\'s segments, not tensors: rerun with `gpuleak run --torch per-tensor`';
+    const report = { verdict: 'growth', run: { allocator_mode: 'segments (PyTorch\'s caching allocator)', allocator_note: note } };
+    expect(captureWarnings(report)).toEqual([note]);
+  });
+  it('adds no advice of its own from the mode\'s text', () => {
+    const report = { verdict: 'growth', run: { allocator_mode: 'segments (PyTorch\'s caching allocator)', allocator_note: null } };
+    expect(captureWarnings(report)).toEqual([]);
   });
 });
