@@ -107,6 +107,8 @@ def _on_gpu(device):
     return getattr(device, "platform", "gpu") not in ("cpu", "tpu")
 
 
+OFF_GPU = -1  # a sharding's placement (Sampler._placement): on no GPU, or not one device (GENERAL)
+GENERAL = -2
 NESTED_SPACING = 9  # sample durations between two samples at nested loops' passes (Sampler._affordable)
 
 
@@ -120,6 +122,8 @@ class Sampler:
         self.seen = {}  # id(array) -> (weak reference or None, [(device, address)])
         self.sites = {}  # traceback -> py stack id
         self.last_site = (None, 0)  # the last traceback object looked up, and its id
+        self.placements = {}  # id(sharding) -> (sharding, ordinal, sizes from the device) (buffers())
+        self.device_sizes = None  # whether the arrays have on_device_size_in_bytes (the first seen says)
         self.samples = 0
         self.open = False  # an iteration began and has not ended
         self.last_end = 0.0  # perf_counter() when the last sample ended, and what it took
@@ -130,6 +134,7 @@ class Sampler:
     def _forget(self):
         self.seen = {}
         self.sites = {}
+        self.placements = {}
         self.last_site = (None, 0)
 
     def site(self, array):
@@ -167,9 +172,51 @@ class Sampler:
             self.sites[tb_key] = sid
         return sid
 
+    def buffers(self, array):
+        """[(device ordinal, address, bytes)] of the array's buffers on the GPU.
+
+        The common case, one buffer on one device, costs two calls into jaxlib's C++: the device
+        comes from the array's sharding object, looked up once per sharding object (a jitted
+        function's outputs share theirs from call to call), the address from
+        unsafe_buffer_pointer() and the size from on_device_size_in_bytes() (the buffer's bytes in
+        the arena; nbytes where jaxlib lacks it). jax's own devices() and nbytes are Python
+        properties that cost more than the rest of the sample together (docs/python.md "Costs").
+        Anything else (several shards, no sharding attribute) takes the general way."""
+        sharding = getattr(array, "sharding", None)
+        if sharding is not None:
+            placed = self.placements.get(id(sharding))
+            if placed is None or placed[0] is not sharding:
+                placed = self._placement(sharding)
+            ordinal = placed[1]
+            if ordinal >= 0:
+                try:
+                    address = array.unsafe_buffer_pointer()
+                    size = array.on_device_size_in_bytes() if placed[2] else array.nbytes
+                except Exception:  # deleted since the listing, or an array of another kind
+                    return self._buffers_general(array)
+                return [(ordinal, address, size)] if address else []
+            if ordinal == OFF_GPU:
+                return []
+        return self._buffers_general(array)
+
+    def _placement(self, sharding):
+        """(sharding, device ordinal or OFF_GPU or GENERAL, whether on_device_size_in_bytes is to
+        be used), kept by the sharding object's id (the entry holds the object: the id stays its)."""
+        ordinal = GENERAL
+        try:
+            devices = sharding.device_set
+            if len(devices) == 1:
+                device = next(iter(devices))
+                ordinal = _cuda_ordinal(device) if _on_gpu(device) else OFF_GPU
+        except Exception:
+            pass
+        if len(self.placements) > 4096:
+            self.placements.clear()
+        placed = self.placements[id(sharding)] = (sharding, ordinal, self.device_sizes)
+        return placed
+
     @staticmethod
-    def buffers(array):
-        """[(device ordinal, address, bytes)] of the array's buffers on the GPU."""
+    def _buffers_general(array):
         if array.is_deleted():
             return []
         shards = None
@@ -223,6 +270,8 @@ class Sampler:
         for _, placed in gone:
             for device, address in placed:
                 words += (GONE | device << 8, address, 0, 0)
+        if new and self.device_sizes is None:
+            self.device_sizes = callable(getattr(new[0][1], "on_device_size_in_bytes", None))
         for key, array in new:
             try:
                 bufs = self.buffers(array)

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Where JAX's live-array sampler spends its time, per array, on a real JAX (issue #27):
+
+    bench/jax_sample_parts.py [--live 200] [--rounds 50] [--pythondir DIR ...]
+
+Makes --live parameter arrays replaced by one jitted update per round (the pools_cost.py step),
+then times, per array of a listing, each accessor the sampler may call (jaxlib's C++ ones and
+jax's Python properties), and a whole Sampler.sample() of freshly replaced arrays with a shim that
+records nothing, for gpuleak's package in each --pythondir (default: this tree's). Prints
+microseconds per array, the lowest of --rounds. Needs JAX with a GPU; exits 77 without JAX.
+"""
+import argparse
+import importlib
+import os
+import sys
+import time
+import weakref
+
+
+def per_array(fn, items, rounds):
+    best = float("inf")
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for x in items:
+            fn(x)
+        best = min(best, time.perf_counter() - t0)
+    return best / max(1, len(items)) * 1e6
+
+
+class NullShim:
+    def objects(self, words):
+        pass
+
+    def frames(self, n, files, functions, lines):
+        return 1
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--live", type=int, default=200)
+    ap.add_argument("--rounds", type=int, default=50)
+    ap.add_argument("--pythondir", action="append", default=[])
+    a = ap.parse_args()
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError as e:
+        print("jax not importable (%s)" % e)
+        return 77
+    params = [jnp.ones((256, 256), dtype=jnp.float32) for _ in range(a.live)]
+    update = jax.jit(lambda ps: [p * 0.999 + 0.001 for p in ps])
+    params = update(params)
+    params[0].block_until_ready()
+    live = jax.live_arrays()
+    print("jax %s, %d live arrays, device %s" % (jax.__version__, len(live), live[0].devices()))
+    t0 = time.perf_counter()
+    for _ in range(a.rounds):
+        jax.live_arrays()
+    print("%-34s %8.3f us per array" % ("jax.live_arrays()", (time.perf_counter() - t0) / a.rounds / len(live) * 1e6))
+    parts = [
+        ("array.sharding", lambda x: x.sharding),
+        ("sharding.device_set", lambda x: x.sharding.device_set),
+        ("array.unsafe_buffer_pointer()", lambda x: x.unsafe_buffer_pointer()),
+        ("array.on_device_size_in_bytes()", lambda x: x.on_device_size_in_bytes()),
+        ("array.nbytes", lambda x: x.nbytes),
+        ("array.devices()", lambda x: x.devices()),
+        ("array.is_deleted()", lambda x: x.is_deleted()),
+        ("array.traceback", lambda x: x.traceback),
+        ("weakref.ref(array)", weakref.ref),
+        ("id(array)", id),
+    ]
+    for name, fn in parts:
+        try:
+            print("%-34s %8.3f us per array" % (name, per_array(fn, live, a.rounds)))
+        except Exception as e:
+            print("%-34s failed: %s" % (name, e))
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "python")
+    for pythondir in a.pythondir or [here]:
+        for k in [k for k in sys.modules if k == "gpuleak" or k.startswith("gpuleak.")]:
+            del sys.modules[k]
+        sys.path.insert(0, pythondir)
+        try:
+            _jax = importlib.import_module("gpuleak._jax")
+        finally:
+            sys.path.remove(pythondir)
+        sampler = _jax.Sampler(jax, NullShim())
+        sampler.sample()
+        best_new = best_same = float("inf")
+        for _ in range(a.rounds):
+            params = update(params)
+            params[0].block_until_ready()
+            t0 = time.perf_counter()
+            sampler.sample()  # every parameter new, the old ones gone
+            t1 = time.perf_counter()
+            sampler.sample()  # nothing new
+            t2 = time.perf_counter()
+            best_new, best_same = min(best_new, t1 - t0), min(best_same, t2 - t1)
+        n = len(params)
+        print("Sampler.sample() [%s]: %.3f us per replaced array, %.3f us per unchanged array"
+              % (pythondir, best_new / n * 1e6, best_same / n * 1e6))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

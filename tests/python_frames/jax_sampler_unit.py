@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""JAX's live-array sampler (tools/python/gpuleak/_jax.py, Sampler) against stand-in arrays and a
+recording shim, no JAX and no GPU: where each kind of array is placed (one device through its
+sharding, looked up once per sharding object; the buffer's on-device size where the array has
+it; several shards, no sharding attribute, a host array, a deleted array), and what a sample
+sends (the new arrays, then those gone). Exit 0 pass, 1 fail."""
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "python"))
+from gpuleak import _jax  # noqa: E402
+
+
+class Device:
+    def __init__(self, ordinal, platform="gpu"):
+        self.id = self.local_hardware_id = ordinal
+        self.platform = platform
+
+
+class Sharding:
+    reads = 0
+
+    def __init__(self, *devices):
+        self._devices = set(devices)
+
+    @property
+    def device_set(self):
+        Sharding.reads += 1
+        return self._devices
+
+
+class Shard:
+    def __init__(self, device, data):
+        self.device, self.data = device, data
+
+
+class Array:
+    """jaxlib's array as the sampler sees it: nbytes is the logical size, the buffer may be larger."""
+
+    def __init__(self, address, nbytes, sharding=None, device_bytes=None, shards=None):
+        self.address, self.nbytes, self.deleted = address, nbytes, False
+        if sharding is not None:
+            self.sharding = sharding
+        if device_bytes is not None:
+            self.on_device_size_in_bytes = lambda: device_bytes
+        self.shards = shards
+        self.traceback = None
+
+    def unsafe_buffer_pointer(self):
+        if self.deleted or self.shards:
+            raise ValueError("deleted" if self.deleted else "several shards")
+        return self.address
+
+    def is_deleted(self):
+        return self.deleted
+
+    def devices(self):
+        return {s.device for s in self.shards} if self.shards else set(self.sharding._devices)
+
+    @property
+    def addressable_shards(self):
+        return self.shards
+
+
+class Jax:
+    def __init__(self):
+        self.arrays = []
+
+    def live_arrays(self):
+        return list(self.arrays)
+
+
+class Shim:
+    def __init__(self):
+        self.words = []
+
+    def objects(self, words):
+        self.words.append(list(words))
+
+
+def check(ok, what):
+    if not ok:
+        print("FAIL: " + what)
+        sys.exit(1)
+
+
+def main():
+    gpu0, gpu1, cpu = Device(0), Device(1), Device(0, "cpu")
+    one = Sharding(gpu1)
+    sampler = _jax.Sampler(Jax(), Shim())
+    sampler.device_sizes = True
+    a, b = Array(0x1000, 100, one, device_bytes=128), Array(0x2000, 200, one, device_bytes=256)
+    check(sampler.buffers(a) == [(1, 0x1000, 128)], "one device: the sharding's device, the on-device size")
+    check(sampler.buffers(b) == [(1, 0x2000, 256)] and Sharding.reads == 1,
+          "a second array of the same sharding object: its device set read once (%d reads)" % Sharding.reads)
+    b.deleted = True
+    check(sampler.buffers(b) == [], "a deleted array: nothing placed")
+    check(sampler.buffers(Array(0x3000, 64, Sharding(cpu), device_bytes=64)) == [], "a host array: nothing placed")
+    two = Array(0, 0, Sharding(gpu0, gpu1), shards=[Shard(gpu0, Array(0x4000, 32)), Shard(gpu1, Array(0x5000, 32))])
+    check(sampler.buffers(two) == [(0, 0x4000, 32), (1, 0x5000, 32)], "two shards: one buffer each")
+    bare = Array(0x6000, 48, one)
+    del bare.sharding
+    bare.shards = None
+    bare.devices = lambda: {gpu0}
+    check(sampler.buffers(bare) == [(0, 0x6000, 48)], "no sharding attribute: devices() and nbytes")
+
+    # A sample: the arrays new since the last, then those gone (first in the words), each once.
+    jax, shim = Jax(), Shim()
+    sampler = _jax.Sampler(jax, shim)
+    jax.arrays = [Array(0x1000, 100, one), Array(0x2000, 200, one)]  # no on_device_size_in_bytes: nbytes
+    sampler.sample()
+    check(sampler.device_sizes is False, "arrays without on_device_size_in_bytes: nbytes")
+    new = _jax.NEW | 1 << 8
+    check(shim.words == [[new, 0x1000, 100, 0, new, 0x2000, 200, 0]], "the first sample: two new arrays %r" % shim.words)
+    kept = jax.arrays[1]
+    jax.arrays = [kept, Array(0x3000, 300, one)]
+    sampler.sample()
+    check(shim.words[1] == [_jax.GONE | 1 << 8, 0x1000, 0, 0, new, 0x3000, 300, 0],
+          "the second sample: the gone array first, then the new one: %r" % shim.words[1])
+    sampler.sample()
+    check(len(shim.words) == 2, "a sample with nothing new or gone sends nothing")
+    print("ok: JAX sampler placements and samples")
+
+
+if __name__ == "__main__":
+    main()
