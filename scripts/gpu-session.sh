@@ -13,7 +13,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/gpu-session}
 build=${BUILD:-build}
-stages=${STAGES:-matrix overhead leak_shapes advice trace cublas frameworks observed pools retention pools_cost}
+stages=${STAGES:-matrix overhead leak_shapes advice trace cublas frameworks observed pools retention jax_parts pools_cost}
 mkdir -p "$out"
 summary=$out/summary.txt
 : >"$summary"
@@ -70,6 +70,8 @@ wait
 [[ -x tests/gpu/run_retention.sh ]] && stage retention 240 tests/gpu/run_retention.sh "$build" "$out/retention"
 # What the per-object views of CuPy's pool and JAX's arena cost a step (issue #27 item 5): plain vs
 # `gpuleak run --X segments` vs `gpuleak run`, interleaved, 3 rounds each (docs/benchmarks.md).
+# Where JAX's sampler spends its time per array: each accessor, and the sample of this tree's package.
+[[ -f bench/jax_sample_parts.py ]] && stage jax_parts 90 python3 bench/jax_sample_parts.py
 [[ -f bench/pools_cost.py ]] && stage pools_cost 420 python3 bench/pools_cost.py --framework both \
   --gpuleak "$build/bin/gpuleak" --steps 200 --arrays 1000 --live 200 --repeat 3 --json "$out/pools_cost.json"
 
@@ -77,5 +79,5 @@ cat "$out/machine.txt" "$summary"
 [[ -f $out/overhead.log ]] && cat "$out/overhead.log"
 tail -n 40 "$out/matrix/matrix.md" 2>/dev/null
 for f in leak_shapes/summary.md advice/advice.md trace/summary.txt frameworks/frameworks.log observed/observed.log \
-  pools/pools.log retention/retention.log pools_cost.log; do [[ -f $out/$f ]] && cat "$out/$f"; done
+  pools/pools.log retention/retention.log jax_parts.log pools_cost.log; do [[ -f $out/$f ]] && cat "$out/$f"; done
 exit 0

@@ -3,7 +3,7 @@
 import './style.css';
 import { buildModel, readDocument } from './data.js';
 import { h, section } from './dom.js';
-import { captureWarnings, deviceName, forecastSentences, verdictSummary } from './summary.js';
+import { allocatorNote, captureWarnings, deviceName, forecastSentences, verdictSummary } from './summary.js';
 import { formatBytes, formatCount, formatNs, formatRate, plural } from './format.js';
 import { Timeline } from './timeline.js';
 import { iterationBars } from './iteration_bars.js';
@@ -35,6 +35,7 @@ function verdictCard(report) {
   const v = verdictSummary(report);
   const forecasts = forecastSentences(report);
   const warnings = captureWarnings(report);
+  const note = allocatorNote(report);
   return h('section', { class: `verdict verdict-${v.verdict}`, id: 'verdict', 'aria-labelledby': 'verdict-title' },
     h('div', { class: 'verdict-head' },
       v.oom ? h('span', { class: 'badge badge-oom' }, 'OOM') : null,
@@ -44,7 +45,8 @@ function verdictCard(report) {
     h('p', { class: 'verdict-text' }, v.sentence),
     v.keptBy ? h('p', { class: 'verdict-text kept-by mono' }, v.keptBy) : null,
     forecasts.map((f) => h('p', { class: 'forecast' }, f)),
-    warnings.length ? h('ul', { class: 'warnings' }, warnings.map((w) => h('li', {}, w))) : null);
+    warnings.length ? h('ul', { class: 'warnings' }, warnings.map((w) => h('li', {}, w))) : null,
+    note ? h('p', { class: 'muted allocator-note' }, `Note: ${note}`) : null);
 }
 
 function nav(model) {

@@ -105,6 +105,14 @@ export function forecastSentences(report) {
   return out;
 }
 
+// The analysis's note on how the allocator's objects were seen (through PyTorch's trace, sampled,
+// or hidden in segments, and how to see more): the sentence the text summary and the Markdown
+// report print as their note. null when the report has none.
+export function allocatorNote(report) {
+  const note = report.run?.allocator_note;
+  return typeof note === 'string' && note ? note : null;
+}
+
 // What the user should know about the capture itself before trusting it.
 export function captureWarnings(report) {
   const w = [];
@@ -113,9 +121,5 @@ export function captureWarnings(report) {
   if (cap.tracking_disabled) w.push(`Tracking was turned off mid-run: ${cap.tracking_disabled}.`);
   if (cap.truncated) w.push('The capture ends mid-record: the program was killed while it was written.');
   for (const x of report.analysis?.warnings ?? []) w.push(x);
-  // The analysis's note on what the allocator hid (segments, not tensors) and how to see more: the
-  // same sentence the text summary and the Markdown report print.
-  const note = report.run?.allocator_note;
-  if (typeof note === 'string' && note) w.push(note);
   return w;
 }

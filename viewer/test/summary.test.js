@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { captureWarnings, forecastSentences, verdictSummary } from '../src/summary.js';
+import { allocatorNote, captureWarnings, forecastSentences, verdictSummary } from '../src/summary.js';
 
 const leakReport = {
   verdict: 'leak',
@@ -99,14 +99,16 @@ describe('forecastSentences', () => {
   });
 });
 
-describe('captureWarnings', () => {
-  it('says the analysis\'s allocator note, the sentence every other surface prints', () => {
+describe('allocatorNote', () => {
+  it('is the analysis\'s allocator note, the sentence every other surface prints', () => {
     const note = 'gpuleak saw a caching allocator\'s segments, not tensors: rerun with `gpuleak run --torch per-tensor`';
     const report = { verdict: 'growth', run: { allocator_mode: 'segments (PyTorch\'s caching allocator)', allocator_note: note } };
-    expect(captureWarnings(report)).toEqual([note]);
+    expect(allocatorNote(report)).toBe(note);
+    expect(captureWarnings(report)).toEqual([]);
   });
-  it('adds no advice of its own from the mode\'s text', () => {
+  it('is null without one, and no advice is made from the mode\'s text', () => {
     const report = { verdict: 'growth', run: { allocator_mode: 'segments (PyTorch\'s caching allocator)', allocator_note: null } };
+    expect(allocatorNote(report)).toBeNull();
     expect(captureWarnings(report)).toEqual([]);
   });
 });
