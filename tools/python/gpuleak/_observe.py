@@ -478,9 +478,13 @@ class Observer:
             if code.co_code[src] == self.no_interrupt:
                 return self.mon.DISABLE  # the await / yield-from machinery, not the user's loop
             if loop is None:
-                loop = info.by_head[dst] = Loop(code, dst, src)
-                loop.parent = info.loop_at(dst)
-                info.loops.append(loop)
+                with self.defining:  # one Loop per head, whichever thread jumps there first
+                    loop = info.by_head.get(dst)
+                    if loop is None:
+                        loop = Loop(code, dst, src)
+                        loop.parent = info.loop_at(dst)
+                        info.loops.append(loop)
+                        info.by_head[dst] = loop
         if loop.off:
             return self.mon.DISABLE
         if not loop.id:
