@@ -204,7 +204,7 @@ def main():
             else:
                 fail(f"unknown expectation {key}")
             if not ok:
-                fail(f"expected {e}; loops[] says {json.dumps(loops)}")
+                fail(f"expected {e}; loops[] says {json.dumps(loops)}\nchoice: {json.dumps(seen['choice'])}")
             continue
         if key == "loops":
             ok = ",".join(l.get("verdict", "?") for l in loops) == value
