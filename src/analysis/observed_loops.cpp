@@ -15,6 +15,9 @@
 // 2. Candidates: levels with min_auto_repetitions passes whose passes hold at least half as many
 //    allocations as the level holding the most.
 // 3. What each pass keeps: the bytes born in it still live at the end of the level's last pass.
+//    A level whose passes run on several threads at once (a handler on a pool of workers) counts
+//    an allocation of one of those threads in that thread's pass only: by time alone, another
+//    worker's call would take it, and the handler would look irregular beside its inner loop.
 //    Over the steady passes (the first tenth, at least one, and the last are left out: warm-up,
 //    and what the last pass is still using), a level "explains" the memory when its passes keep
 //    something regularly (at least 1 pass in 20). Among the levels keeping at least half of the
@@ -172,15 +175,25 @@ void score(const Timeline &timeline, std::vector<Level *> &levels) {
   };
   std::vector<Cursor> cursors(levels.size());
   std::vector<uint32_t> last_end(levels.size());
+  // Passes that overlap in time (requests in flight on one thread): an allocation goes to the
+  // latest-begun pass that holds it, at its birth as at its free (pass_of); the cursor, which
+  // takes the first pass not yet ended, only serves passes that follow one another.
+  std::vector<char> overlapping(levels.size(), 0);
   for (size_t c = 0; c < levels.size(); ++c) {
     Level &l = *levels[c];
     std::sort(l.spans.begin(), l.spans.end(), [](const Span &a, const Span &b) { return a.begin < b.begin; });
     l.kept.assign(l.spans.size(), 0);
     last_end[c] = l.spans.empty() ? 0 : l.spans.back().end;
+    uint32_t reach = 0;
+    for (const Span &s : l.spans) {
+      overlapping[c] = overlapping[c] || s.begin < reach;
+      reach = std::max(reach, s.end);
+    }
   }
   struct Born {
     uint64_t size;
     uint32_t birth;
+    uint32_t tid;
   };
   std::unordered_map<LiveKey, Born, LiveKeyHash> live;
   const bool blocks = timeline.pool_block_allocs > 0;
@@ -191,10 +204,27 @@ void score(const Timeline &timeline, std::vector<Level *> &levels) {
     --it;
     return p < it->end ? static_cast<size_t>(it - l.spans.begin()) : SIZE_MAX;
   };
+  // A level whose passes run on several threads: each thread's passes (indices, by begin). An
+  // allocation on one of those threads is in that thread's pass or in none; another thread's (a
+  // framework's worker making a step's outputs) goes by time, as on one thread.
+  std::vector<std::unordered_map<uint32_t, std::vector<uint32_t>>> by_thread(levels.size());
+  for (size_t c = 0; c < levels.size(); ++c)
+    for (uint32_t i = 0; i < levels[c]->spans.size(); ++i)
+      if (levels[c]->spans[i].tid) by_thread[c][levels[c]->spans[i].tid].push_back(i);
+  auto thread_pass = [&](size_t c, uint32_t p, uint32_t tid, size_t *pass) {
+    auto t = by_thread[c].find(tid);
+    if (t == by_thread[c].end()) return false;
+    const std::vector<Span> &spans = levels[c]->spans;
+    auto it = std::upper_bound(t->second.begin(), t->second.end(), p,
+                               [&](uint32_t x, uint32_t i) { return x < spans[i].begin; });
+    *pass = it != t->second.begin() && p < spans[*(it - 1)].end ? *(it - 1) : SIZE_MAX;
+    return true;
+  };
   auto release = [&](const Born &b, uint32_t k) {
     for (size_t c = 0; c < levels.size(); ++c) {
       if (k >= last_end[c]) continue;  // alive at the end of that level's last pass: kept
-      size_t i = pass_of(*levels[c], b.birth);
+      size_t i;
+      if (!thread_pass(c, b.birth, b.tid, &i)) i = pass_of(*levels[c], b.birth);
       if (i != SIZE_MAX) levels[c]->kept[i] -= static_cast<int64_t>(b.size);
     }
   };
@@ -208,13 +238,17 @@ void score(const Timeline &timeline, std::vector<Level *> &levels) {
     }
     if (!owned_alloc(r)) return;
     if (blocks ? space != Space::kPoolBlock : !on_device(space)) return;
-    auto [it, fresh] = live.try_emplace(key, Born{r.size, k});
-    if (!fresh) release(it->second, k), it->second = Born{r.size, k};
+    auto [it, fresh] = live.try_emplace(key, Born{r.size, k, r.tid});
+    if (!fresh) release(it->second, k), it->second = Born{r.size, k, r.tid};
     for (size_t c = 0; c < levels.size(); ++c) {
       Level &l = *levels[c];
-      Cursor &cur = cursors[c];
-      while (cur.next < l.spans.size() && l.spans[cur.next].end <= k) ++cur.next;
-      size_t i = cur.next < l.spans.size() && l.spans[cur.next].begin <= k ? cur.next : pass_of(l, k);
+      size_t i;
+      if (!thread_pass(c, k, r.tid, &i)) {
+        Cursor &cur = cursors[c];
+        while (!overlapping[c] && cur.next < l.spans.size() && l.spans[cur.next].end <= k) ++cur.next;
+        const bool at_cursor = !overlapping[c] && cur.next < l.spans.size() && l.spans[cur.next].begin <= k;
+        i = at_cursor ? cur.next : pass_of(l, k);
+      }
       if (i == SIZE_MAX) continue;
       ++l.allocations;
       l.kept[i] += static_cast<int64_t>(r.size);
@@ -329,8 +363,12 @@ std::vector<Span> spans_from_observed(const format::Capture &capture, const Time
       if (in[sites.alloc_sequence[a]]) own.push_back(alloc_ts[a]);
     std::sort(own.begin(), own.end());
     const std::string name = capture.string(l.loop->function_id) + " (" + where(capture, *l.loop) + ")";
-    // Each run on its own: a pass belongs to its thread or task (issue #33).
+    // Each run on its own: a pass belongs to its thread or task (issue #33). Passes on several
+    // threads overlap in time: each is then tagged with its thread, whose allocations it holds.
+    bool threads = false;
+    for (const auto &entry : l.runs) threads = threads || entry.first.first != l.runs.begin()->first.first;
     for (const auto &[run, ev] : l.runs) {
+      const size_t first_span = l.spans.size();
       l.events = ev;
       l.outer.clear();
       uint32_t parent = l.loop->parent_id;
@@ -347,6 +385,8 @@ std::vector<Span> spans_from_observed(const format::Capture &capture, const Time
         callback_passes(l, name, own, timeline.end_ns);
       else
         loop_passes(l, name, own, timeline.end_ns);
+      if (threads)
+        for (size_t k = first_span; k < l.spans.size(); ++k) l.spans[k].tid = run.first;
     }
     std::vector<Event>().swap(l.events);
     std::vector<uint64_t>().swap(l.outer);

@@ -29,6 +29,9 @@ struct Span {
   uint64_t end_ns = 0;
   uint32_t begin = 0;
   uint32_t end = 0;
+  // The thread whose pass this is, when the level's passes run on several threads at once (a
+  // handler on a pool of workers): its allocations are that thread's. 0: any thread's.
+  uint32_t tid = 0;
 };
 
 // Call sites interned to dense indices, in the order their first allocation (or VMM map) happens.

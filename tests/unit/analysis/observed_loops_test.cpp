@@ -5,6 +5,7 @@
 
 #include "analysis/analysis.h"
 #include "analysis/capture_builder.h"
+#include "format/capture_reader.h"
 
 namespace gpuleak::analysis {
 namespace {
@@ -143,6 +144,23 @@ TEST(ObservedLoops, ACallbackFromALibraryLoopIsOneIterationPerCall) {
   ASSERT_EQ(a.leaks.size(), 1u);
   EXPECT_EQ(a.leaks[0].site.stack_id, 7u);
   EXPECT_NEAR(a.leaks[0].bytes_per_iteration, 512.0 * 1024, 0.1 * 512 * 1024);
+}
+
+// The same handler as captured on the development VM under load (tests/python_frames/
+// several_loops.py threads, CPython 3.12.1, the fake CUDA): 48 calls on four workers, each
+// keeping 1 MiB at line 78. By time alone its calls kept nothing and the inner loop was taken,
+// 147 passes (CI's python_loop.loops_thread_pool failure).
+TEST(ObservedLoops, ARecordedThreadPoolRunIsOnePassPerCall) {
+  format::Capture capture;
+  std::string error;
+  ASSERT_TRUE(format::read_capture_file(GPULEAK_SOURCE_DIR "/tests/fixtures/issue33/thread_pool_overlap.gpuleak",
+                                        &capture, &error))
+      << error;
+  Analysis a = analyze(capture);
+  EXPECT_EQ(a.iteration_choice.kind, "callback");
+  EXPECT_EQ(a.iteration_choice.passes, 48u);
+  ASSERT_EQ(a.leaks.size(), 1u);
+  EXPECT_NEAR(a.leaks[0].bytes_per_iteration, kMiB, 0.1 * kMiB);  // per call (by the inner loop: a third)
 }
 
 TEST(ObservedLoops, APeriodicLeakIsTheStepLoopsNotItsInnerLoops) {
