@@ -3,9 +3,13 @@
 recording shim, no JAX and no GPU: where each kind of array is placed (one device through its
 sharding, looked up once per sharding object; the buffer's on-device size where the array has
 it; several shards, no sharding attribute, a host array, a deleted array), and what a sample
-sends (the new arrays, then those gone). Exit 0 pass, 1 fail."""
+sends (the new arrays, then those gone), and a fork while another thread samples. Exit 0 pass,
+1 fail."""
 import os
+import signal
 import sys
+import threading
+import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "python"))
@@ -120,6 +124,29 @@ def main():
           "the second sample: the gone array first, then the new one: %r" % shim.words[1])
     sampler.sample()
     check(len(shim.words) == 2, "a sample with nothing new or gone sends nothing")
+    # A fork while another thread samples: the child samples with a lock of its own.
+    holding, release = threading.Event(), threading.Event()
+
+    def hold():
+        with sampler.lock:
+            holding.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    holding.wait(30)
+    with warnings.catch_warnings():  # 3.12 warns of fork() in a threaded process: that is the case
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:
+        signal.alarm(10)  # a child stuck on the parent's lock dies here, and the check below fails
+        sampler.sample()
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    release.set()
+    holder.join()
+    check(os.waitstatus_to_exitcode(status) == 0,
+          "a child forked while another thread held the sampler's lock could not sample (status %d)" % status)
     print("ok: JAX sampler placements and samples")
 
 

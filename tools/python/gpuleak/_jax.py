@@ -128,10 +128,12 @@ class Sampler:
         self.open = False  # an iteration began and has not ended
         self.last_end = 0.0  # perf_counter() when the last sample ended, and what it took
         self.last_cost = 0.0
-        if hasattr(os, "register_at_fork"):  # a child's capture interns its own stacks
+        if hasattr(os, "register_at_fork"):  # a child's capture interns its own stacks, under a lock of its own
             os.register_at_fork(after_in_child=self._forget)
 
     def _forget(self):
+        # The child's own: a fork while another thread sampled must not leave the lock held for ever.
+        self.lock = threading.RLock()
         self.seen = {}
         self.sites = {}
         self.placements = {}
