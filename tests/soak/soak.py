@@ -317,6 +317,8 @@ def main():
         with open(a.figures, "w") as f:
             f.write("\n".join(s.figures) + "\n")
     passed = len(scenarios) - len({f.split(":")[0].split("/")[0] for f in s.failures})
+    for f in s.failures:  # again at the end, where a log cut short (CI's) still shows them
+        print("FAIL " + f)
     print("%d passed, %d failed" % (passed, len(scenarios) - passed))
     return 1 if s.failures else 0
 
