@@ -220,6 +220,13 @@ void score(const Timeline &timeline, std::vector<Level *> &levels) {
     *pass = it != t->second.begin() && p < spans[*(it - 1)].end ? *(it - 1) : SIZE_MAX;
     return true;
   };
+  // Passes that follow one another: the one at the cursor, which only moves forward.
+  auto at_cursor = [&](size_t c, uint32_t k) {
+    const Level &l = *levels[c];
+    Cursor &cur = cursors[c];
+    while (cur.next < l.spans.size() && l.spans[cur.next].end <= k) ++cur.next;
+    return cur.next < l.spans.size() && l.spans[cur.next].begin <= k ? cur.next : pass_of(l, k);
+  };
   auto release = [&](const Born &b, uint32_t k) {
     for (size_t c = 0; c < levels.size(); ++c) {
       if (k >= last_end[c]) continue;  // alive at the end of that level's last pass: kept
@@ -243,12 +250,7 @@ void score(const Timeline &timeline, std::vector<Level *> &levels) {
     for (size_t c = 0; c < levels.size(); ++c) {
       Level &l = *levels[c];
       size_t i;
-      if (!thread_pass(c, k, r.tid, &i)) {
-        Cursor &cur = cursors[c];
-        while (!overlapping[c] && cur.next < l.spans.size() && l.spans[cur.next].end <= k) ++cur.next;
-        const bool at_cursor = !overlapping[c] && cur.next < l.spans.size() && l.spans[cur.next].begin <= k;
-        i = at_cursor ? cur.next : pass_of(l, k);
-      }
+      if (!thread_pass(c, k, r.tid, &i)) i = overlapping[c] ? pass_of(l, k) : at_cursor(c, k);
       if (i == SIZE_MAX) continue;
       ++l.allocations;
       l.kept[i] += static_cast<int64_t>(r.size);

@@ -122,7 +122,7 @@ class Sampler:
         self.seen = {}  # id(array) -> (weak reference or None, [(device, address)])
         self.sites = {}  # traceback -> py stack id
         self.last_site = (None, 0)  # the last traceback object looked up, and its id
-        self.placements = {}  # id(sharding) -> (sharding, ordinal, sizes from the device) (buffers())
+        self.placements = {}  # id(sharding) -> (sharding, device ordinal) (buffers())
         self.device_sizes = None  # whether the arrays have on_device_size_in_bytes (the first seen says)
         self.samples = 0
         self.open = False  # an iteration began and has not ended
@@ -193,7 +193,7 @@ class Sampler:
             if ordinal >= 0:
                 try:
                     address = array.unsafe_buffer_pointer()
-                    size = array.on_device_size_in_bytes() if placed[2] else array.nbytes
+                    size = array.on_device_size_in_bytes() if self.device_sizes else array.nbytes
                 except Exception:  # deleted since the listing, or an array of another kind
                     return self._buffers_general(array)
                 return [(ordinal, address, size)] if address else []
@@ -202,8 +202,8 @@ class Sampler:
         return self._buffers_general(array)
 
     def _placement(self, sharding):
-        """(sharding, device ordinal or OFF_GPU or GENERAL, whether on_device_size_in_bytes is to
-        be used), kept by the sharding object's id (the entry holds the object: the id stays its)."""
+        """(sharding, device ordinal or OFF_GPU or GENERAL), kept by the sharding object's id (the
+        entry holds the object: the id stays its)."""
         ordinal = GENERAL
         try:
             devices = sharding.device_set
@@ -214,7 +214,7 @@ class Sampler:
             pass
         if len(self.placements) > 4096:
             self.placements.clear()
-        placed = self.placements[id(sharding)] = (sharding, ordinal, self.device_sizes)
+        placed = self.placements[id(sharding)] = (sharding, ordinal)
         return placed
 
     @staticmethod
