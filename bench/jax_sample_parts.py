@@ -98,7 +98,74 @@ def main():
         n = len(params)
         print("Sampler.sample() [%s]: %.3f us per replaced array, %.3f us per unchanged array"
               % (pythondir, best_new / n * 1e6, best_same / n * 1e6))
+        if pythondir == (a.pythondir or [here])[-1]:
+            params = breakdown(jax, _jax, update, params, a.rounds)
     return 0
+
+
+def breakdown(jax, _jax, update, params, rounds):
+    """The sample of replaced arrays with one part at a time stubbed out: what each part costs."""
+    n = len(params)
+
+    def replaced(fn):
+        nonlocal params
+        best = float("inf")
+        for _ in range(rounds):
+            params = update(params)
+            params[0].block_until_ready()
+            t0 = time.perf_counter()
+            fn()
+            best = min(best, time.perf_counter() - t0)
+        return best / n * 1e6
+
+    print("%-34s %8.3f us per replaced array" % ("live_arrays() after a replace", replaced(jax.live_arrays)))
+
+    def listed():
+        for x in jax.live_arrays():
+            pass
+    print("%-34s %8.3f us per replaced array" % ("live_arrays() iterated", replaced(listed)))
+    def placed(self, array):
+        return (_jax.NEW, id(array), 4096, 0), (_jax.GONE, id(array), 0, 0)
+    stubs = [
+        ("nothing stubbed", {}),
+        ("site() stubbed", {"site": lambda self, array: 0}),
+        ("_place() stubbed", {"_place": placed}),
+    ]
+    for name, patch in stubs:
+        cls = type("Stubbed", (_jax.Sampler,), patch)
+        sampler = cls(jax, NullShim())
+        sampler.sample()
+        print("%-34s %8.3f us per replaced array" % ("sample(), " + name, replaced(sampler.sample)))
+    sampler = _jax.Sampler(jax, NullShim())
+    sampler.sample()
+    live = jax.live_arrays()
+    seen = {id(x): (weakref.ref(x), None) for x in live}
+
+    def unchanged_loop():
+        now = {}
+        for x in live:
+            key = id(x)
+            entry = seen.get(key)
+            if entry is not None and entry[0]() is x:
+                now[key] = entry
+    for name, fn in (("sample(), nothing new", sampler.sample), ("live_arrays()", jax.live_arrays),
+                     ("id() of each", lambda: [id(x) for x in live]),
+                     ("the unchanged arrays' loop", unchanged_loop)):
+        best = float("inf")
+        for _ in range(rounds):
+            t0 = time.perf_counter()
+            fn()
+            best = min(best, time.perf_counter() - t0)
+        print("%-34s %8.3f us per unchanged array" % (name, best / len(live) * 1e6))
+    del live, seen
+    tbs = [x.traceback for x in params]  # held, so that no id is reused
+    print("tracebacks of one jitted call's %d outputs: %d distinct objects; one array's twice the same object: %s"
+          % (n, len({id(t) for t in tbs}), params[0].traceback is params[0].traceback))
+    del tbs
+    sampler.device_sizes = True
+    for name, fn in (("site(array), warm", sampler.site), ("_place(array), warm", sampler._place)):
+        print("%-34s %8.3f us per replaced array" % (name, replaced(lambda: [fn(x) for x in params])))
+    return params
 
 
 if __name__ == "__main__":

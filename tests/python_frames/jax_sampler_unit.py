@@ -2,8 +2,9 @@
 """JAX's live-array sampler (tools/python/gpuleak/_jax.py, Sampler) against stand-in arrays and a
 recording shim, no JAX and no GPU: where each kind of array is placed (one device through its
 sharding, looked up once per sharding object; the buffer's on-device size where the array has
-it; several shards, no sharding attribute, a host array, a deleted array), and what a sample
-sends (the new arrays, then those gone), and a fork while another thread samples. Exit 0 pass,
+it; several shards, no sharding attribute, a host array, a deleted array), what a sample sends
+(the new arrays, then those gone; an id reused by a new array), and a fork while another thread
+samples. Exit 0 pass,
 1 fail."""
 import os
 import signal
@@ -94,20 +95,25 @@ def main():
     one = Sharding(gpu1)
     sampler = _jax.Sampler(Jax(), Shim())
     sampler.device_sizes = True
+    new1, gone1 = _jax.NEW | 1 << 8, _jax.GONE | 1 << 8
+    new0, gone0 = _jax.NEW, _jax.GONE
     a, b = Array(0x1000, 100, one, device_bytes=128), Array(0x2000, 200, one, device_bytes=256)
-    check(sampler.buffers(a) == [(1, 0x1000, 128)], "one device: the sharding's device, the on-device size")
-    check(sampler.buffers(b) == [(1, 0x2000, 256)] and Sharding.reads == 1,
+    check(sampler._place(a) == ((new1, 0x1000, 128, 0), (gone1, 0x1000, 0, 0)),
+          "one device: the sharding's device, the on-device size")
+    check(sampler._place(b) == ((new1, 0x2000, 256, 0), (gone1, 0x2000, 0, 0)) and Sharding.reads == 1,
           "a second array of the same sharding object: its device set read once (%d reads)" % Sharding.reads)
     b.deleted = True
-    check(sampler.buffers(b) == [], "a deleted array: nothing placed")
-    check(sampler.buffers(Array(0x3000, 64, Sharding(cpu), device_bytes=64)) == [], "a host array: nothing placed")
+    check(sampler._place(b) is None, "a deleted array: nothing placed")
+    check(sampler._place(Array(0x3000, 64, Sharding(cpu), device_bytes=64)) is None, "a host array: nothing placed")
     two = Array(0, 0, Sharding(gpu0, gpu1), shards=[Shard(gpu0, Array(0x4000, 32)), Shard(gpu1, Array(0x5000, 32))])
-    check(sampler.buffers(two) == [(0, 0x4000, 32), (1, 0x5000, 32)], "two shards: one buffer each")
+    check(sampler._place(two) == ((new0, 0x4000, 32, 0, new1, 0x5000, 32, 0), (gone0, 0x4000, 0, 0, gone1, 0x5000, 0, 0)),
+          "two shards: one buffer each")
     bare = Array(0x6000, 48, one)
     del bare.sharding
     bare.shards = None
     bare.devices = lambda: {gpu0}
-    check(sampler.buffers(bare) == [(0, 0x6000, 48)], "no sharding attribute: devices() and nbytes")
+    check(sampler._place(bare) == ((new0, 0x6000, 48, 0), (gone0, 0x6000, 0, 0)),
+          "no sharding attribute: devices() and nbytes")
 
     # A sample: the arrays new since the last, then those gone (first in the words), each once.
     jax, shim = Jax(), Shim()
@@ -124,6 +130,15 @@ def main():
           "the second sample: the gone array first, then the new one: %r" % shim.words[1])
     sampler.sample()
     check(len(shim.words) == 2, "a sample with nothing new or gone sends nothing")
+    # An array gone and another at its id (CPython reuses a freed object's memory): the one seen
+    # before is reported gone, the new one new, though the id is the same.
+    reused = Array(0x7000, 700, one)
+    sampler.seen[id(reused)] = sampler.seen.pop(id(kept))
+    jax.arrays = [reused, jax.arrays[1]]
+    sampler.sample()
+    check(shim.words[2] == [_jax.GONE | 1 << 8, 0x2000, 0, 0, new, 0x7000, 700, 0],
+          "an id reused by a new array: the old one gone, the new one new: %r" % shim.words[2])
+
     # A fork while another thread samples: the child samples with a lock of its own.
     holding, release = threading.Event(), threading.Event()
 

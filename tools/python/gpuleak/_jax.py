@@ -119,10 +119,10 @@ class Sampler:
         self.jax = jax
         self.shim = shim
         self.lock = threading.RLock()  # an OOM raised while sampling samples again on the same thread
-        self.seen = {}  # id(array) -> (weak reference or None, [(device, address)])
+        self.seen = {}  # id(array) -> (weak reference or None, the words that report it gone)
         self.sites = {}  # traceback -> py stack id
         self.last_site = (None, 0)  # the last traceback object looked up, and its id
-        self.placements = {}  # id(sharding) -> (sharding, device ordinal) (buffers())
+        self.placements = {}  # id(sharding) -> (sharding, device ordinal) (_place())
         self.device_sizes = None  # whether the arrays have on_device_size_in_bytes (the first seen says)
         self.samples = 0
         self.open = False  # an iteration began and has not ended
@@ -174,33 +174,6 @@ class Sampler:
             self.sites[tb_key] = sid
         return sid
 
-    def buffers(self, array):
-        """[(device ordinal, address, bytes)] of the array's buffers on the GPU.
-
-        The common case, one buffer on one device, costs two calls into jaxlib's C++: the device
-        comes from the array's sharding object, looked up once per sharding object (a jitted
-        function's outputs share theirs from call to call), the address from
-        unsafe_buffer_pointer() and the size from on_device_size_in_bytes() (the buffer's bytes in
-        the arena; nbytes where jaxlib lacks it). jax's own devices() and nbytes are Python
-        properties that cost more than the rest of the sample together (docs/python.md "Costs").
-        Anything else (several shards, no sharding attribute) takes the general way."""
-        sharding = getattr(array, "sharding", None)
-        if sharding is not None:
-            placed = self.placements.get(id(sharding))
-            if placed is None or placed[0] is not sharding:
-                placed = self._placement(sharding)
-            ordinal = placed[1]
-            if ordinal >= 0:
-                try:
-                    address = array.unsafe_buffer_pointer()
-                    size = array.on_device_size_in_bytes() if self.device_sizes else array.nbytes
-                except Exception:  # deleted since the listing, or an array of another kind
-                    return self._buffers_general(array)
-                return [(ordinal, address, size)] if address else []
-            if ordinal == OFF_GPU:
-                return []
-        return self._buffers_general(array)
-
     def _placement(self, sharding):
         """(sharding, device ordinal or OFF_GPU or GENERAL), kept by the sharding object's id (the
         entry holds the object: the id stays its)."""
@@ -248,14 +221,18 @@ class Sampler:
             self._sample()
 
     def _sample(self):
+        # The work per array is the sampler's cost (a training step replaces every parameter, so
+        # every array of a sample is new and every one of the last gone): an array seen before
+        # costs a dict lookup, a gone one its stored words, a new one _place() (docs/python.md
+        # "Costs").
         try:
             live = self.jax.live_arrays()
         except Exception:
             return
         self.samples += 1
         seen, now = self.seen, {}
-        words = []  # the sample for the shim: four words an object (_Shim.objects)
-        gone, new = [], []
+        words = []  # the sample for the shim: four words an object (_Shim.objects), the gone first
+        new = []
         for array in live:
             key = id(array)
             entry = seen.pop(key, None)
@@ -264,37 +241,68 @@ class Sampler:
                 if ref is None or ref() is array:
                     now[key] = entry
                     continue
-                gone.append(entry)  # its id was reused: the array seen before is gone
-            new.append((key, array))
-        gone.extend(seen.values())
+                words += entry[1]  # its id was reused: the array seen before is gone
+            new.append(array)
         # The arrays gone first: a new array may sit at a gone one's address (the arena, or a
         # per-buffer allocator, handed the freed buffer out again since the last sample).
-        for _, placed in gone:
-            for device, address in placed:
-                words += (GONE | device << 8, address, 0, 0)
-        if new and self.device_sizes is None:
-            self.device_sizes = callable(getattr(new[0][1], "on_device_size_in_bytes", None))
-        for key, array in new:
-            try:
-                bufs = self.buffers(array)
-            except Exception:
-                continue
-            if not bufs:
-                continue
-            try:
-                ref = weakref.ref(array)
-            except TypeError:
-                ref = None
-            sid = self.site(array)
-            placed = []
-            for device, address, size in bufs:
-                if address and 0 <= device <= 0x7FFF:
-                    words += (NEW | device << 8, address, size, sid)
-                    placed.append((device, address))
-            now[key] = (ref, placed)
+        for entry in seen.values():
+            words += entry[1]
+        if new:
+            if self.device_sizes is None:
+                self.device_sizes = callable(getattr(new[0], "on_device_size_in_bytes", None))
+            for array in new:
+                placed = self._place(array)
+                if placed is None:
+                    continue
+                news, gones = placed
+                words += news
+                try:
+                    ref = weakref.ref(array)
+                except TypeError:
+                    ref = None
+                now[id(array)] = (ref, gones)
         if words:
             self.shim.objects(words)
         self.seen = now
+
+    def _place(self, array):
+        """(the words reporting the array new, those reporting it gone), or None when none of its
+        buffers is on a GPU.
+
+        The common case, one buffer on one device, costs two calls into jaxlib's C++: the device
+        comes from the array's sharding object, looked up once per sharding object (a jitted
+        function's outputs share theirs from call to call), the address from
+        unsafe_buffer_pointer() and the size from on_device_size_in_bytes() (the buffer's bytes in
+        the arena; nbytes where jaxlib lacks it). jax's own devices() and nbytes are Python
+        properties that cost more than the rest of the sample together (docs/python.md "Costs").
+        Anything else (several shards, no sharding attribute) takes the general way."""
+        try:
+            sharding = array.sharding
+            placed = self.placements.get(id(sharding))
+            if placed is None or placed[0] is not sharding:
+                placed = self._placement(sharding)
+            device = placed[1]
+            if device == OFF_GPU:
+                return None
+            if device >= 0:
+                address = array.unsafe_buffer_pointer()
+                size = array.on_device_size_in_bytes() if self.device_sizes else array.nbytes
+                if not address or device > 0x7FFF:
+                    return None
+                return (NEW | device << 8, address, size, self.site(array)), (GONE | device << 8, address, 0, 0)
+        except Exception:  # no sharding attribute, deleted since the listing, or an array of another kind
+            pass
+        try:
+            bufs = self._buffers_general(array)
+        except Exception:
+            return None
+        news, gones = (), ()
+        sid = self.site(array) if bufs else 0
+        for device, address, size in bufs:
+            if address and 0 <= device <= 0x7FFF:
+                news += (NEW | device << 8, address, size, sid)
+                gones += (GONE | device << 8, address, 0, 0)
+        return (news, gones) if news else None
 
     def on_boundary(self, event, nested=False):
         # Once per iteration: at its end, or at a begin that closes the last one implicitly (the C
