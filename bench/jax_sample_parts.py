@@ -66,8 +66,12 @@ def main():
         ("array.devices()", lambda x: x.devices()),
         ("array.is_deleted()", lambda x: x.is_deleted()),
         ("array.traceback", lambda x: x.traceback),
+        ("array.aval", lambda x: x.aval),
+        ("array.shape", lambda x: x.shape),
+        ("array.dtype", lambda x: x.dtype),
         ("weakref.ref(array)", weakref.ref),
         ("id(array)", id),
+        ("object.__hash__(array)", object.__hash__),
     ]
     for name, fn in parts:
         try:
@@ -162,6 +166,13 @@ def breakdown(jax, _jax, update, params, rounds):
     print("tracebacks of one jitted call's %d outputs: %d distinct objects; one array's twice the same object: %s"
           % (n, len({id(t) for t in tbs}), params[0].traceback is params[0].traceback))
     del tbs
+    before = [(x.aval, x.sharding) for x in params]
+    params = update(params)
+    after = [(x.aval, x.sharding) for x in params]
+    print("one replace: the same aval object %d of %d, the same sharding object %d of %d, avals distinct: %d"
+          % (sum(a[0] is b[0] for a, b in zip(before, after)), n, sum(a[1] is b[1] for a, b in zip(before, after)), n,
+             len({id(a[0]) for a in after})))
+    del before, after
     sampler.device_sizes = True
     for name, fn in (("site(array), warm", sampler.site), ("_place(array), warm", sampler._place)):
         print("%-34s %8.3f us per replaced array" % (name, replaced(lambda: [fn(x) for x in params])))

@@ -2,7 +2,7 @@
 """JAX's live-array sampler (tools/python/gpuleak/_jax.py, Sampler) against stand-in arrays and a
 recording shim, no JAX and no GPU: where each kind of array is placed (one device through its
 sharding, looked up once per sharding object; the buffer's on-device size where the array has
-it; several shards, no sharding attribute, a host array, a deleted array), what a sample sends
+it, read once per aval object of a sharding; several shards, no sharding attribute, a host array, a deleted array), what a sample sends
 (the new arrays, then those gone; an id reused by a new array), and a fork while another thread
 samples. Exit 0 pass,
 1 fail."""
@@ -43,12 +43,19 @@ class Shard:
 class Array:
     """jaxlib's array as the sampler sees it: nbytes is the logical size, the buffer may be larger."""
 
-    def __init__(self, address, nbytes, sharding=None, device_bytes=None, shards=None):
+    size_reads = 0
+
+    def __init__(self, address, nbytes, sharding=None, device_bytes=None, shards=None, aval=None):
         self.address, self.nbytes, self.deleted = address, nbytes, False
         if sharding is not None:
             self.sharding = sharding
         if device_bytes is not None:
-            self.on_device_size_in_bytes = lambda: device_bytes
+            def on_device_size_in_bytes():
+                Array.size_reads += 1
+                return device_bytes
+            self.on_device_size_in_bytes = on_device_size_in_bytes
+        if aval is not None:
+            self.aval = aval
         self.shards = shards
         self.traceback = None
 
@@ -102,6 +109,15 @@ def main():
           "one device: the sharding's device, the on-device size")
     check(sampler._place(b) == ((new1, 0x2000, 256, 0), (gone1, 0x2000, 0, 0)) and Sharding.reads == 1,
           "a second array of the same sharding object: its device set read once (%d reads)" % Sharding.reads)
+    # The size kept per aval object within a sharding: a jitted call's outputs share both.
+    shape_a, shape_b = object(), object()
+    Array.size_reads = 0
+    c, d = Array(0x8000, 100, one, device_bytes=512, aval=shape_a), Array(0x9000, 100, one, device_bytes=512, aval=shape_a)
+    e = Array(0xa000, 100, one, device_bytes=1024, aval=shape_b)
+    check([sampler._place(x)[0][2] for x in (c, d, e)] == [512, 512, 1024] and Array.size_reads == 2,
+          "one on-device size read per aval object (%d reads)" % Array.size_reads)
+    f = Array(0xb000, 100, Sharding(gpu1), device_bytes=2048, aval=shape_a)
+    check(sampler._place(f)[0][2] == 2048 and Array.size_reads == 3, "another sharding object: its own sizes")
     b.deleted = True
     check(sampler._place(b) is None, "a deleted array: nothing placed")
     check(sampler._place(Array(0x3000, 64, Sharding(cpu), device_bytes=64)) is None, "a host array: nothing placed")
@@ -133,7 +149,7 @@ def main():
     # An array gone and another at its id (CPython reuses a freed object's memory): the one seen
     # before is reported gone, the new one new, though the id is the same.
     reused = Array(0x7000, 700, one)
-    sampler.seen[id(reused)] = sampler.seen.pop(id(kept))
+    sampler.seen[_jax._identity(reused)] = sampler.seen.pop(_jax._identity(kept))
     jax.arrays = [reused, jax.arrays[1]]
     sampler.sample()
     check(shim.words[2] == [_jax.GONE | 1 << 8, 0x2000, 0, 0, new, 0x7000, 700, 0],

@@ -107,6 +107,13 @@ def _on_gpu(device):
     return getattr(device, "platform", "gpu") not in ("cpu", "tpu")
 
 
+# An object's identity as a dict key: object.__hash__ is the pointer rotated by four bits, as
+# unique as id(), for arrays too (jax's are unhashable: their class's __hash__ is None). id() raises
+# the builtins.id audit event, and a JAX process has an audit hook: id() measured 0.44-0.51 us
+# against 0.10 for weakref.ref() on the H100 host (bench/jax_sample_parts.py), a third of a new
+# array's cost with three of them.
+_identity = object.__hash__
+
 OFF_GPU = -1  # a sharding's placement (Sampler._placement): on no GPU, or not one device (GENERAL)
 GENERAL = -2
 NESTED_SPACING = 9  # sample durations between two samples at nested loops' passes (Sampler._affordable)
@@ -119,10 +126,10 @@ class Sampler:
         self.jax = jax
         self.shim = shim
         self.lock = threading.RLock()  # an OOM raised while sampling samples again on the same thread
-        self.seen = {}  # id(array) -> (weak reference or None, the words that report it gone)
+        self.seen = {}  # _identity(array) -> (weak reference or None, the words that report it gone)
         self.sites = {}  # traceback -> py stack id
         self.last_site = (None, 0)  # the last traceback object looked up, and its id
-        self.placements = {}  # id(sharding) -> (sharding, device ordinal) (_place())
+        self.placements = {}  # _identity(sharding) -> (sharding, device ordinal) (_place())
         self.device_sizes = None  # whether the arrays have on_device_size_in_bytes (the first seen says)
         self.samples = 0
         self.open = False  # an iteration began and has not ended
@@ -175,8 +182,8 @@ class Sampler:
         return sid
 
     def _placement(self, sharding):
-        """(sharding, device ordinal or OFF_GPU or GENERAL), kept by the sharding object's id (the
-        entry holds the object: the id stays its)."""
+        """(sharding, device ordinal or OFF_GPU or GENERAL, {aval identity: (aval, bytes)}), kept
+        by the sharding object's identity (the entry holds the object: the identity stays its)."""
         ordinal = GENERAL
         try:
             devices = sharding.device_set
@@ -187,7 +194,7 @@ class Sampler:
             pass
         if len(self.placements) > 4096:
             self.placements.clear()
-        placed = self.placements[id(sharding)] = (sharding, ordinal)
+        placed = self.placements[_identity(sharding)] = (sharding, ordinal, {})
         return placed
 
     @staticmethod
@@ -234,23 +241,23 @@ class Sampler:
         words = []  # the sample for the shim: four words an object (_Shim.objects), the gone first
         new = []
         for array in live:
-            key = id(array)
+            key = _identity(array)
             entry = seen.pop(key, None)
             if entry is not None:
                 ref = entry[0]
                 if ref is None or ref() is array:
                     now[key] = entry
                     continue
-                words += entry[1]  # its id was reused: the array seen before is gone
-            new.append(array)
+                words += entry[1]  # its identity was reused: the array seen before is gone
+            new.append((key, array))
         # The arrays gone first: a new array may sit at a gone one's address (the arena, or a
         # per-buffer allocator, handed the freed buffer out again since the last sample).
         for entry in seen.values():
             words += entry[1]
         if new:
             if self.device_sizes is None:
-                self.device_sizes = callable(getattr(new[0], "on_device_size_in_bytes", None))
-            for array in new:
+                self.device_sizes = callable(getattr(new[0][1], "on_device_size_in_bytes", None))
+            for key, array in new:
                 placed = self._place(array)
                 if placed is None:
                     continue
@@ -260,7 +267,7 @@ class Sampler:
                     ref = weakref.ref(array)
                 except TypeError:
                     ref = None
-                now[id(array)] = (ref, gones)
+                now[key] = (ref, gones)
         if words:
             self.shim.objects(words)
         self.seen = now
@@ -269,16 +276,17 @@ class Sampler:
         """(the words reporting the array new, those reporting it gone), or None when none of its
         buffers is on a GPU.
 
-        The common case, one buffer on one device, costs two calls into jaxlib's C++: the device
-        comes from the array's sharding object, looked up once per sharding object (a jitted
-        function's outputs share theirs from call to call), the address from
-        unsafe_buffer_pointer() and the size from on_device_size_in_bytes() (the buffer's bytes in
-        the arena; nbytes where jaxlib lacks it). jax's own devices() and nbytes are Python
-        properties that cost more than the rest of the sample together (docs/python.md "Costs").
-        Anything else (several shards, no sharding attribute) takes the general way."""
+        The common case, one buffer on one device, costs one call into jaxlib's C++, the address
+        (unsafe_buffer_pointer()). The device comes from the array's sharding object and the size
+        from its aval within that sharding: a jitted function's outputs share both objects from
+        call to call, so the device is looked up once per sharding object and the size
+        (on_device_size_in_bytes(), the buffer's bytes in the arena; nbytes where jaxlib lacks it)
+        once per aval object there. jax's own devices() and nbytes are Python properties, and
+        on_device_size_in_bytes() costs twice the address (docs/python.md "Costs"). Anything else
+        (several shards, no sharding attribute) takes the general way."""
         try:
             sharding = array.sharding
-            placed = self.placements.get(id(sharding))
+            placed = self.placements.get(_identity(sharding))
             if placed is None or placed[0] is not sharding:
                 placed = self._placement(sharding)
             device = placed[1]
@@ -286,9 +294,18 @@ class Sampler:
                 return None
             if device >= 0:
                 address = array.unsafe_buffer_pointer()
-                size = array.on_device_size_in_bytes() if self.device_sizes else array.nbytes
                 if not address or device > 0x7FFF:
                     return None
+                aval = getattr(array, "aval", None)
+                known = placed[2].get(_identity(aval))
+                if known is not None and known[0] is aval:
+                    size = known[1]
+                else:
+                    size = array.on_device_size_in_bytes() if self.device_sizes else array.nbytes
+                    if aval is not None:
+                        if len(placed[2]) > 4096:
+                            placed[2].clear()
+                        placed[2][_identity(aval)] = (aval, size)
                 return (NEW | device << 8, address, size, self.site(array)), (GONE | device << 8, address, 0, 0)
         except Exception:  # no sharding attribute, deleted since the listing, or an array of another kind
             pass
