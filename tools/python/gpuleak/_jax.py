@@ -230,8 +230,8 @@ class Sampler:
     def _sample(self):
         # The work per array is the sampler's cost (a training step replaces every parameter, so
         # every array of a sample is new and every one of the last gone): an array seen before
-        # costs a dict lookup, a gone one its stored words, a new one _place() (docs/python.md
-        # "Costs").
+        # costs a dict lookup, a gone one its stored words, a new one _place() (docs/python.md,
+        # "JAX").
         try:
             live = self.jax.live_arrays()
         except Exception:
@@ -282,7 +282,7 @@ class Sampler:
         call to call, so the device is looked up once per sharding object and the size
         (on_device_size_in_bytes(), the buffer's bytes in the arena; nbytes where jaxlib lacks it)
         once per aval object there. jax's own devices() and nbytes are Python properties, and
-        on_device_size_in_bytes() costs twice the address (docs/python.md "Costs"). Anything else
+        on_device_size_in_bytes() costs twice the address (docs/python.md, "JAX"). Anything else
         (several shards, no sharding attribute) takes the general way."""
         try:
             sharding = array.sharding
