@@ -141,8 +141,13 @@ struct Iteration {
 
 struct Forecast {
   double bytes_per_iteration = 0;  // the growth rate used
-  uint64_t iterations_left = 0;    // floor((total - live at the end of the last iteration) / rate)
-  double seconds_left = 0;         // iterations_left * median iteration duration
+  // floor((total - held elsewhere - live at the end of the last iteration) / rate)
+  uint64_t iterations_left = 0;
+  double seconds_left = 0;  // iterations_left * median iteration duration
+  // What NVML saw on the device at exit beyond gpuleak's tracked live bytes: this process's
+  // untracked memory (the CUDA context, memory not allocated through the tracked calls) and other
+  // processes'. 0 when NVML was not read.
+  uint64_t held_elsewhere_bytes = 0;
 };
 
 inline constexpr uint32_t kMaxWarmupFits = 64;

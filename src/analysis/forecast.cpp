@@ -1,6 +1,6 @@
 // Forecast: at the rate a leaking or growing device gains memory, how many more iterations (and
-// seconds) until it is full. Only a forecast: it assumes the fitted rate holds and that nothing
-// else on the device (other processes, the context) changes.
+// seconds) until it is full. Only a forecast: it assumes the fitted rate holds and that what else
+// holds the device (the CUDA context, other processes: NVML's reading at exit) stays as it was.
 #include <algorithm>
 #include <cmath>
 
@@ -22,12 +22,25 @@ double median_seconds(const std::vector<Span> &spans, const Primary &primary) {
   return (*std::max_element(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(h)) + d[h]) / 2;
 }
 
+// The device's bytes NVML counted at exit that gpuleak's tracked live bytes do not hold: this
+// process's untracked bytes and other processes' usage (the whole device's usage less this
+// process's); where NVML did not list this process (a container's pid namespace), the whole
+// device's usage less the tracked live bytes at exit.
+uint64_t held_elsewhere(const DeviceSummary &dev) {
+  if (!dev.nvml_device_used_bytes) return 0;
+  const uint64_t device_used = *dev.nvml_device_used_bytes;
+  if (!dev.nvml_process_used_bytes)
+    return device_used > dev.live_at_exit_bytes ? device_used - dev.live_at_exit_bytes : 0;
+  const uint64_t others = device_used > *dev.nvml_process_used_bytes ? device_used - *dev.nvml_process_used_bytes : 0;
+  return others + dev.untracked_bytes.value_or(0);
+}
+
 }  // namespace
 
 // The rate is the device total's fitted slope after warm-up, or the leaking sites' rates summed
 // when that is higher: a leak that began late in the run (each leak's rate is measured from its
 // first iteration), or one hidden by memory released elsewhere. The starting point is the device's
-// live bytes at the end of the last primary iteration.
+// live bytes at the end of the last primary iteration, and what else holds the device is not free.
 void forecast(const std::vector<Span> &spans, const Primary &primary, const Ledger &ledger, Analysis *out) {
   if (primary.spans.empty()) return;
   const double seconds = median_seconds(spans, primary);
@@ -43,7 +56,9 @@ void forecast(const std::vector<Span> &spans, const Primary &primary, const Ledg
     uint64_t live = ledger.row(primary.spans.back(), d).live_end_bytes;
     Forecast f;
     f.bytes_per_iteration = rate;
-    double left = dev.total_bytes > live ? std::floor(static_cast<double>(dev.total_bytes - live) / rate) : 0;
+    f.held_elsewhere_bytes = held_elsewhere(dev);
+    const uint64_t used = live + f.held_elsewhere_bytes;
+    double left = dev.total_bytes > used ? std::floor(static_cast<double>(dev.total_bytes - used) / rate) : 0;
     f.iterations_left = static_cast<uint64_t>(std::min(left, 1.8e19));
     f.seconds_left = static_cast<double>(f.iterations_left) * seconds;
     dev.forecast = f;

@@ -302,7 +302,8 @@ json devices_json(const analysis::Analysis &a) {
     if (d.forecast) {
       j["forecast"] = {{"iterations_left", d.forecast->iterations_left},
                        {"seconds_left", report_number(d.forecast->seconds_left, 6)},
-                       {"bytes_per_iteration", report_number(d.forecast->bytes_per_iteration)}};
+                       {"bytes_per_iteration", report_number(d.forecast->bytes_per_iteration)},
+                       {"held_elsewhere_bytes", d.forecast->held_elsewhere_bytes}};
     } else {
       j["forecast"] = nullptr;
     }

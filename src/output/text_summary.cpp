@@ -258,11 +258,15 @@ std::string text_summary(const nlohmann::json &r, const std::string &report_path
     const auto &forecast = field(d, "forecast", empty);
     if (ran_out_on(ooms, integer(d, "index")))
       out += "; ran out of memory";
-    else if (forecast.contains("iterations_left"))
+    else if (forecast.contains("iterations_left")) {
       out += "; " +
              format::forecast_phrase(static_cast<uint64_t>(integer(forecast, "iterations_left")),
                                      number(forecast, "seconds_left")) +
              " at this rate";
+      // What the forecast took as not free beyond the tracked live bytes (report 1.3).
+      if (const double held = number(forecast, "held_elsewhere_bytes"); held > 0)
+        out += ", with the " + human_bytes(held) + " held outside the tracked allocations";
+    }
     out += "\n";
     out += segments_text(r, integer(d, "index"));
   }

@@ -247,7 +247,7 @@ def native(case, a):
     if a.check == "native":
         if report is None:
             case.failures.append(f"no report {os.path.basename(rpath)}")
-        elif str(report.get("schema")) not in ("gpuleak.report/1", "gpuleak.report/1.1", "gpuleak.report/1.2"):
+        elif not re.fullmatch(r"gpuleak\.report/1(\.\d+)?", str(report.get("schema"))):
             case.failures.append(f"report schema {report.get('schema')!r}")
         if report is not None:
             case.log(f"report verdict={report.get('verdict')} iteration_source={report.get('iteration_source')} "

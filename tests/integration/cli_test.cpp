@@ -30,7 +30,7 @@ TEST(Cli, LeakyStaticProgramGetsALeakVerdictAtTheLeakingFunction) {
   ASSERT_EQ(reports.size(), 1u) << r.err;
   std::ifstream in(reports[0]);
   nlohmann::json report = nlohmann::json::parse(in);
-  EXPECT_EQ(report["schema"], "gpuleak.report/1.2");
+  EXPECT_EQ(report["schema"], "gpuleak.report/1.3");
   EXPECT_EQ(report["verdict"], "leak") << r.err;
   ASSERT_FALSE(report["leaks"].empty());
   const auto &leak = report["leaks"][0];

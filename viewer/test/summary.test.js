@@ -83,6 +83,12 @@ describe('forecastSentences', () => {
     expect(s).toBe('GPU 0 (NVIDIA H200, 140 GiB): out of memory in ~7,702 iterations (~59 min) at +18.0 MiB per ' +
       'iteration, if nothing else changes.');
   });
+  it('says what it counted as held outside the tracked allocations', () => {
+    const report = structuredClone(leakReport);
+    report.devices[0].forecast.held_elsewhere_bytes = 512 * 1024 * 1024;
+    const [s] = forecastSentences(report);
+    expect(s).toContain('per iteration, with the 512 MiB held outside the tracked allocations, if nothing else changes.');
+  });
   it('says less than an iteration left as such, never "already past its memory"', () => {
     const report = structuredClone(leakReport);
     report.devices[0].forecast.iterations_left = 0;

@@ -75,6 +75,7 @@ class Forecast:
     iterations_left: Optional[int] = None
     seconds_left: Optional[float] = None
     bytes_per_iteration: Optional[float] = None
+    held_elsewhere_bytes: Optional[int] = None  # (1.3) NVML's bytes beyond the tracked live, not free
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
