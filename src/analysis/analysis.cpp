@@ -400,6 +400,7 @@ Analysis run(const format::Capture &capture, const format::MemorySource &memory,
   // after it knows which allocations are segments (pool_blocks.h).
   std::optional<PoolBlocks> blocks;
   if (timeline.pool_block_allocs > 0) blocks.emplace(sites, timeline.devices);
+  if (blocks && !primary.end_pos.empty()) blocks->snapshot_at(primary.end_pos.back());
   const PoolBlocks *segments = blocks ? &*blocks : nullptr;
   ooms.use_pool(segments);
   SurvivorObserver survivors(primary, segments);
@@ -445,7 +446,7 @@ Analysis run(const format::Capture &capture, const format::MemorySource &memory,
 
   decide(ledger, sites, primary, &survivors, options, &out);
   if (retention) retention->apply(ledger.devices, sites, &out);
-  forecast(spans, primary, ledger, &out);
+  forecast(spans, primary, ledger, blocks ? blocks->pools() : std::vector<PoolAtExit>{}, &out);
   out.ooms = ooms.events();
   fill_live_at_exit(std::move(live_at_exit.live), options, &out);
   advisor.finish(&out);  // may replay once more (advice_internal.h)

@@ -141,13 +141,21 @@ struct Iteration {
 
 struct Forecast {
   double bytes_per_iteration = 0;  // the growth rate used
-  // floor((total - held elsewhere - live at the end of the last iteration) / rate)
+  // floor((total - held elsewhere - live at the end of the last iteration + pool free) / rate), or
+  // within JAX's arena floor(pool free / rate)
   uint64_t iterations_left = 0;
   double seconds_left = 0;  // iterations_left * median iteration duration
   // What NVML saw on the device at exit beyond gpuleak's tracked live bytes: this process's
   // untracked memory (the CUDA context, memory not allocated through the tracked calls) and other
   // processes'. 0 when NVML was not read.
   uint64_t held_elsewhere_bytes = 0;
+  // The free bytes inside a framework's pool at the end of the last primary iteration (its
+  // segments less the objects in them): free for the leak first (PyTorch and CuPy release cached
+  // blocks before they fail).
+  uint64_t pool_free_bytes = 0;
+  // JAX's arena holds every array and does not grow past its limit: the forecast is for the arena
+  // filling (pool_free_bytes at the rate), not the device.
+  bool within_arena = false;
 };
 
 inline constexpr uint32_t kMaxWarmupFits = 64;

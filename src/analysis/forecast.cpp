@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "analysis/pool_blocks.h"
 #include "analysis/verdicts.h"
 
 namespace gpuleak::analysis::detail {
@@ -40,10 +41,17 @@ uint64_t held_elsewhere(const DeviceSummary &dev) {
 // The rate is the device total's fitted slope after warm-up, or the leaking sites' rates summed
 // when that is higher: a leak that began late in the run (each leak's rate is measured from its
 // first iteration), or one hidden by memory released elsewhere. The starting point is the device's
-// live bytes at the end of the last primary iteration, and what else holds the device is not free.
-void forecast(const std::vector<Span> &spans, const Primary &primary, const Ledger &ledger, Analysis *out) {
+// live bytes at the end of the last primary iteration; what else holds the device is not free, and
+// the free space inside a framework's pool is (PyTorch and CuPy release their cached blocks and
+// retry before an allocation fails). Under JAX's arena the arrays get the arena and no more: the
+// forecast is for the arena filling.
+void forecast(const std::vector<Span> &spans, const Primary &primary, const Ledger &ledger,
+              const std::vector<PoolAtExit> &pools, Analysis *out) {
   if (primary.spans.empty()) return;
   const double seconds = median_seconds(spans, primary);
+  const auto &modes = out->allocator_mode.modes;
+  const bool jax_arena =
+      std::find(modes.begin(), modes.end(), format::AllocatorMode::kJaxArenaSampled) != modes.end();
   for (size_t d = 0; d < ledger.devices.size(); ++d) {
     DeviceSummary &dev = out->devices[d];
     if (dev.verdict != Verdict::kLeak && dev.verdict != Verdict::kGrowth) continue;
@@ -56,9 +64,20 @@ void forecast(const std::vector<Span> &spans, const Primary &primary, const Ledg
     uint64_t live = ledger.row(primary.spans.back(), d).live_end_bytes;
     Forecast f;
     f.bytes_per_iteration = rate;
-    f.held_elsewhere_bytes = held_elsewhere(dev);
-    const uint64_t used = live + f.held_elsewhere_bytes;
-    double left = dev.total_bytes > used ? std::floor(static_cast<double>(dev.total_bytes - used) / rate) : 0;
+    auto pool = std::find_if(pools.begin(), pools.end(), [&](const PoolAtExit &p) { return p.device == dev.index; });
+    if (pool != pools.end())
+      f.pool_free_bytes = pool->reserved_bytes > pool->object_bytes ? pool->reserved_bytes - pool->object_bytes : 0;
+    double free_bytes = 0;
+    if (jax_arena && pool != pools.end() && pool->reserved_bytes > 0) {
+      f.within_arena = true;
+      free_bytes = static_cast<double>(f.pool_free_bytes);
+    } else {
+      f.held_elsewhere_bytes = held_elsewhere(dev);
+      const uint64_t used = live + f.held_elsewhere_bytes;
+      const uint64_t have = dev.total_bytes + f.pool_free_bytes;
+      free_bytes = have > used ? static_cast<double>(have - used) : 0;
+    }
+    double left = std::floor(free_bytes / rate);
     f.iterations_left = static_cast<uint64_t>(std::min(left, 1.8e19));
     f.seconds_left = static_cast<double>(f.iterations_left) * seconds;
     dev.forecast = f;

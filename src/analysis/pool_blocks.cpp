@@ -34,7 +34,8 @@ void PoolBlocks::drop_ranges(uint32_t ordinal) {
   owned_.erase(it);
 }
 
-void PoolBlocks::before(uint32_t, const format::MemoryRecord *r, const LiveSet &) {
+void PoolBlocks::before(uint32_t k, const format::MemoryRecord *r, const LiveSet &) {
+  if (!snapped_ && k >= snapshot_at_) snapshot();
   if (!r || r->result != 0) return;
   if (r->op == static_cast<uint8_t>(format::Op::kMap)) {
     pending_map_ = *r;
@@ -119,6 +120,7 @@ void PoolBlocks::remapped(uint32_t, uint32_t, const LiveAllocation &a) {
 }
 
 void PoolBlocks::finish(const LiveSet &live) {
+  if (!snapped_) snapshot();
   live.for_each([&](const LiveKey &, const LiveAllocation &a) {
     if (a.space == Space::kPoolBlock) {
       auto it = holder_of_.find(a.ordinal);
@@ -134,6 +136,18 @@ void PoolBlocks::finish(const LiveSet &live) {
     t.exit_bytes += m->second.second;
     ++t.exit_count;
   });
+}
+
+void PoolBlocks::snapshot() {
+  snapped_ = true;
+  for (const auto &[k, t] : tallies_) {
+    const uint16_t slot = static_cast<uint16_t>(k >> 32);
+    const int device = slot < devices_.size() ? devices_[slot] : 0;
+    auto it = std::find_if(pools_.begin(), pools_.end(), [&](const PoolAtExit &p) { return p.device == device; });
+    PoolAtExit &p = it != pools_.end() ? *it : pools_.emplace_back(PoolAtExit{device, 0, 0});
+    p.reserved_bytes += t.live;
+    for (const auto &[site, h] : t.blocks) p.object_bytes += h.live;
+  }
 }
 
 std::vector<SegmentSite> PoolBlocks::take() {

@@ -26,6 +26,15 @@
 namespace gpuleak::analysis::detail {
 
 class PoolBlocks;
+
+// A device's framework pool at the end of the last primary iteration (PoolBlocks::snapshot_at):
+// the segments' bytes and the blocks' bytes inside them.
+struct PoolAtExit {
+  int device = 0;
+  uint64_t reserved_bytes = 0;
+  uint64_t object_bytes = 0;
+};
+
 // Whether an allocation's bytes are a call site's own, for leaks, live at exit and OOM sites: device
 // memory, and a framework allocator's blocks; not the segments that hold blocks (`pool` null: no
 // blocks in the capture).
@@ -45,6 +54,11 @@ class PoolBlocks : public Observer {
   void remapped(uint32_t k, uint32_t old, const LiveAllocation &a) override;
   void finish(const LiveSet &live) override;
 
+  // Each device's pool totals as they stand before the replay reaches `position` (the last
+  // primary iteration's end, Primary::end_pos), or at the end of the replay (pools()).
+  void snapshot_at(uint32_t position) { snapshot_at_ = position; }
+  const std::vector<PoolAtExit> &pools() const { return pools_; }
+
   // After the replay: the segments by site, devices ascending, most bytes at exit first.
   std::vector<SegmentSite> take();
 
@@ -62,6 +76,7 @@ class PoolBlocks : public Observer {
     std::unordered_map<uint32_t, Holder> blocks;  // block site -> bytes
   };
   static uint64_t key(uint16_t slot, uint32_t site) { return static_cast<uint64_t>(slot) << 32 | site; }
+  void snapshot();
   void add_range(uint16_t slot, uint64_t start, const Range &range);
   void drop_ranges(uint32_t ordinal);
   void mark(std::map<uint64_t, Range>::const_iterator range, uint16_t slot);
@@ -73,6 +88,9 @@ class PoolBlocks : public Observer {
   std::vector<bool> segment_;                                                       // by ordinal
   std::unordered_map<uint32_t, uint64_t> holder_of_;                    // live block ordinal -> key(slot, segment site)
   std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> marked_;  // live segment -> (key, bytes)
+  uint32_t snapshot_at_ = UINT32_MAX;
+  bool snapped_ = false;
+  std::vector<PoolAtExit> pools_;
   std::unordered_map<uint64_t, SegmentTally> tallies_;                  // key(slot, segment site)
   format::MemoryRecord pending_map_{};                                  // a mapping seen in before(), placed in after()
   bool map_pending_ = false;

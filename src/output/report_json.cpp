@@ -303,7 +303,9 @@ json devices_json(const analysis::Analysis &a) {
       j["forecast"] = {{"iterations_left", d.forecast->iterations_left},
                        {"seconds_left", report_number(d.forecast->seconds_left, 6)},
                        {"bytes_per_iteration", report_number(d.forecast->bytes_per_iteration)},
-                       {"held_elsewhere_bytes", d.forecast->held_elsewhere_bytes}};
+                       {"held_elsewhere_bytes", d.forecast->held_elsewhere_bytes},
+                       {"pool_free_bytes", d.forecast->pool_free_bytes},
+                       {"fills", d.forecast->within_arena ? "jax_arena" : "device"}};
     } else {
       j["forecast"] = nullptr;
     }

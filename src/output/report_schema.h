@@ -14,7 +14,7 @@ inline constexpr int kReportMajor = 1;
 inline constexpr const char *kReportSchema = "gpuleak.report/1";
 // What this gpuleak writes: the major version and the minor of the last fields added
 // (docs/report-format.md "Version policy"; 1.1: loops[], issue #33; 1.2: loops[].setup; 1.3:
-// devices[].forecast.held_elsewhere_bytes).
+// devices[].forecast.held_elsewhere_bytes, pool_free_bytes and fills).
 inline constexpr const char *kReportSchemaWritten = "gpuleak.report/1.3";
 
 // "" when `doc` is a report this gpuleak reads: "gpuleak.report/<major>[.<minor>]" with a major

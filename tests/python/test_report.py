@@ -17,7 +17,7 @@ EXAMPLE = {
     "devices": [{"index": 0, "name": "NVIDIA H200", "total_bytes": 150754820096, "peak_live_bytes": 9865003008,
                  "live_at_exit_bytes": 2281701376, "verdict": "leak", "growth_bytes_per_iteration": 18874368,
                  "forecast": {"iterations_left": 7702, "seconds_left": 3544.1, "bytes_per_iteration": 18874368,
-                              "held_elsewhere_bytes": 536870912}}],
+                              "held_elsewhere_bytes": 536870912, "pool_free_bytes": 0, "fills": "device"}}],
     "iterations": [{"index": i, "loop": "step", "primary": True, "start_ns": i, "end_ns": i + 1,
                     "devices": [{"index": 0, "live_end_bytes": 100 * (i + 1), "peak_bytes": 0}]} for i in range(3)],
     "leaks": [{"site_id": "5f3c9a1e2b7d4410", "device": 0, "bytes_per_iteration": 18874368, "live_bytes": 1509949440,
@@ -46,7 +46,7 @@ def test_reads_into_dataclasses(tmp_path):
     d = r.device(0)
     assert isinstance(d, report.Device) and d.name == "NVIDIA H200"
     assert isinstance(d.forecast, report.Forecast) and d.forecast.iterations_left == 7702
-    assert d.forecast.held_elsewhere_bytes == 536870912
+    assert d.forecast.held_elsewhere_bytes == 536870912 and d.forecast.fills == "device"
     assert r.device(3) is None
     (leak,) = r.leaks
     assert isinstance(leak, report.Leak) and isinstance(leak.stack[0], report.Frame)

@@ -99,9 +99,10 @@ export function forecastSentences(report) {
       continue;
     }
     const facts = [d.name, d.total_bytes ? formatBytes(d.total_bytes) : null].filter(Boolean).join(', ');
-    // What the forecast took as not free beyond the tracked live bytes (report 1.3).
-    const held = f.held_elsewhere_bytes > 0 ? `, with the ${formatBytes(f.held_elsewhere_bytes)} held outside the ` +
-      'tracked allocations' : '';
+    // What the forecast counted beyond the tracked live bytes (report 1.3).
+    let held = '';
+    if (f.fills === 'jax_arena') held = `, when JAX's arena is full (${formatBytes(f.pool_free_bytes ?? 0)} of it free at the last iteration)`;
+    else if (f.held_elsewhere_bytes > 0) held = `, with the ${formatBytes(f.held_elsewhere_bytes)} held outside the tracked allocations`;
     out.push(`GPU ${d.index}${facts ? ` (${facts})` : ''}: ${forecastPhrase(f.iterations_left, f.seconds_left)} ` +
       `at ${formatRate(f.bytes_per_iteration)}${held}, if nothing else changes.`);
   }

@@ -89,6 +89,12 @@ describe('forecastSentences', () => {
     const [s] = forecastSentences(report);
     expect(s).toContain('per iteration, with the 512 MiB held outside the tracked allocations, if nothing else changes.');
   });
+  it('says when the forecast is for JAX\'s arena filling', () => {
+    const report = structuredClone(leakReport);
+    Object.assign(report.devices[0].forecast, { fills: 'jax_arena', pool_free_bytes: 2 * 1024 ** 3, held_elsewhere_bytes: 0 });
+    const [s] = forecastSentences(report);
+    expect(s).toContain("per iteration, when JAX's arena is full (2.00 GiB of it free at the last iteration), if nothing else changes.");
+  });
   it('says less than an iteration left as such, never "already past its memory"', () => {
     const report = structuredClone(leakReport);
     report.devices[0].forecast.iterations_left = 0;

@@ -87,6 +87,19 @@ TEST(FrameworkPools, JaxLeakIsTheArraysThatSurviveBoundaries) {
   EXPECT_EQ(a.allocator_note.find("--jax per-buffer"), std::string::npos) << a.allocator_note;
 }
 
+// The forecast under JAX's arena is for the arena filling: its arrays get it and no more.
+TEST(FrameworkPools, JaxForecastIsTheArenaFilling) {
+  Analysis a = analyze(jax_loop(true).capture);
+  ASSERT_TRUE(a.devices[0].forecast.has_value());
+  const Forecast &f = *a.devices[0].forecast;
+  EXPECT_TRUE(f.within_arena);
+  // The arena (100 GiB) less the arrays at the last iteration's end: the weights, 30 losses and its batch.
+  const uint64_t free_bytes = (100ull << 30) - 64 * kMiB - 30 * 4 * kMiB - 2 * kMiB;
+  EXPECT_EQ(f.pool_free_bytes, free_bytes);
+  EXPECT_EQ(f.iterations_left, free_bytes / (4 * kMiB));  // not the device's 40 GiB outside the arena
+  EXPECT_EQ(f.held_elsewhere_bytes, 0u);
+}
+
 TEST(FrameworkPools, JaxCleanLoopIsClean) {
   Analysis a = analyze(jax_loop(false).capture);
   EXPECT_EQ(a.verdict, Verdict::kClean);

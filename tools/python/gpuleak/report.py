@@ -76,6 +76,8 @@ class Forecast:
     seconds_left: Optional[float] = None
     bytes_per_iteration: Optional[float] = None
     held_elsewhere_bytes: Optional[int] = None  # (1.3) NVML's bytes beyond the tracked live, not free
+    pool_free_bytes: Optional[int] = None  # (1.3) free inside a framework's pool at exit, counted as free
+    fills: Optional[str] = None  # (1.3) "device", or "jax_arena": the forecast is for JAX's arena filling
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
