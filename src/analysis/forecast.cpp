@@ -50,8 +50,7 @@ void forecast(const std::vector<Span> &spans, const Primary &primary, const Ledg
   if (primary.spans.empty()) return;
   const double seconds = median_seconds(spans, primary);
   const auto &modes = out->allocator_mode.modes;
-  const bool jax_arena =
-      std::find(modes.begin(), modes.end(), format::AllocatorMode::kJaxArenaSampled) != modes.end();
+  const bool jax_arena = std::find(modes.begin(), modes.end(), format::AllocatorMode::kJaxArenaSampled) != modes.end();
   for (size_t d = 0; d < ledger.devices.size(); ++d) {
     DeviceSummary &dev = out->devices[d];
     if (dev.verdict != Verdict::kLeak && dev.verdict != Verdict::kGrowth) continue;

@@ -91,8 +91,8 @@ class PoolBlocks : public Observer {
   uint32_t snapshot_at_ = UINT32_MAX;
   bool snapped_ = false;
   std::vector<PoolAtExit> pools_;
-  std::unordered_map<uint64_t, SegmentTally> tallies_;                  // key(slot, segment site)
-  format::MemoryRecord pending_map_{};                                  // a mapping seen in before(), placed in after()
+  std::unordered_map<uint64_t, SegmentTally> tallies_;  // key(slot, segment site)
+  format::MemoryRecord pending_map_{};                  // a mapping seen in before(), placed in after()
   bool map_pending_ = false;
 };
 

@@ -265,7 +265,8 @@ std::string text_summary(const nlohmann::json &r, const std::string &report_path
              " at this rate";
       // What the forecast counted beyond the tracked live bytes (report 1.3).
       if (text(forecast, "fills") == "jax_arena")
-        out += ", when JAX's arena is full (" + human_bytes(number(forecast, "pool_free_bytes")) + " of it free at the last iteration)";
+        out += ", when JAX's arena is full (" + human_bytes(number(forecast, "pool_free_bytes")) +
+               " of it free at the last iteration)";
       else if (const double held = number(forecast, "held_elsewhere_bytes"); held > 0)
         out += ", with the " + human_bytes(held) + " held outside the tracked allocations";
     }

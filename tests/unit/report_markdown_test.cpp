@@ -130,9 +130,22 @@ TEST(ReportMarkdown, ForecastInTheSharedWords) {
   EXPECT_NE(md.find("| 2 | out of memory in ~4100 iterations (~17 min) | 0.93 |"), std::string::npos) << md;
   EXPECT_LT(md.find("## Leaks"), md.find("## Out of memory")) << md;
   EXPECT_NE(md.find("No allocation failed."), std::string::npos) << md;
+  // The devices table says what the forecast counted beyond the tracked live bytes (report 1.3).
+  r["devices"][0]["forecast"]["held_elsewhere_bytes"] = 600 << 20;
+  md = report_markdown(r);
+  EXPECT_NE(md.find("out of memory in ~4100 iterations (~17 min), with the 600.0 MiB held outside the tracked "
+                    "allocations |"),
+            std::string::npos)
+      << md;
+  r["devices"][0]["forecast"]["fills"] = "jax_arena";
+  r["devices"][0]["forecast"]["pool_free_bytes"] = 2ull << 30;
+  md = report_markdown(r);
+  EXPECT_NE(md.find("(~17 min), when JAX's arena is full (2.0 GiB of it free at the last iteration) |"),
+            std::string::npos)
+      << md;
   r["devices"][0]["forecast"]["iterations_left"] = 0;
   md = report_markdown(r);
-  EXPECT_NE(md.find("| out of memory within the next iteration |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| out of memory within the next iteration"), std::string::npos) << md;
   EXPECT_EQ(md.find("~0 iterations"), std::string::npos) << md;
   expect_tables_well_formed(md);
 }

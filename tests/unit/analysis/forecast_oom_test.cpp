@@ -35,7 +35,7 @@ TEST(Forecast, IterationsAndSecondsLeftAtTheFittedRate) {
   EXPECT_EQ(d.total_bytes, 1024 * kMiB);
   ASSERT_TRUE(d.forecast.has_value());
   EXPECT_DOUBLE_EQ(d.forecast->bytes_per_iteration, 1.0 * kMiB);
-  EXPECT_EQ(d.forecast->iterations_left, 904u);  // (1024 - 120) MiB at 1 MiB per iteration
+  EXPECT_EQ(d.forecast->iterations_left, 904u);     // (1024 - 120) MiB at 1 MiB per iteration
   EXPECT_EQ(d.forecast->held_elsewhere_bytes, 0u);  // no NVML reading
   EXPECT_DOUBLE_EQ(d.forecast->seconds_left, 904 * 0.25);
 }
@@ -44,12 +44,11 @@ TEST(Forecast, IterationsAndSecondsLeftAtTheFittedRate) {
 TEST(Forecast, WhatElseHoldsTheDeviceIsNotFree) {
   CaptureBuilder b = leaking(20, 1 * kMiB);
   // This process: 120 MiB tracked + 44 MiB untracked (the context); the device: 264 MiB in use.
-  b.usage(164 * kMiB, 120 * kMiB, 0, format::kUsageAtExit | format::kUsageProcessKnown).device_used_bytes =
-      264 * kMiB;
+  b.usage(164 * kMiB, 120 * kMiB, 0, format::kUsageAtExit | format::kUsageProcessKnown).device_used_bytes = 264 * kMiB;
   Analysis a = analyze(b.capture);
   ASSERT_TRUE(a.devices[0].forecast.has_value());
   EXPECT_EQ(a.devices[0].forecast->held_elsewhere_bytes, 144 * kMiB);  // 44 untracked + 100 another process's
-  EXPECT_EQ(a.devices[0].forecast->iterations_left, 760u);            // (1024 - 144 - 120) MiB at 1 MiB
+  EXPECT_EQ(a.devices[0].forecast->iterations_left, 760u);             // (1024 - 144 - 120) MiB at 1 MiB
 
   // NVML did not list this process (a container): the device's usage less the tracked live bytes.
   CaptureBuilder c = leaking(20, 1 * kMiB);
