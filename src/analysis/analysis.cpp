@@ -446,7 +446,7 @@ Analysis run(const format::Capture &capture, const format::MemorySource &memory,
 
   decide(ledger, sites, primary, &survivors, options, &out);
   if (retention) retention->apply(ledger.devices, sites, &out);
-  forecast(spans, primary, ledger, blocks ? blocks->pools() : std::vector<PoolAtExit>{}, &out);
+  forecast(spans, primary, ledger, blocks ? blocks->pools() : std::vector<PoolTotals>{}, &out);
   out.ooms = ooms.events();
   fill_live_at_exit(std::move(live_at_exit.live), options, &out);
   advisor.finish(&out);  // may replay once more (advice_internal.h)

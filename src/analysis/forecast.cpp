@@ -46,7 +46,7 @@ uint64_t held_elsewhere(const DeviceSummary &dev) {
 // retry before an allocation fails). Under JAX's arena the arrays get the arena and no more: the
 // forecast is for the arena filling.
 void forecast(const std::vector<Span> &spans, const Primary &primary, const Ledger &ledger,
-              const std::vector<PoolAtExit> &pools, Analysis *out) {
+              const std::vector<PoolTotals> &pools, Analysis *out) {
   if (primary.spans.empty()) return;
   const double seconds = median_seconds(spans, primary);
   const auto &modes = out->allocator_mode.modes;
@@ -63,7 +63,7 @@ void forecast(const std::vector<Span> &spans, const Primary &primary, const Ledg
     uint64_t live = ledger.row(primary.spans.back(), d).live_end_bytes;
     Forecast f;
     f.bytes_per_iteration = rate;
-    auto pool = std::find_if(pools.begin(), pools.end(), [&](const PoolAtExit &p) { return p.device == dev.index; });
+    auto pool = std::find_if(pools.begin(), pools.end(), [&](const PoolTotals &p) { return p.device == dev.index; });
     if (pool != pools.end())
       f.pool_free_bytes = pool->reserved_bytes > pool->object_bytes ? pool->reserved_bytes - pool->object_bytes : 0;
     double free_bytes = 0;

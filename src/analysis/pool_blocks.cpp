@@ -143,8 +143,8 @@ void PoolBlocks::snapshot() {
   for (const auto &[k, t] : tallies_) {
     const uint16_t slot = static_cast<uint16_t>(k >> 32);
     const int device = slot < devices_.size() ? devices_[slot] : 0;
-    auto it = std::find_if(pools_.begin(), pools_.end(), [&](const PoolAtExit &p) { return p.device == device; });
-    PoolAtExit &p = it != pools_.end() ? *it : pools_.emplace_back(PoolAtExit{device, 0, 0});
+    auto it = std::find_if(pools_.begin(), pools_.end(), [&](const PoolTotals &p) { return p.device == device; });
+    PoolTotals &p = it != pools_.end() ? *it : pools_.emplace_back(PoolTotals{device, 0, 0});
     p.reserved_bytes += t.live;
     for (const auto &[site, h] : t.blocks) p.object_bytes += h.live;
   }

@@ -29,7 +29,7 @@ class PoolBlocks;
 
 // A device's framework pool at the end of the last primary iteration (PoolBlocks::snapshot_at):
 // the segments' bytes and the blocks' bytes inside them.
-struct PoolAtExit {
+struct PoolTotals {
   int device = 0;
   uint64_t reserved_bytes = 0;
   uint64_t object_bytes = 0;
@@ -57,7 +57,7 @@ class PoolBlocks : public Observer {
   // Each device's pool totals as they stand before the replay reaches `position` (the last
   // primary iteration's end, Primary::end_pos), or at the end of the replay (pools()).
   void snapshot_at(uint32_t position) { snapshot_at_ = position; }
-  const std::vector<PoolAtExit> &pools() const { return pools_; }
+  const std::vector<PoolTotals> &pools() const { return pools_; }
 
   // After the replay: the segments by site, devices ascending, most bytes at exit first.
   std::vector<SegmentSite> take();
@@ -90,7 +90,7 @@ class PoolBlocks : public Observer {
   std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> marked_;  // live segment -> (key, bytes)
   uint32_t snapshot_at_ = UINT32_MAX;
   bool snapped_ = false;
-  std::vector<PoolAtExit> pools_;
+  std::vector<PoolTotals> pools_;
   std::unordered_map<uint64_t, SegmentTally> tallies_;  // key(slot, segment site)
   format::MemoryRecord pending_map_{};                  // a mapping seen in before(), placed in after()
   bool map_pending_ = false;

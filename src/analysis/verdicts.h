@@ -15,7 +15,7 @@
 namespace gpuleak::analysis::detail {
 
 class PoolBlocks;   // pool_blocks.h
-struct PoolAtExit;  // pool_blocks.h
+struct PoolTotals;  // pool_blocks.h
 
 // Per (device, site): the live bytes and counts at the primary iteration ends, as changes at
 // the ends where an allocation started or stopped counting (verdicts.cpp).
@@ -56,9 +56,9 @@ class SurvivorObserver : public Observer {
 // Fills out->leaks, the devices' verdicts and growth fits, and out->verdict.
 void decide(const Ledger &ledger, const SiteTable &sites, const Primary &primary, SurvivorObserver *survivors,
             const AnalysisOptions &options, Analysis *out);
-// Fills the leaking or growing devices' forecasts; `pools`: each device's framework pool at exit
-// (PoolBlocks::take), whose free space a leak fills first.
+// Fills the leaking or growing devices' forecasts; `pools`: each device's framework pool at the
+// last primary iteration's end (PoolBlocks::pools), whose free space a leak fills first.
 void forecast(const std::vector<Span> &spans, const Primary &primary, const Ledger &ledger,
-              const std::vector<PoolAtExit> &pools, Analysis *out);
+              const std::vector<PoolTotals> &pools, Analysis *out);
 
 }  // namespace gpuleak::analysis::detail

@@ -124,17 +124,12 @@ std::string forecast_text(const json &report, const json *device) {
   return format::forecast_phrase(member(f, "iterations_left").get<uint64_t>(), field_number(f, "seconds_left"));
 }
 
-// The devices table's forecast: the phrase, and what it counted beyond the tracked live bytes
-// (report 1.3), as the terminal summary says it.
+// The devices table's forecast: the phrase, and what it counted beyond the tracked live bytes, as
+// the terminal summary says it.
 std::string device_forecast_text(const json &report, const json &device) {
   std::string text = forecast_text(report, &device);
   const json &f = member(device, "forecast");
-  if (!f.is_object() || text == "ran out of memory" || text == "-") return text;
-  if (field_text(f, "fills") == "jax_arena")
-    return text + ", when JAX's arena is full (" + bytes(f, "pool_free_bytes") + " of it free at the last iteration)";
-  if (has_number(f, "held_elsewhere_bytes") && field_number(f, "held_elsewhere_bytes") > 0)
-    return text + ", with the " + bytes(f, "held_elsewhere_bytes") + " held outside the tracked allocations";
-  return text;
+  return f.is_object() && text != "ran out of memory" && text != "-" ? text + forecast_basis(f) : text;
 }
 
 void heading(std::string &out, const json &r) {

@@ -164,6 +164,15 @@ std::string human_bytes(double bytes) {
   return buf;
 }
 
+std::string forecast_basis(const nlohmann::json &forecast) {
+  if (text(forecast, "fills") == "jax_arena")
+    return ", when JAX's arena is full (" + human_bytes(number(forecast, "pool_free_bytes")) +
+           " of it free at the last iteration)";
+  if (const double held = number(forecast, "held_elsewhere_bytes"); held > 0)
+    return ", with the " + human_bytes(held) + " held outside the tracked allocations";
+  return "";
+}
+
 std::string text_summary(const nlohmann::json &r, const std::string &report_path) {
   std::string out;
   static const nlohmann::json empty = nlohmann::json::object();
@@ -263,12 +272,7 @@ std::string text_summary(const nlohmann::json &r, const std::string &report_path
              format::forecast_phrase(static_cast<uint64_t>(integer(forecast, "iterations_left")),
                                      number(forecast, "seconds_left")) +
              " at this rate";
-      // What the forecast counted beyond the tracked live bytes (report 1.3).
-      if (text(forecast, "fills") == "jax_arena")
-        out += ", when JAX's arena is full (" + human_bytes(number(forecast, "pool_free_bytes")) +
-               " of it free at the last iteration)";
-      else if (const double held = number(forecast, "held_elsewhere_bytes"); held > 0)
-        out += ", with the " + human_bytes(held) + " held outside the tracked allocations";
+      out += forecast_basis(forecast);
     }
     out += "\n";
     out += segments_text(r, integer(d, "index"));

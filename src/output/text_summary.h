@@ -11,6 +11,11 @@ namespace gpuleak::output {
 // "1.0 MiB", "512 B": binary units, one decimal.
 std::string human_bytes(double bytes);
 
+// What a device's forecast counted beyond the tracked live bytes (report 1.3), said after its
+// phrase: ", when JAX's arena is full (...)" or ", with the ... held outside the tracked
+// allocations"; "" when nothing. The summary and the Markdown report say it alike.
+std::string forecast_basis(const nlohmann::json &forecast);
+
 // Where a report entry (leak, advice, live_at_exit) points, in a few words: its headline's text
 // ("train.py:41 in train_step (via Linear.forward, torch/nn/modules/linear.py:134)"); for a
 // report from before headlines, the innermost Python frame, else the innermost named frame.
