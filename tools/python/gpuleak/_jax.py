@@ -129,7 +129,7 @@ class Sampler:
         self.seen = {}  # _identity(array) -> (weak reference or None, the words that report it gone)
         self.sites = {}  # traceback -> py stack id
         self.last_site = (None, 0)  # the last traceback object looked up, and its id
-        self.placements = {}  # _identity(sharding) -> (sharding, device ordinal) (_place())
+        self.placements = {}  # _identity(sharding) -> (sharding, device ordinal, sizes by aval) (_place())
         self.device_sizes = None  # whether the arrays have on_device_size_in_bytes (the first seen says)
         self.samples = 0
         self.open = False  # an iteration began and has not ended
