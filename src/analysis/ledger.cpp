@@ -59,6 +59,12 @@ class Replayer {
     live_.assign(slots, 0);
     out_.totals.assign(slots, DeviceTotals{});
     out_.live_steps.assign(slots, {});
+    // A device's steps are at most one per stretch between boundaries (2 a span) and one per
+    // event: room for them at once on a few devices, rather than a vector copied at each doubling
+    // (capacity never written is never touched).
+    if (slots <= 8)
+      for (std::vector<LiveStep> &steps : out_.live_steps)
+        steps.reserve(std::min<size_t>(2 * spans_.size() + 1, timeline_.size + size_t{1}));
     step_epoch_.assign(slots, 0);
     by_begin_.resize(spans_.size());
     by_end_.resize(spans_.size());
@@ -75,8 +81,9 @@ class Replayer {
     // Usually one cell per span or more: room for one each at once, rather than a vector grown by
     // doubling through 10 MB (each growth a copy onto fresh pages) when every span touches a device.
     // Capacity that no span uses is never touched.
-    cells_.reserve(spans_.size());
-    format::prefer_huge_pages(cells_);
+    out_.cells.reserve(spans_.size());
+    format::prefer_huge_pages(out_.cells);
+    cell_span_.reserve(spans_.size());
     // Every observer is told before and after each event, until its before() or after() turns
     // out to be the one that does nothing (after the first event).
     std::vector<Observer *> before = observers_, after = observers_;
@@ -123,7 +130,7 @@ class Replayer {
   void close_span(uint32_t s) {
     uint32_t pos = open_pos_[s];
     if (pos == kNone) return;
-    for (const auto &[slot, cell] : open_cells_[pos]) cells_[cell].row.live_end_bytes = live_[slot];
+    for (const auto &[slot, cell] : open_cells_[pos]) out_.cells[cell].live_end_bytes = live_[slot];
     open_pos_[open_.back()] = pos;
     open_[pos] = open_.back();
     open_.pop_back();
@@ -139,14 +146,14 @@ class Replayer {
   IterationDevice &cell(size_t pos, uint16_t slot, uint64_t live_before) {
     auto &mine = open_cells_[pos];
     for (const auto &[s, c] : mine)
-      if (s == slot) return cells_[c].row;
-    mine.emplace_back(slot, static_cast<uint32_t>(cells_.size()));
-    Cell c;
-    c.span = open_[pos];
-    c.row.device = out_.devices[slot];
-    c.row.peak_bytes = live_before;
-    cells_.push_back(c);
-    return cells_.back().row;
+      if (s == slot) return out_.cells[c];
+    mine.emplace_back(slot, static_cast<uint32_t>(out_.cells.size()));
+    IterationDevice row;
+    row.device = out_.devices[slot];
+    row.peak_bytes = live_before;
+    out_.cells.push_back(row);
+    cell_span_.push_back(open_[pos]);
+    return out_.cells.back();
   }
 
   // The slot's live bytes after event k, kept for the boundaries that come after it: a change with
@@ -161,21 +168,31 @@ class Replayer {
     step_epoch_[slot] = epoch_;
   }
 
-  // The cells by span, then device: Ledger::cells and cell_start.
+  // The cells by span, then device: Ledger::cells and cell_start. They are made in that order
+  // whenever spans do not overlap (one loop, its passes one after another): then nothing moves.
   void index_cells() {
-    auto order = [](const Cell &a, const Cell &b) {
-      return a.span != b.span ? a.span < b.span : a.row.device < b.row.device;
+    std::vector<IterationDevice> &cells = out_.cells;
+    auto before = [&](size_t a, size_t b) {
+      return cell_span_[a] != cell_span_[b] ? cell_span_[a] < cell_span_[b] : cells[a].device < cells[b].device;
     };
-    if (!std::is_sorted(cells_.begin(), cells_.end(), order)) std::stable_sort(cells_.begin(), cells_.end(), order);
-    out_.cells.reserve(cells_.size());
-    format::prefer_huge_pages(out_.cells);
-    out_.cell_start.assign(spans_.size() + 1, 0);
-    for (const Cell &c : cells_) {
-      out_.cells.push_back(c.row);
-      ++out_.cell_start[c.span + 1];
+    bool sorted = true;
+    for (size_t i = 1; i < cells.size() && sorted; ++i) sorted = !before(i, i - 1);
+    if (!sorted) {
+      std::vector<uint32_t> order(cells.size());
+      std::iota(order.begin(), order.end(), 0u);
+      std::stable_sort(order.begin(), order.end(), before);
+      std::vector<IterationDevice> by_span;
+      by_span.reserve(cells.size());
+      std::vector<uint32_t> spans;
+      spans.reserve(cells.size());
+      for (uint32_t i : order) by_span.push_back(cells[i]), spans.push_back(cell_span_[i]);
+      cells.swap(by_span);
+      cell_span_.swap(spans);
     }
+    out_.cell_start.assign(spans_.size() + 1, 0);
+    for (uint32_t span : cell_span_) ++out_.cell_start[span + 1];
     for (size_t s = 0; s < spans_.size(); ++s) out_.cell_start[s + 1] += out_.cell_start[s];
-    std::vector<Cell>().swap(cells_);
+    std::vector<uint32_t>().swap(cell_span_);
     out_.span_bounds.reserve(spans_.size());
     for (const Span &s : spans_) out_.span_bounds.emplace_back(s.begin, s.end);
   }
@@ -354,14 +371,10 @@ class Replayer {
   size_t nb_ = 0, ne_ = 0;
   std::vector<uint32_t> open_;  // spans open at the current position
   std::vector<uint32_t> open_pos_;
-  // Per open span (same order as open_): the (slot, index into cells_) of the devices it touched.
+  // Per open span (same order as open_): the (slot, index into out_.cells) of the devices it touched.
   // Entries past open_.size() are empty lists kept for the next spans.
   std::vector<std::vector<std::pair<uint16_t, uint32_t>>> open_cells_;
-  struct Cell {
-    uint32_t span = 0;
-    IterationDevice row;
-  };
-  std::vector<Cell> cells_;           // in the order they were made
+  std::vector<uint32_t> cell_span_;   // per cell of out_.cells (in the order they were made): its span
   uint64_t epoch_ = 0;                // how many positions had a span open or close so far
   std::vector<uint64_t> step_epoch_;  // per slot: epoch_ at its last LiveStep
 };
