@@ -3,7 +3,7 @@
 at-exit analysis) and under plain LD_PRELOAD with the shim's own at-exit report, interleaved round
 by round (issue #15 goal 2, issue #29 item 5: at most 1.10x plain, at-exit report included).
 
-usage: async_stress.py BUILD_DIR [--rounds N] [--threads N] [--pairs N] [--stack-depth N]
+usage: async_stress.py BUILD_DIR [--rounds N] [--threads N] [--pairs N] [--stack-depth N] [--late]
 
 Per configuration it prints the lowest and median wall time of the whole run and its CPU time
 (user + system of every process and thread: on a shared machine the wall time also counts the
@@ -42,6 +42,8 @@ def main():
     ap.add_argument("--pairs", type=int, default=20000)
     ap.add_argument("--stack-depth", default=None, help="GPULEAK_STACK_DEPTH (default: gpuleak's own)")
     ap.add_argument("--ref-shim", default=None, help="another libgpuleak.so: adds a 'ref capture' configuration")
+    ap.add_argument("--late", action="store_true",
+                    help="adds 'run, late': `gpuleak run` with GPULEAK_EARLY_ANALYSIS=0 (the analysis after the exit)")
     a = ap.parse_args()
     bench = os.path.join(a.build, "bench", "async_stress_bench")
     cli = os.path.join(a.build, "bin", "gpuleak")
@@ -56,12 +58,18 @@ def main():
     results = {k: [] for k in ("plain", "gpuleak run", "preload+report", "capture", "analysis")}
     if a.ref_shim:
         results["ref capture"] = []
+    if a.late:
+        results["run, late"] = []
     try:
         for _ in range(a.rounds):
             results["plain"].append(timed(args, env))
             shutil.rmtree(out, ignore_errors=True)
             results["gpuleak run"].append(timed([cli, "run", "--out", out, "--quiet", "--"] + args, env))
             shutil.rmtree(out, ignore_errors=True)
+            if a.late:
+                results["run, late"].append(timed([cli, "run", "--out", out, "--quiet", "--"] + args,
+                                                  dict(env, GPULEAK_EARLY_ANALYSIS="0")))
+                shutil.rmtree(out, ignore_errors=True)
             os.makedirs(out)
             # The shim alone, as plain LD_PRELOAD runs it: the at-exit `gpuleak report` it spawns included.
             results["preload+report"].append(

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
 
 #include <nlohmann/json.hpp>
 
@@ -113,6 +114,53 @@ TEST(Cli, RunWithoutDashDashLeavesTheCommandItsOptions) {
   EXPECT_EQ(unknown.err, "gpuleak: run: unknown option --bogus (see gpuleak run --help)\n");
   Result none = run({GPULEAK_CLI_PATH, "run", "--quiet"}, cli_env());
   EXPECT_EQ(none.exit_code, 2);
+}
+
+// `gpuleak run` analyzes the program's capture as soon as gpuleak's exit handler has closed it
+// complete, while the process still ends (early_analysis.h): the report is the one `gpuleak report`
+// makes of the same capture afterwards, byte for byte.
+TEST(Cli, RunAnalyzesTheCaptureWhileTheProgramEndsAndReportsTheSame) {
+  std::string out = make_temp_dir("cli-early");
+  auto env = cli_env();
+  env["GPULEAK_LOG"] = "debug";
+  Result r = run({GPULEAK_CLI_PATH, "run", "--quiet", "--out", out, "--", program("prog_leaky_static"), "30"}, env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("is complete; analyzing it while the program ends"), std::string::npos) << r.err;
+  auto captures = files_with_suffix(out, ".gpuleak");
+  auto reports = files_with_suffix(out, ".report.json");
+  ASSERT_EQ(captures.size(), 1u);
+  ASSERT_EQ(reports.size(), 1u);
+  std::ifstream in(reports[0]);
+  std::string written((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Result again = run({GPULEAK_CLI_PATH, "report", "--format", "json", captures[0]}, {});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(written, again.out);
+  EXPECT_EQ(nlohmann::json::parse(written)["verdict"], "leak");
+
+  // GPULEAK_EARLY_ANALYSIS=0: after the program, as before; a bad value is a usage error.
+  env["GPULEAK_EARLY_ANALYSIS"] = "0";
+  Result late = run({GPULEAK_CLI_PATH, "run", "--quiet", "--out", out, "--", program("prog_leaky_static"), "30"}, env);
+  EXPECT_EQ(late.exit_code, 0) << late.err;
+  EXPECT_EQ(late.err.find("analyzing it while the program ends"), std::string::npos) << late.err;
+  EXPECT_EQ(files_with_suffix(out, ".report.json").size(), 2u);
+  env["GPULEAK_EARLY_ANALYSIS"] = "soon";
+  env.erase("GPULEAK_LOG");
+  Result bad = run({GPULEAK_CLI_PATH, "run", "--quiet", "--out", out, "--", program("prog_leaky_static"), "30"}, env);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.err, "gpuleak: bad value GPULEAK_EARLY_ANALYSIS=\"soon\" (0 or 1)\n");
+}
+
+// A capture closed by exec (the next image goes on running) is not analyzed while the program
+// runs: it has no final record; the report after the program still covers it.
+TEST(Cli, RunLeavesAnExecsCaptureForAfterTheProgram) {
+  std::string out = make_temp_dir("cli-early-exec");
+  auto env = cli_env();
+  env["GPULEAK_LOG"] = "debug";
+  Result r =
+      run({GPULEAK_CLI_PATH, "run", "--quiet", "--out", out, "--", program("prog_hostile"), "exec", "execv"}, env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("analyzing it while the program ends"), std::string::npos) << r.err;
+  EXPECT_EQ(files_with_suffix(out, ".report.json").size(), 1u) << r.err;
 }
 
 TEST(Cli, CorruptOrMissingCaptureIsOneLineAndExitTwo) {

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -111,6 +113,9 @@ struct ReportOptions {
   bool fail_on_leak = false;  // exit 1 when any report's verdict is leak (GPULEAK_EXITCODE)
   std::string ranks_json;     // several processes: their comparison (gpuleak.ranks/1) here
   ReadFlags read;
+  // Captures already analyzed with the same read options (`gpuleak run`'s early analysis), by
+  // input path: used instead of reading them again, and taken.
+  std::map<std::string, std::unique_ptr<output::AnalyzedCapture>> *analyzed = nullptr;
 };
 int report_command(const ReportOptions &options);
 

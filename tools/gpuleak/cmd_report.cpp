@@ -85,8 +85,11 @@ int report_command(const ReportOptions &o) {
       leak = leak || compared.back().verdict == "leak";
       continue;
     }
+    std::unique_ptr<output::AnalyzedCapture> opened;
+    if (o.analyzed)
+      if (auto it = o.analyzed->find(input); it != o.analyzed->end()) opened = std::move(it->second);
     std::string error;
-    auto opened = output::open_and_analyze(input, options, &error);
+    if (!opened) opened = output::open_and_analyze(input, options, &error);
     if (!opened) throw UsageError{error};
     const analysis::Analysis &result = opened->analysis();
     for (const std::string &w : result.warnings) GPULEAK_LOG_WARN("%s", text::printable(w).c_str());

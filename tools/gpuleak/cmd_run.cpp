@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <set>
 
@@ -22,7 +23,8 @@
 #include <CLI/CLI.hpp>
 
 #include "cli.h"
-#include "format/capture_reader.h"
+#include "early_analysis.h"
+#include "format/capture_peek.h"
 #include "log/log.h"
 #include "text/escape.h"
 #include "text/input_file.h"
@@ -54,23 +56,10 @@ std::set<std::string> captures_in(const std::string &dir) {
   return found;
 }
 
-// The token a capture's RunInfo carries (GPULEAK_RUN_TOKEN), read from its first bytes only: the
-// header and the RunInfo lead every capture. A FIFO or anything but a regular file is never read
-// (a FIFO without a writer would block).
+// The token a capture's RunInfo carries (GPULEAK_RUN_TOKEN), read from its first bytes only.
 std::string run_token_of(const std::string &path) {
-  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return {};
-  struct stat st {};
-  std::string head(64 * 1024, '\0');
-  ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, head.data(), head.size()) : -1;
-  close(fd);
-  if (n <= 0) return {};
-  head.resize(static_cast<size_t>(n));
-  format::Capture c;
-  std::string error;
-  if (!format::parse_capture(reinterpret_cast<const uint8_t *>(head.data()), head.size(), &c, &error) || !c.run)
-    return {};
-  return c.run->run_token;
+  format::CapturePeek peek;
+  return format::peek_capture(path, &peek) ? peek.run_token : std::string();
 }
 
 // A token no other run shares: the processes of this run (and their children, which inherit the
@@ -133,6 +122,14 @@ int leak_exit_code(const RunOptions &o) {
   if (errno || *end || v < 0 || v > 255 || !std::isdigit(static_cast<unsigned char>(env[0])))
     throw UsageError{std::string("bad value GPULEAK_EXITCODE=\"") + env + "\" (an exit status, 0-255)"};
   return static_cast<int>(v);
+}
+
+// GPULEAK_EARLY_ANALYSIS=0: the capture is analyzed after the program has ended, not while it ends.
+bool early_analysis_enabled() {
+  const char *env = std::getenv("GPULEAK_EARLY_ANALYSIS");
+  if (!env || !*env || std::strcmp(env, "1") == 0) return true;
+  if (std::strcmp(env, "0") == 0) return false;
+  throw UsageError{std::string("bad value GPULEAK_EARLY_ANALYSIS=\"") + text::printable(env) + "\" (0 or 1)"};
 }
 
 pid_t g_child = 0;
@@ -232,6 +229,7 @@ int run_command(const RunOptions &o) {
   if (!o.loop.empty()) check_loop(o.loop);
   std::string shim = absolute(find_shim());
   int leak_exit = leak_exit_code(o);
+  bool early = !o.no_report && early_analysis_enabled();
   // The Python start-up hooks, found before anything is changed (a missing package is a usage error).
   // PyTorch's tensors inside its default caching allocator come through the same hook (issue #14);
   // asked for by default, so a missing package there only means the segment view.
@@ -315,6 +313,15 @@ int run_command(const RunOptions &o) {
   }, started_with{};
   ignore.sa_handler = SIG_IGN;
   sigaction(SIGPIPE, &ignore, &started_with);
+  // The program's own capture is analyzed while the process ends (early_analysis.h), with the read
+  // options of the report after it; a bad read setting is said by that report, as before.
+  output::ReadOptions early_options;
+  try {
+    if (early) early_options = read_options(o.read);
+  } catch (const UsageError &) {
+    early = false;
+  }
+  EarlyAnalysis analysis(out, token, early_options, early);
   g_child = fork();
   if (g_child < 0) throw UsageError{std::string("fork failed: ") + std::strerror(errno)};
   if (g_child == 0) {
@@ -326,9 +333,7 @@ int run_command(const RunOptions &o) {
   signal(SIGINT, forward);
   signal(SIGTERM, forward);
   signal(SIGHUP, forward);
-  int status = 0;
-  while (waitpid(g_child, &status, 0) < 0 && errno == EINTR) {
-  }
+  int status = analysis.wait(g_child);
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 
   if (!same_folder(out_fd, out)) {
@@ -348,6 +353,8 @@ int run_command(const RunOptions &o) {
   report.read = o.read;
   report.quiet = o.quiet;
   report.fail_on_leak = leak_exit > 0;
+  std::map<std::string, std::unique_ptr<output::AnalyzedCapture>> analyzed = analysis.take();
+  report.analyzed = &analyzed;
   bool leak = false;
   if (!o.no_report && !report.inputs.empty()) {
     try {
