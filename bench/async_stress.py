@@ -3,7 +3,7 @@
 at-exit analysis) and under plain LD_PRELOAD with the shim's own at-exit report, interleaved round
 by round (issue #15 goal 2, issue #29 item 5: at most 1.10x plain, at-exit report included).
 
-usage: async_stress.py BUILD_DIR [--rounds N] [--threads N] [--pairs N] [--stack-depth N] [--late]
+usage: async_stress.py BUILD_DIR [--rounds N] [--threads N] [--pairs N] [--stack-depth N] [--late] [--hold-mb N]
 
 Per configuration it prints the lowest and median wall time of the whole run and its CPU time
 (user + system of every process and thread: on a shared machine the wall time also counts the
@@ -42,13 +42,15 @@ def main():
     ap.add_argument("--pairs", type=int, default=20000)
     ap.add_argument("--stack-depth", default=None, help="GPULEAK_STACK_DEPTH (default: gpuleak's own)")
     ap.add_argument("--ref-shim", default=None, help="another libgpuleak.so: adds a 'ref capture' configuration")
+    ap.add_argument("--hold-mb", type=int, default=0,
+                    help="async_stress_bench's HOLD_MB: host memory kept until exit (an exit that takes a while)")
     ap.add_argument("--late", action="store_true",
                     help="adds 'run, late': `gpuleak run` with GPULEAK_EARLY_ANALYSIS=0 (the analysis after the exit)")
     a = ap.parse_args()
     bench = os.path.join(a.build, "bench", "async_stress_bench")
     cli = os.path.join(a.build, "bin", "gpuleak")
     shim = os.path.join(a.build, "lib", "libgpuleak.so")
-    args = [bench, str(a.threads), str(a.pairs)]
+    args = [bench, str(a.threads), str(a.pairs)] + ([str(a.hold_mb)] if a.hold_mb else [])
     out = tempfile.mkdtemp(prefix="async_stress.")
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)

@@ -9,7 +9,9 @@
       Under `gpuleak run --jax per-buffer`: a 64 MiB array made and deleted at each of 10 marked
       steps (`# @freed`), so that every buffer must be freed (the report: clean, no device memory of
       that site live at exit).
-FILE gets {"mode", "file", "line", "caught", "allocator", "version"} or {"skipped": why}.
+FILE gets {"mode", "file", "line", "caught", "allocator", "version"} or {"skipped": why}; the oom mode
+adds "kept" (arrays kept) and "steps" (the arena's [bytes_limit, bytes_in_use] after each completed step,
+from memory_stats()).
 """
 import argparse
 import json
@@ -42,15 +44,18 @@ def main():
         out["allocator"] = os.environ.get("XLA_PYTHON_CLIENT_ALLOCATOR", "")
         if a.mode == "oom":
             out["line"] = line_of("keep-oom")
-            kept, caught = [], ""
+            kept, caught, steps = [], "", []  # steps: the arena's (limit, in use) after each step
             try:
                 for step in gpuleak.iterate(range(1000), loop="train"):
                     kept.append(jnp.full((64 << 20,), float(step), dtype=jnp.float32))  # @keep-oom
                     kept[-1].block_until_ready()
+                    stats = jax.devices()[0].memory_stats() or {}
+                    steps.append([stats.get("bytes_limit", 0), stats.get("bytes_in_use", 0)])
             except Exception as e:  # noqa: BLE001 - the program catches XLA's error and goes on
                 caught = "%s: %s" % (type(e).__name__, str(e)[:300])
             out["caught"] = caught
             out["kept"] = len(kept)
+            out["steps"] = steps
             del kept
         else:
             out["line"] = line_of("freed")

@@ -3,7 +3,9 @@
 #   jax-oom-caught   the default arena (XLA_PYTHON_CLIENT_MEM_FRACTION=0.03 so it fills fast) runs out
 #                    inside XLA; the program catches RESOURCE_EXHAUSTED. The report must have an OOM
 #                    event with api jax.JaxRuntimeError, a `pool` object (the arena's figures) and the
-#                    kept arrays' line (`# @keep-oom`) in live_by_site.
+#                    kept arrays' line (`# @keep-oom`) in live_by_site; devices[0].forecast is for the
+#                    arena filling (fills jax_arena), its iterations_left within one of the arena's free
+#                    bytes at the last step (memory_stats) over the rate.
 #   jax-per-buffer   `--jax per-buffer`: XLA_PYTHON_CLIENT_ALLOCATOR=address where the installed JAX
 #                    has it (platform before JAX 0.10), and a buffer deleted each step is freed: verdict
 #                    clean, nothing of its line live at exit, nothing said; on a JAX with neither (0.11.2
@@ -68,6 +70,17 @@ if mode == "oom":
     ok = e.get("api") == "jax.JaxRuntimeError" and e.get("pool") and live
     print("api %s, requested %s, pool %s, %s live at %s (%d arrays kept)" % (e.get("api"), e.get("requested_bytes"),
           e.get("pool"), live[0]["bytes"] if live else 0, want, m.get("kept", 0)))
+    # The forecast is for the arena filling (report 1.3): at the last complete step the arena's free
+    # bytes (memory_stats: limit less in use) over the rate, give or take one step (the iteration
+    # the report ends last may be the one before, and the arena's own rounding).
+    f = (r.get("devices") or [{}])[0].get("forecast") or {}
+    steps = m.get("steps") or []
+    free = steps[-1][0] - steps[-1][1] if steps else -1
+    rate = f.get("bytes_per_iteration") or 0
+    expect = free // rate if rate > 0 and free >= 0 else None
+    print("forecast %s; arena at the last step: limit %d, in use %d, free %d: %s iterations" % (
+        json.dumps(f, sort_keys=True), steps[-1][0] if steps else 0, steps[-1][1] if steps else 0, free, expect))
+    ok = ok and f.get("fills") == "jax_arena" and expect is not None and abs(f.get("iterations_left", -9) - expect) <= 1
     sys.exit(0 if ok else 1)
 # The deleted arrays' buffers must be gone. XLA's own state made while compiling the line's first
 # call (cuDNN handles, tens of KiB under the line, "via backend_compile_and_load") stays: only a

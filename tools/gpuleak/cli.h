@@ -6,11 +6,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "analysis/advice.h"
 #include "output/front_door.h"
+#include "output/report_json.h"
 #include "text/limits.h"
 
 namespace CLI {
@@ -104,6 +106,13 @@ void add_shared_read_flags(CLI::App *cmd, ReadFlags *flags);
 // (a bad variable: one warning line, the default).
 output::ReadOptions read_options(const ReadFlags &flags);
 
+// A capture analyzed before the report asked for it, and its report as `gpuleak report` makes it
+// of a single capture (ReportDocument), when that was made too.
+struct PreparedReport {
+  std::unique_ptr<output::AnalyzedCapture> opened;
+  std::optional<output::ReportDocument> single;
+};
+
 struct ReportOptions {
   std::vector<std::string> inputs;  // captures (.gpuleak)
   std::string output;               // report path ("" = next to the capture)
@@ -115,7 +124,7 @@ struct ReportOptions {
   ReadFlags read;
   // Captures already analyzed with the same read options (`gpuleak run`'s early analysis), by
   // input path: used instead of reading them again, and taken.
-  std::map<std::string, std::unique_ptr<output::AnalyzedCapture>> *analyzed = nullptr;
+  std::map<std::string, PreparedReport> *prepared = nullptr;
 };
 int report_command(const ReportOptions &options);
 

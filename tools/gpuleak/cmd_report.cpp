@@ -86,8 +86,12 @@ int report_command(const ReportOptions &o) {
       continue;
     }
     std::unique_ptr<output::AnalyzedCapture> opened;
-    if (o.analyzed)
-      if (auto it = o.analyzed->find(input); it != o.analyzed->end()) opened = std::move(it->second);
+    std::optional<output::ReportDocument> prepared;
+    if (o.prepared)
+      if (auto it = o.prepared->find(input); it != o.prepared->end()) {
+        opened = std::move(it->second.opened);
+        prepared = std::move(it->second.single);
+      }
     std::string error;
     if (!opened) opened = output::open_and_analyze(input, options, &error);
     if (!opened) throw UsageError{error};
@@ -100,6 +104,8 @@ int report_command(const ReportOptions &o) {
     if (o.inputs.size() > 1) {
       doc.tree = output::make_report(opened->capture(), result, opened->sites(), ctx);
       doc.text = output::dump_report(doc.tree);
+    } else if (prepared) {
+      doc = std::move(*prepared);
     } else {
       doc = output::make_report_document(opened->capture(), result, opened->sites(), ctx);
     }

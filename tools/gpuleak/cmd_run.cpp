@@ -353,8 +353,8 @@ int run_command(const RunOptions &o) {
   report.read = o.read;
   report.quiet = o.quiet;
   report.fail_on_leak = leak_exit > 0;
-  std::map<std::string, std::unique_ptr<output::AnalyzedCapture>> analyzed = analysis.take();
-  report.analyzed = &analyzed;
+  std::map<std::string, PreparedReport> prepared = analysis.take();
+  report.prepared = &prepared;
   bool leak = false;
   if (!o.no_report && !report.inputs.empty()) {
     try {

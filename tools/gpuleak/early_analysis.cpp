@@ -11,7 +11,12 @@
 
 #include "format/capture_peek.h"
 #include "log/log.h"
+#include "output/report_json.h"
 #include "text/escape.h"
+
+#ifndef GPULEAK_VERSION
+#define GPULEAK_VERSION "0.0.0"
+#endif
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434  // the same number on every architecture (Linux 5.3)
@@ -91,9 +96,15 @@ void EarlyAnalysis::closed(const std::string &name, pid_t child) {
       try {
         std::string error;
         std::unique_ptr<output::AnalyzedCapture> a = output::open_and_analyze(path, options_, &error);
-        if (a && a->capture().stats && a->capture().stats->final_record == 1 &&
-            a->capture().header.pid == static_cast<uint32_t>(child))
-          result_ = std::move(a);
+        if (!a || !a->capture().stats || a->capture().stats->final_record != 1 ||
+            a->capture().header.pid != static_cast<uint32_t>(child))
+          return;
+        // The report as `gpuleak report` writes it of this capture alone (the usual case: a run
+        // whose processes wrote one capture); with several, the report makes them again.
+        output::ReportContext ctx;
+        ctx.gpuleak_version = GPULEAK_VERSION;
+        result_.single = output::make_report_document(a->capture(), a->analysis(), a->sites(), ctx);
+        result_.opened = std::move(a);
       } catch (...) {  // out of memory, a thread that could not start: the report after the run redoes it
       }
     });
@@ -101,11 +112,11 @@ void EarlyAnalysis::closed(const std::string &name, pid_t child) {
   }
 }
 
-std::map<std::string, std::unique_ptr<output::AnalyzedCapture>> EarlyAnalysis::take() {
-  std::map<std::string, std::unique_ptr<output::AnalyzedCapture>> out;
+std::map<std::string, PreparedReport> EarlyAnalysis::take() {
+  std::map<std::string, PreparedReport> out;
   if (worker_.joinable()) worker_.join();
-  if (result_) {
-    std::string path = result_->path();
+  if (result_.opened) {
+    std::string path = result_.opened->path();
     out.emplace(std::move(path), std::move(result_));
   }
   return out;

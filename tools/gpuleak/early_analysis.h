@@ -18,7 +18,7 @@
 #include <string>
 #include <thread>
 
-#include "output/front_door.h"
+#include "cli.h"
 
 namespace gpuleak::cli {
 
@@ -33,8 +33,9 @@ class EarlyAnalysis {
 
   // waitpid(child) (its status), analyzing the child's capture meanwhile, as described above.
   int wait(pid_t child);
-  // After wait(): the capture analyzed while the program ended, by path (empty when none was).
-  std::map<std::string, std::unique_ptr<output::AnalyzedCapture>> take();
+  // After wait(): the capture analyzed while the program ended, and its report as a single
+  // capture's, by path (empty when none was).
+  std::map<std::string, PreparedReport> take();
 
  private:
   void closed(const std::string &name, pid_t child);
@@ -43,7 +44,7 @@ class EarlyAnalysis {
   output::ReadOptions options_;
   int inotify_ = -1;
   std::thread worker_;
-  std::unique_ptr<output::AnalyzedCapture> result_;  // the worker's, read after it is joined
+  PreparedReport result_;  // the worker's, read after it is joined
 };
 
 }  // namespace gpuleak::cli
