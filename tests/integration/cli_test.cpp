@@ -126,6 +126,7 @@ TEST(Cli, RunAnalyzesTheCaptureWhileTheProgramEndsAndReportsTheSame) {
   Result r = run({GPULEAK_CLI_PATH, "run", "--quiet", "--out", out, "--", program("prog_leaky_static"), "30"}, env);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("is complete; analyzing it while the program ends"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("was analyzed while its process ended"), std::string::npos) << r.err;
   auto captures = files_with_suffix(out, ".gpuleak");
   auto reports = files_with_suffix(out, ".report.json");
   ASSERT_EQ(captures.size(), 1u);

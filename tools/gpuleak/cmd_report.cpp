@@ -91,6 +91,7 @@ int report_command(const ReportOptions &o) {
       if (auto it = o.prepared->find(input); it != o.prepared->end()) {
         opened = std::move(it->second.opened);
         prepared = std::move(it->second.single);
+        GPULEAK_LOG_DEBUG("report: %s was analyzed while its process ended", text::printable(input).c_str());
       }
     std::string error;
     if (!opened) opened = output::open_and_analyze(input, options, &error);
