@@ -1,11 +1,13 @@
 // The capture reader against hand-made bytes: whole files, every prefix, garbage.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "format/address_space.h"
+#include "format/capture_peek.h"
 #include "format/capture_reader.h"
 #include "text/limits.h"
 
@@ -429,6 +431,42 @@ TEST(CaptureReader, FileReadInChunksMatchesTheWholeBytes) {
     EXPECT_EQ(streamed.bytes_read, whole.bytes_read);
   }
   std::remove(path.c_str());
+}
+
+// gpuleak run's look at a capture's two ends: whose it is, and whether it ends with the final
+// Stats record of an exit (a cut file, a Stats record of the running capture, or anything after
+// the final one: not finished).
+TEST(CapturePeek, SaysWhoseAndWhetherFinished) {
+  const std::string dir = ::testing::TempDir();
+  auto write = [&](const std::string &name, const std::string &content) {
+    const std::string path = dir + "/" + name;
+    FILE *f = std::fopen(path.c_str(), "wb");
+    EXPECT_NE(f, nullptr);
+    if (f) std::fwrite(content.data(), 1, content.size(), f), std::fclose(f);
+    return path;
+  };
+  StatsRecord final_stats{}, running{};
+  final_stats.final_record = 1;
+  const std::string finished = sample() + record(RecordType::kStats, bytes(final_stats));
+  CapturePeek peek;
+  ASSERT_TRUE(peek_capture(write("peek-final.gpuleak", finished), &peek));
+  EXPECT_EQ(peek.pid, 42u);
+  EXPECT_EQ(peek.run_token, "");
+  EXPECT_TRUE(peek.finished);
+  for (const std::string &unfinished :
+       {finished.substr(0, finished.size() - 1), sample() + record(RecordType::kStats, bytes(running)),
+        finished + record(RecordType::kString, bytes(StringRecord{8, 1}) + "x"), sample()}) {
+    ASSERT_TRUE(peek_capture(write("peek-open.gpuleak", unfinished), &peek));
+    EXPECT_FALSE(peek.finished) << unfinished.size();
+  }
+  EXPECT_FALSE(peek_capture(write("peek-garbage.gpuleak", "not a capture at all, no"), &peek));
+  EXPECT_FALSE(peek_capture(dir + "/peek-missing.gpuleak", &peek));
+  const std::string fifo = dir + "/peek-fifo.gpuleak";
+  std::remove(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_FALSE(peek_capture(fifo, &peek));  // never read: it would block without a writer
+  for (const char *name : {"peek-final.gpuleak", "peek-open.gpuleak", "peek-garbage.gpuleak", "peek-fifo.gpuleak"})
+    std::remove((dir + "/" + name).c_str());
 }
 
 TEST(CaptureReader, MissingFileIsAnError) {

@@ -105,10 +105,10 @@ void EarlyAnalysis::closed(const std::string &name, pid_t child) {
         ctx.gpuleak_version = GPULEAK_VERSION;
         result_.single = output::make_report_document(a->capture(), a->analysis(), a->sites(), ctx);
         result_.opened = std::move(a);
-      } catch (...) {  // out of memory, a thread that could not start: the report after the run redoes it
+      } catch (...) {  // out of memory: the report after the run makes it again
       }
     });
-  } catch (const std::system_error &) {
+  } catch (const std::system_error &) {  // no thread: the report after the run makes it
   }
 }
 

@@ -1,9 +1,9 @@
 // `gpuleak run`'s wait for the program, with the program's own capture analyzed while the process
 // is still ending. A CUDA process lives on after gpuleak's exit handler has closed its capture: the
-// libraries' destructors run, and the kernel and the driver release the context and the device's
-// memory (docs/benchmarks.md measures how long). The report needs nothing from that time, so the
-// analysis starts as soon as the capture file is closed (inotify IN_CLOSE_WRITE) and says it is
-// complete (the final Stats record of an exit), and the report after the run uses it.
+// kernel and the driver release its context and the device's memory (bench/exit_gap.py measures
+// how long). The report needs nothing from that time, so the analysis starts as soon as the
+// capture file is closed (inotify IN_CLOSE_WRITE) and says it is complete (the final Stats record
+// of an exit), and the report after the run uses it.
 //
 // Only the capture of the process `gpuleak run` started is taken early, and only once complete:
 // a capture closed by exec (the next image goes on running) or by a child process (the program goes
