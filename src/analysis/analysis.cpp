@@ -410,13 +410,14 @@ Analysis run(const format::Capture &capture, const format::MemorySource &memory,
   std::vector<Observer *> observers = {&ooms, &survivors, &live_at_exit};
   if (blocks) observers.insert(observers.begin(), &*blocks);
   for (LoopRun &o : others) observers.push_back(o.survivors.get());
-  for (Observer *o : advisor.observers()) observers.push_back(o);
+  // The advice rules read nothing of the other observers: told by a replay of their own, beside.
+  const std::vector<Observer *> beside = advisor.observers();
   std::optional<LifeRecorder> lives;
   if (options.record_lives) observers.push_back(&lives.emplace(sites, segments, timeline.devices));
   std::optional<RetentionJoin> retention;  // only with the start-up hook's paths (format 1.7)
   if (!capture.retentions.empty()) observers.push_back(&retention.emplace(capture));
   Ledger ledger;
-  replay(capture, timeline, sites, spans, primary.end_pos, observers, &ledger);
+  replay(capture, timeline, sites, spans, primary.end_pos, observers, &ledger, beside);
   if (lives) out.lives = lives->take(record_order ? *record_order : std::vector<uint32_t>{});
 
   out.accounting = ledger.accounting;

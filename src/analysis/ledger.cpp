@@ -10,7 +10,10 @@
 // that names 32 devices and marks a million iterations cost nothing; memory follows the events.
 #include <algorithm>
 #include <cstdint>
+#include <exception>
 #include <numeric>
+#include <system_error>
+#include <thread>
 
 #include "analysis/ledger.h"
 #include "format/huge_pages.h"
@@ -40,8 +43,10 @@ namespace {
 class Replayer {
  public:
   Replayer(const Capture &capture, const Timeline &timeline, const SiteTable &sites, const std::vector<Span> &spans,
-           const std::vector<uint32_t> &primary_ends, const std::vector<Observer *> &observers, Ledger *out)
-      : capture_(capture),
+           const std::vector<uint32_t> &primary_ends, const std::vector<Observer *> &observers, Ledger *out,
+           bool light = false)
+      : light_(light),
+        capture_(capture),
         timeline_(timeline),
         sites_(sites),
         spans_(spans),
@@ -59,6 +64,10 @@ class Replayer {
     live_.assign(slots, 0);
     out_.totals.assign(slots, DeviceTotals{});
     out_.live_steps.assign(slots, {});
+    if (light_) {
+      observe();
+      return;
+    }
     // A device's steps are at most one per stretch between boundaries (2 a span) and one per
     // event: room for them at once on a few devices, rather than a vector copied at each doubling
     // (capacity never written is never touched).
@@ -84,12 +93,24 @@ class Replayer {
     out_.cells.reserve(spans_.size());
     format::prefer_huge_pages(out_.cells);
     cell_span_.reserve(spans_.size());
-    // Every observer is told before and after each event, until its before() or after() turns
-    // out to be the one that does nothing (after the first event).
+    observe();
+    for (size_t d = 0; d < slots; ++d) out_.totals[d].live = live_[d];
+    index_cells();
+    out_.accounting.events = timeline_.source->size();
+    out_.accounting.host_pinned_live_at_exit_bytes = host_live_;
+    out_.accounting.host_pinned_peak_bytes = host_peak_;
+  }
+
+ private:
+  // The events in order, each told to the observers. Every observer is told before and after each
+  // event, until its before() or after() turns out to be the one that does nothing (after the
+  // first event). A light replay keeps only what the observers see (the live set and each
+  // allocation's state): no iteration cells, no device steps.
+  void observe() {
     std::vector<Observer *> before = observers_, after = observers_;
     bool pruned = false;
     timeline_.replay([&](uint32_t k, const MemoryRecord &r) {
-      boundaries(k);
+      if (!light_) boundaries(k);
       for (Observer *o : before) o->before(k, &r, live_map_);
       apply(k, r);
       for (Observer *o : after) o->after(k, live_map_);
@@ -101,17 +122,11 @@ class Replayer {
                     after.end());
       }
     });
-    boundaries(timeline_.size);
+    if (!light_) boundaries(timeline_.size);
     for (Observer *o : observers_) o->before(timeline_.size, nullptr, live_map_);
     for (Observer *o : observers_) o->finish(live_map_);
-    for (size_t d = 0; d < slots; ++d) out_.totals[d].live = live_[d];
-    index_cells();
-    out_.accounting.events = timeline_.source->size();
-    out_.accounting.host_pinned_live_at_exit_bytes = host_live_;
-    out_.accounting.host_pinned_peak_bytes = host_peak_;
   }
 
- private:
   int slot(int16_t device) const { return lookup_[device_of(device)]; }
 
   // Open before closing, so that an empty span [k, k) opens and closes at the same moment.
@@ -268,7 +283,7 @@ class Replayer {
         ++it_dev.alloc_count;
         it_dev.peak_bytes = std::max(it_dev.peak_bytes, live);
       }
-      step(k, a.slot);
+      if (!light_) step(k, a.slot);
     }
     for (Observer *o : observers_) o->born(k, r, a);
   }
@@ -320,7 +335,7 @@ class Replayer {
         it_dev.freed_bytes += a.size;
         ++it_dev.free_count;
       }
-      step(k, a.slot);
+      if (!light_) step(k, a.slot);
     } else {
       host_live_ -= a.size;
     }
@@ -356,6 +371,7 @@ class Replayer {
     }
   }
 
+  const bool light_;  // only the observers' view (observe())
   const Capture &capture_;
   const Timeline &timeline_;
   const SiteTable &sites_;
@@ -382,9 +398,34 @@ class Replayer {
 }  // namespace
 
 void replay(const Capture &capture, const Timeline &timeline, const SiteTable &sites, const std::vector<Span> &spans,
-            const std::vector<uint32_t> &primary_ends, const std::vector<Observer *> &observers, Ledger *ledger) {
+            const std::vector<uint32_t> &primary_ends, const std::vector<Observer *> &observers, Ledger *ledger,
+            const std::vector<Observer *> &beside) {
   *ledger = Ledger{};
-  Replayer(capture, timeline, sites, spans, primary_ends, observers, ledger).run();
+  std::vector<Observer *> all = observers;
+  std::thread other;
+  std::exception_ptr failed;
+  if (!beside.empty() && timeline.source->concurrent_replays() && std::thread::hardware_concurrency() > 1) {
+    try {
+      other = std::thread([&] {
+        try {
+          Ledger unused;
+          Replayer(capture, timeline, sites, spans, primary_ends, beside, &unused, true).run();
+        } catch (...) {
+          failed = std::current_exception();
+        }
+      });
+    } catch (const std::system_error &) {  // no thread: one replay tells them all
+    }
+  }
+  if (!other.joinable()) all.insert(all.end(), beside.begin(), beside.end());
+  try {
+    Replayer(capture, timeline, sites, spans, primary_ends, all, ledger).run();
+  } catch (...) {
+    if (other.joinable()) other.join();
+    throw;
+  }
+  if (other.joinable()) other.join();
+  if (failed) std::rethrow_exception(failed);
 }
 
 }  // namespace gpuleak::analysis::detail

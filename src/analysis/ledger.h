@@ -36,9 +36,12 @@ struct Ledger {
   IterationDevice row(uint32_t span, size_t slot) const;
 };
 // One replay of every event: fills *ledger and tells the observers. `primary_ends` (Primary::end_pos)
-// sets each LiveAllocation's ends_at_birth.
+// sets each LiveAllocation's ends_at_birth. `beside`: observers that read nothing of the others
+// (the advice rules), told every event as the observers are, by a second replay of their own on
+// another thread when the source allows it (MemorySource::concurrent_replays) and the machine has
+// a second core, else by the same replay after the observers.
 void replay(const format::Capture &capture, const Timeline &timeline, const SiteTable &sites,
             const std::vector<Span> &spans, const std::vector<uint32_t> &primary_ends,
-            const std::vector<Observer *> &observers, Ledger *ledger);
+            const std::vector<Observer *> &observers, Ledger *ledger, const std::vector<Observer *> &beside = {});
 
 }  // namespace gpuleak::analysis::detail

@@ -48,6 +48,9 @@ class MemorySource {
   // times needs. A file source skips the free pairing and the records' copies for it.
   using TimeVisitor = std::function<void(const uint64_t *ts, size_t n)>;
   virtual void replay_times(const TimeVisitor &visit) const;
+  // Whether several replays of this source may run at once, on several threads (records that
+  // are only read: held in memory, or a file source's cache once it is filled).
+  virtual bool concurrent_replays() const = 0;
   static constexpr size_t kBlock = 512;  // records per block (36 KiB)
   bool failed() const { return !error_.empty(); }
   const std::string &error() const { return error_; }
@@ -64,6 +67,7 @@ class VectorMemorySource : public MemorySource {
   uint64_t size() const override { return records_.size(); }
   uint64_t max_ts() const override { return max_ts_; }
   void replay_blocks(const BlockVisitor &visit) const override;
+  bool concurrent_replays() const override { return true; }
   // The time order: replay's k-th record is records[order()[k]]; empty when it is the file order.
   const std::vector<uint32_t> &order() const { return order_; }
 
@@ -85,6 +89,7 @@ class FileMemorySource : public MemorySource {
   uint64_t max_ts() const override { return max_ts_; }
   void replay_blocks(const BlockVisitor &visit) const override;
   void replay_times(const TimeVisitor &visit) const override;
+  bool concurrent_replays() const override { return cached_; }
   // The records of a capture of at most this many bytes of them (72 a record: 932,067 records)
   // are kept in memory by the first complete replay, and every later replay reads them there.
   // A larger capture is merged from the file on every replay: memory stays bounded.
