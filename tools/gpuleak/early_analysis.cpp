@@ -85,6 +85,9 @@ void EarlyAnalysis::closed(const std::string &name, pid_t child) {
   const std::string ext = ".gpuleak";
   if (worker_.joinable() || name.size() <= ext.size() || name.compare(name.size() - ext.size(), ext.size(), ext) != 0)
     return;
+  // The shim names a capture <program>.<pid>[.rankN][.K].gpuleak: a neighbour's (a --out shared
+  // with other runs) is passed over without reading it.
+  if (name.find("." + std::to_string(child) + ".") == std::string::npos) return;
   const std::string path = dir_ + "/" + name;
   format::CapturePeek peek;
   if (!format::peek_capture(path, &peek) || peek.pid != static_cast<uint32_t>(child) || peek.run_token != token_ ||
